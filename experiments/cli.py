@@ -1,0 +1,177 @@
+"""The ``cbalab`` command line (spec/INTERFACE.md).
+
+Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a
+message naming the field and the value, never a traceback), 1 on an internal
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from experiments import methods
+from models.instance import Instance, InstanceError, load
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInputError(Exception):
+    """A usage error found after parsing (unknown method, wrong problem for the instance, ...)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own usage errors: exit 2, no traceback
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _emit(doc: dict, out: str | None) -> None:
+    text = json.dumps(doc, indent=1)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    """``cbalab solve INSTANCE --problem P --method M``: one scored result document."""
+    inst = load(args.instance)
+    try:
+        methods.get(args.problem, args.method)
+    except KeyError as e:
+        raise BadInputError(f"--method: {e.args[0]}") from None
+    doc, _ = methods.run(inst, args.problem, args.method, time_limit=args.time_limit)
+    _emit(doc, args.out)
+    return EXIT_OK
+
+
+def _generated(args: argparse.Namespace) -> Instance:
+    from experiments.workload import generate_cost
+
+    if args.datasets < 1:
+        raise BadInputError(f"--datasets: must be >= 1, got {args.datasets}")
+    kinds: dict[str, Callable[..., Instance]] = {"cost": generate_cost}
+    return kinds[args.kind](args.jobs, args.datasets, args.seed)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """``cbalab generate --kind K --jobs N --datasets D --seed S``: a seeded instance as JSON."""
+    inst = _generated(args)
+    text = inst.dumps()
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    else:
+        print(text)
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``cbalab compare``: every method of a problem on one instance, as a table (the README's main job)."""
+    if args.instance:
+        inst = load(args.instance)
+        origin = args.instance
+    else:
+        args.kind = args.problem
+        inst = _generated(args)
+        origin = f"generated --kind {args.problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
+    print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
+    rows = [
+        methods.run(inst, args.problem, name, time_limit=args.time_limit)[0] for name in methods.names(args.problem)
+    ]
+    exact = [r["objective"] for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
+    ref = exact[0] if exact else None
+    header = (
+        f"{'method':<14}{'status':<12}{'objective':>14}{'vs milp':>10}{'cache $/h':>12}{'bw $/h':>10}{'seconds':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        obj = r["objective"]
+        cost = r["cost_per_hour"] or {}
+        gap = "" if obj is None or ref is None or ref == 0 else f"{(obj - ref) / abs(ref):+.2%}"
+        print(
+            f"{r['method']:<14}{r['status']:<12}{_fmt(obj):>14}{gap:>10}"
+            f"{_fmt(cost.get('cache')):>12}{_fmt(cost.get('bandwidth')):>10}{r['solve_seconds']:>10.4f}"
+        )
+    return EXIT_OK
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``cbalab`` command."""
+    p = _Parser(prog="cbalab", description="Cache, bandwidth and GPU allocation for DL clusters (CBA / AutoCBA).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("solve", help="solve one instance with one method")
+    s.add_argument("instance")
+    s.add_argument("--problem", required=True, choices=["cost", "welfare"])
+    s.add_argument("--method", required=True)
+    s.add_argument("--time-limit", type=_seconds, default=None)
+    s.add_argument("--out")
+    s.set_defaults(run=cmd_solve)
+
+    g = sub.add_parser("generate", help="write a seeded instance")
+    g.add_argument("--kind", required=True, choices=["cost"])
+    g.add_argument("--jobs", type=_positive_int, required=True)
+    g.add_argument("--datasets", type=_positive_int, required=True)
+    g.add_argument("--seed", type=_positive_int, default=0)
+    g.add_argument("--out")
+    g.set_defaults(run=cmd_generate)
+
+    c = sub.add_parser("compare", help="every method of a problem on one instance, as a table")
+    c.add_argument("instance", nargs="?")
+    c.add_argument("--problem", default="cost", choices=["cost"])
+    c.add_argument("--jobs", type=_positive_int, default=200)
+    c.add_argument("--datasets", type=_positive_int, default=40)
+    c.add_argument("--seed", type=_positive_int, default=0)
+    c.add_argument("--time-limit", type=_seconds, default=None)
+    c.set_defaults(run=cmd_compare)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cbalab`` console script; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (InstanceError, BadInputError) as e:
+        print(f"cbalab: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:  # an internal error: one line, exit 1; CBALAB_DEBUG=1 shows the traceback
+        import os
+
+        if os.environ.get("CBALAB_DEBUG"):
+            raise
+        print(f"cbalab: internal error: {e.__class__.__name__}: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

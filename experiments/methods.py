@@ -1,0 +1,80 @@
+"""The method registry: every method by (problem, name), shared by the CLI, the tests and the experiments.
+
+A method is a function ``(instance) -> Allocation``.  Entries name their
+function as ``"module:function"`` and are imported on first use, so that
+``cbalab solve --method cba`` never pays for importing Pyomo.  Exact methods
+(``exact=True``) also take a :class:`models.solve.SolveOptions`.
+
+:func:`run` is the one way to call a method: it times the call and has the
+answer scored by the referee (models/evaluate.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.evaluate import Allocation, Evaluation, result
+from models.instance import Instance
+
+
+@dataclass(frozen=True)
+class Method:
+    """One registered method: its CLI name, the problem it answers, and where its function lives."""
+
+    name: str
+    problem: str
+    target: str
+    summary: str
+    exact: bool = False
+
+    def function(self) -> Callable[..., Allocation]:
+        """Import and return the method's function."""
+        module, func = self.target.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+_METHODS: dict[tuple[str, str], Method] = {}
+
+
+def register(name: str, problem: str, target: str, summary: str, *, exact: bool = False) -> None:
+    """Add a method to the registry; a (problem, name) pair may be registered once."""
+    key = (problem, name)
+    if key in _METHODS:
+        raise ValueError(f"method {name!r} is already registered for problem {problem!r}")
+    _METHODS[key] = Method(name, problem, target, summary, exact)
+
+
+register("cba", "cost", "algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
+register("lp", "cost", "models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
+register("milp", "cost", "models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+
+
+def names(problem: str) -> list[str]:
+    """Names of the methods that answer ``problem``, in registration order."""
+    return [m.name for (p, _), m in _METHODS.items() if p == problem]
+
+
+def get(problem: str, name: str) -> Method:
+    """The method ``name`` for ``problem``; KeyError with the known names otherwise."""
+    try:
+        return _METHODS[(problem, name)]
+    except KeyError:
+        raise KeyError(f"no method {name!r} for problem {problem!r}; known: {', '.join(names(problem))}") from None
+
+
+def run(inst: Instance, problem: str, name: str, *, time_limit: float | None = None) -> tuple[dict, Evaluation | None]:
+    """Run a method on ``inst`` and return its scored ``cbalab/result@1`` document and the referee's Evaluation."""
+    method = get(problem, name)
+    fn = method.function()
+    start = time.perf_counter()
+    if method.exact:
+        from models.solve import SolveOptions
+
+        alloc = fn(inst, SolveOptions(time_limit=time_limit))
+    else:
+        alloc = fn(inst)
+    seconds = time.perf_counter() - start
+    return result(inst, problem, name, alloc, seconds)

@@ -1,0 +1,1 @@
+"""One module per experiment of spec/EXPERIMENTS.md."""

@@ -1,0 +1,1 @@
+"""The mathematics of cbalab: instances, the referee, and the exact Pyomo formulations."""

@@ -1,0 +1,329 @@
+"""The one referee: feasibility, cost, stalls and welfare of any allocation.
+
+Every method in cbalab returns an :class:`Allocation`; this module alone turns
+it into the numbers that are reported (spec/DESIGN.md, "One referee").  A
+method's own idea of its objective is never trusted: the CLI, the tests and
+the experiments all score through :func:`evaluate`.
+
+The scoring follows spec/MODEL.md:
+
+* hit ratio h_k = min(c_k, d_k) / d_k, where c_k is the capacity dataset k
+  occupies and pays for (whole blocks under block caching, §4);
+* consumption x_j = min(r_j(g_j), b_j / (1 - h_k(j))) and stall factor
+  x_j / r_j(g_j) (§3);
+* cost per hour p_g Σ g_j + p_c Σ c_k + p_b · (Σ b_j, or the provisioned
+  P = m·β under bandwidth tiers, §4);
+* welfare Σ_j U_j(g_j) · x_j / r_j(g_j) (§5: a stalled job earns utility
+  only while its GPUs train).
+
+For the cost problem P1 (§4) a stalled job is a violation; for the welfare
+problem P2 (§5) stalls are allowed and scored, while the GPU, cache and
+bandwidth capacities and the budget are hard.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.instance import Instance
+
+#: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
+RTOL = 1e-9
+
+STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+PROBLEMS = ("cost", "welfare")
+
+
+@dataclass
+class Allocation:
+    """What a method decides, plus its (untrusted) claim about it.
+
+    ``gpus`` per job, ``cache_gb`` per dataset (occupied, paid capacity),
+    ``bandwidth_gbps`` per job, all by position.  ``provisioned_gbps`` is the
+    total bandwidth bought under tiers (None: let the referee round Σ b_j up
+    to whole tiers).  ``status`` is the method's claim (``optimal`` only if
+    proven), ``bound`` a proven bound on the optimum (lower for cost, upper
+    for welfare) or None, ``reason`` why the method found no allocation.
+    When ``status`` is ``infeasible`` or ``error`` the arrays may be None.
+    """
+
+    gpus: np.ndarray | None
+    cache_gb: np.ndarray | None
+    bandwidth_gbps: np.ndarray | None
+    provisioned_gbps: float | None = None
+    status: str = "feasible"
+    bound: float | None = None
+    reason: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def none(cls, status: str, reason: str, bound: float | None = None) -> Allocation:
+        """An answer without an allocation (``infeasible`` or ``error``, or a time limit with no incumbent)."""
+        return cls(None, None, None, status=status, reason=reason, bound=bound)
+
+    @property
+    def has_allocation(self) -> bool:
+        """True when the method returned arrays to score."""
+        return self.gpus is not None
+
+
+@dataclass
+class Evaluation:
+    """The referee's verdict on one allocation (costs in $/h)."""
+
+    feasible: bool
+    violations: list[str]
+    cost_gpu: float
+    cost_cache: float
+    cost_bandwidth: float
+    provisioned_gbps: float | None
+    hit_ratio: np.ndarray
+    rate_gbps: np.ndarray
+    stall_factor: np.ndarray
+    welfare: float | None
+
+    @property
+    def cost_total(self) -> float:
+        """Total cost per hour: GPU + cache + bandwidth."""
+        return self.cost_gpu + self.cost_cache + self.cost_bandwidth
+
+    @property
+    def cost_io(self) -> float:
+        """IO cost per hour: cache + bandwidth."""
+        return self.cost_cache + self.cost_bandwidth
+
+
+def _slack(x: float | np.ndarray) -> float | np.ndarray:
+    return RTOL * np.maximum(1.0, np.abs(x))
+
+
+def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each job's GPU count: (found, r_j(g), U_j(g)) from its option table; g = 0 is found with 0, 0."""
+    opt_job = inst.option_job()
+    match = inst.option_gpus == gpus[opt_job]
+    rows = np.flatnonzero(match)
+    found = gpus == 0
+    rate = np.zeros(inst.n_jobs)
+    util = np.zeros(inst.n_jobs)
+    jobs = opt_job[rows]
+    found[jobs] = True
+    rate[jobs] = inst.option_io_gbps[rows]
+    util[jobs] = inst.option_utility[rows]
+    return found, rate, util
+
+
+def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
+    """Score ``alloc`` on ``inst`` for ``problem`` ("cost" = P1, "welfare" = P2), listing every violation.
+
+    Raises ValueError if the allocation's arrays have the wrong shape (a method
+    bug, not an infeasibility).
+    """
+    if problem not in PROBLEMS:
+        raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+    if not alloc.has_allocation:
+        raise ValueError("allocation has no arrays to evaluate")
+    g = np.asarray(alloc.gpus)
+    c = np.asarray(alloc.cache_gb, dtype=float)
+    b = np.asarray(alloc.bandwidth_gbps, dtype=float)
+    for name, arr, n in (
+        ("gpus", g, inst.n_jobs),
+        ("cache_gb", c, inst.n_datasets),
+        ("bandwidth_gbps", b, inst.n_jobs),
+    ):
+        if arr.shape != (n,):
+            raise ValueError(f"allocation.{name} has shape {arr.shape}, expected ({n},)")
+    v: list[str] = []
+    _check_values(inst, g, c, b, v)
+    g = np.rint(g).astype(np.int64) if g.dtype.kind == "f" else g.astype(np.int64)
+
+    found, opt_rate, util = (
+        option_lookup(inst, g) if inst.option_gpus.size else (g == 0, np.zeros(inst.n_jobs), np.zeros(inst.n_jobs))
+    )
+    if problem == "cost":
+        inst.require_fixed()
+        rate = inst.job_io_gbps.copy()
+        wrong = np.flatnonzero(g != inst.job_gpus)
+        if wrong.size:
+            j = wrong[0]
+            v.append(
+                f"gpus[{inst.job_ids[j]}] = {g[j]} differs from the job's fixed {inst.job_gpus[j]} ({wrong.size} jobs)"
+            )
+        welfare_known = bool(inst.has_options.all() and found.all())
+    else:
+        inst.require_options()
+        rate = opt_rate
+        bad = np.flatnonzero(~found)
+        if bad.size:
+            j = bad[0]
+            v.append(f"gpus[{inst.job_ids[j]}] = {g[j]} is not one of the job's options ({bad.size} jobs)")
+        welfare_known = True
+
+    hit = _hit_ratio(inst, c, v)
+    need = rate * (1.0 - hit[inst.job_dataset])
+    short = b < need - _slack(need)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(short, b / need, 1.0)
+    factor = np.clip(np.nan_to_num(factor, nan=1.0), 0.0, 1.0)
+    if problem == "cost" and short.any():
+        j = int(np.flatnonzero(short)[0])
+        v.append(
+            f"bandwidth_gbps[{inst.job_ids[j]}] = {b[j]:.6g} < r_j (1 - h_k) = {need[j]:.6g}: "
+            f"job stalls ({int(short.sum())} jobs)"
+        )
+
+    total_b = float(b.sum())
+    if total_b > inst.bandwidth_gbps + _slack(inst.bandwidth_gbps):
+        v.append(f"total bandwidth {total_b:.6g} GB/s exceeds the cap B = {inst.bandwidth_gbps:.6g}")
+    provisioned = _provisioned(inst, alloc.provisioned_gbps, total_b, v)
+    total_c = float(c.sum())
+    if total_c > inst.cache_gb + _slack(inst.cache_gb):
+        v.append(f"total cache {total_c:.6g} GB exceeds the capacity C = {inst.cache_gb:.6g}")
+    total_g = int(g.sum())
+    if problem == "welfare" and inst.gpus is not None and total_g > inst.gpus:
+        v.append(f"total GPUs {total_g} exceed the cluster's G = {inst.gpus}")
+
+    cost_gpu = inst.price_gpu * total_g
+    cost_cache = inst.price_cache * total_c
+    cost_bw = inst.price_bandwidth * (total_b if provisioned is None else provisioned)
+    total = cost_gpu + cost_cache + cost_bw
+    if problem == "welfare" and total > inst.budget_per_hour + _slack(inst.budget_per_hour):
+        v.append(f"cost {total:.6g} $/h exceeds the budget {inst.budget_per_hour:.6g} $/h")
+
+    welfare = float(np.dot(util, factor)) if welfare_known else None
+    return Evaluation(
+        feasible=not v,
+        violations=v,
+        cost_gpu=cost_gpu,
+        cost_cache=cost_cache,
+        cost_bandwidth=cost_bw,
+        provisioned_gbps=provisioned,
+        hit_ratio=hit,
+        rate_gbps=rate,
+        stall_factor=factor,
+        welfare=welfare,
+    )
+
+
+def _check_values(inst: Instance, g: np.ndarray, c: np.ndarray, b: np.ndarray, v: list[str]) -> None:
+    if g.dtype.kind == "f" and not np.all(np.isfinite(g) & (g == np.rint(g))):
+        v.append("gpus are not whole numbers")
+    for name, arr, ids in (
+        ("gpus", g, inst.job_ids),
+        ("cache_gb", c, inst.dataset_ids),
+        ("bandwidth_gbps", b, inst.job_ids),
+    ):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            v.append(f"{name}[{ids[bad[0]]}] = {arr[bad[0]]} is negative or not finite ({bad.size} entries)")
+
+
+def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
+    """h_k = min(c_k, d_k)/d_k, checking the cache granularity of MODEL.md §4."""
+    d = inst.dataset_size_gb
+    c = np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
+    if inst.cache_granularity == "block":
+        u = float(inst.block_gb)
+        blocks = c / u
+        off = np.abs(blocks - np.rint(blocks)) > _slack(blocks)
+        limit = np.ceil(d / u - _slack(d / u)) * u
+        what = f"a whole number of {u:g} GB blocks"
+    elif inst.cache_granularity == "dataset":
+        off = (c > _slack(c)) & (np.abs(c - d) > _slack(d))
+        limit = d
+        what = "0 or the whole dataset"
+    else:
+        off = np.zeros(c.size, dtype=bool)
+        limit = d
+        what = ""
+    if off.any():
+        k = int(np.flatnonzero(off)[0])
+        v.append(f"cache_gb[{inst.dataset_ids[k]}] = {c[k]:.6g} is not {what} ({int(off.sum())} datasets)")
+    over = c > limit + _slack(limit)
+    if over.any():
+        k = int(np.flatnonzero(over)[0])
+        v.append(f"cache_gb[{inst.dataset_ids[k]}] = {c[k]:.6g} exceeds what the dataset can use ({limit[k]:.6g} GB)")
+    return np.minimum(c, d) / d
+
+
+def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[str]) -> float | None:
+    """The billed bandwidth P = m·β under tiers (MODEL.md §4), or None for continuous bandwidth."""
+    step = inst.bandwidth_step_gbps
+    if step is None:
+        if claimed is not None and abs(claimed - total_b) > _slack(total_b):
+            v.append(f"provisioned_gbps = {claimed:.6g} given, but bandwidth is not sold in tiers")
+        return None
+    if claimed is None:
+        m = math.ceil(total_b / step - _slack(total_b / step))
+        claimed = max(m, 0) * step
+    m = claimed / step
+    if not math.isfinite(claimed) or abs(m - round(m)) > _slack(m) or claimed < 0:
+        v.append(f"provisioned_gbps = {claimed:.6g} is not a whole number of {step:g} GB/s tiers")
+    if total_b > claimed + _slack(claimed):
+        v.append(f"total bandwidth {total_b:.6g} GB/s exceeds the provisioned {claimed:.6g}")
+    if claimed > inst.bandwidth_gbps + _slack(inst.bandwidth_gbps):
+        v.append(f"provisioned_gbps = {claimed:.6g} exceeds the cap B = {inst.bandwidth_gbps:.6g}")
+    return float(claimed)
+
+
+def result(
+    inst: Instance, problem: str, method: str, alloc: Allocation, seconds: float
+) -> tuple[dict, Evaluation | None]:
+    """The ``cbalab/result@1`` document (spec/INTERFACE.md) for a method's answer, scored by :func:`evaluate`.
+
+    An allocation that the referee finds infeasible is reported with status
+    ``infeasible``, ``feasible: false`` and its violations: the method failed
+    on this instance, whatever it claimed.
+    """
+    doc: dict = {"schema": "cbalab/result@1", "problem": problem, "method": method}
+    if not alloc.has_allocation:
+        doc.update(
+            status=alloc.status,
+            objective=None,
+            bound=_num(alloc.bound),
+            cost_per_hour=None,
+            welfare=None,
+            gpus=None,
+            cache_gb=None,
+            bandwidth_gbps=None,
+            solve_seconds=seconds,
+            reason=alloc.reason,
+        )
+        return doc, None
+    ev = evaluate(inst, alloc, problem)
+    status = alloc.status if ev.feasible else "infeasible"
+    objective = ev.cost_total if problem == "cost" else ev.welfare
+    doc.update(
+        status=status,
+        objective=objective,
+        bound=_num(alloc.bound),
+        cost_per_hour={
+            "gpu": ev.cost_gpu,
+            "cache": ev.cost_cache,
+            "bandwidth": ev.cost_bandwidth,
+            "total": ev.cost_total,
+        },
+        welfare=ev.welfare,
+        gpus={jid: int(x) for jid, x in zip(inst.job_ids, np.asarray(alloc.gpus))},
+        cache_gb={k: float(x) for k, x in zip(inst.dataset_ids, alloc.cache_gb)},
+        bandwidth_gbps={jid: float(x) for jid, x in zip(inst.job_ids, alloc.bandwidth_gbps)},
+        solve_seconds=seconds,
+        feasible=ev.feasible,
+    )
+    if ev.provisioned_gbps is not None:
+        doc["provisioned_gbps"] = ev.provisioned_gbps
+    if not ev.feasible:
+        doc["violations"] = ev.violations
+        doc["reason"] = "the method's allocation breaks: " + "; ".join(ev.violations)
+    elif alloc.reason:
+        doc["reason"] = alloc.reason
+    stalled = np.flatnonzero(ev.stall_factor < 1.0)
+    if stalled.size:
+        doc["stall_factor"] = {inst.job_ids[j]: float(ev.stall_factor[j]) for j in stalled}
+    return doc, ev
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)

@@ -1,0 +1,527 @@
+"""The cbalab data model: an instance of the allocation problems, its validation and JSON I/O.
+
+An instance is what spec/MODEL.md §2 calls the cluster (G, C, B, the integer
+variants of §4), the prices (p_g, p_c, p_b), the budget, the datasets (d_k) and
+the jobs (k(j), the fixed GPUs g_j and rate r_j of P1, and the option table
+O_j with r_j(g) and U_j(g) of P2).  The JSON form is the schema
+``cbalab/instance@1`` of spec/INTERFACE.md.
+
+Jobs and datasets are kept columnar: numpy arrays by position, with the ids
+beside them, so that a 100,000-job instance loads and solves quickly.  Job
+options are ragged and kept in CSR form: the options of job ``j`` are the
+positions ``option_ptr[j]:option_ptr[j + 1]`` of ``option_gpus``,
+``option_io_gbps`` and ``option_utility``.
+
+Every bad input raises :class:`InstanceError`, whose message names the field
+(a JSON path such as ``jobs[3].dataset``) and the offending value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEMA = "cbalab/instance@1"
+
+_TOP_KEYS = {"schema", "cluster", "prices", "budget_per_hour", "datasets", "jobs"}
+_CLUSTER_KEYS = {"gpus", "cache_gb", "bandwidth_gbps", "cache_granularity", "bandwidth_step_gbps"}
+_PRICE_KEYS = {"gpu_per_hour", "cache_gb_per_hour", "bandwidth_gbps_per_hour"}
+_DATASET_KEYS = {"id", "size_gb"}
+_JOB_KEYS = {"id", "dataset", "gpus", "io_gbps", "options"}
+_OPTION_KEYS = {"gpus", "io_gbps", "utility"}
+
+
+class InstanceError(ValueError):
+    """Bad input: the message names the field and the offending value."""
+
+    def __init__(self, path: str, value: Any, problem: str) -> None:
+        self.path = path
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{path}: {problem} (got {_show(value)})")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if _jsonable(value) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One problem instance (spec/MODEL.md §2), columnar.
+
+    ``bandwidth_gbps`` and ``budget_per_hour`` are ``math.inf`` when unlimited
+    (``null`` in JSON); ``gpus`` is ``None`` when the cluster has no GPU cap.
+    ``cache_granularity`` is ``"continuous"``, ``"dataset"`` or ``"block"``
+    (then ``block_gb`` is the block size u of MODEL.md §4).  Jobs lacking a
+    fixed allocation have ``job_gpus == -1`` and ``job_io_gbps == nan``.
+    """
+
+    gpus: int | None
+    cache_gb: float
+    bandwidth_gbps: float
+    price_gpu: float
+    price_cache: float
+    price_bandwidth: float
+    dataset_ids: tuple[str, ...]
+    dataset_size_gb: np.ndarray
+    job_ids: tuple[str, ...]
+    job_dataset: np.ndarray
+    job_gpus: np.ndarray
+    job_io_gbps: np.ndarray
+    option_ptr: np.ndarray
+    option_gpus: np.ndarray
+    option_io_gbps: np.ndarray
+    option_utility: np.ndarray
+    budget_per_hour: float = math.inf
+    cache_granularity: str = "continuous"
+    block_gb: float | None = None
+    bandwidth_step_gbps: float | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs |J|."""
+        return len(self.job_ids)
+
+    @property
+    def n_datasets(self) -> int:
+        """Number of datasets |K|."""
+        return len(self.dataset_ids)
+
+    @property
+    def has_fixed(self) -> np.ndarray:
+        """Boolean mask of jobs that carry a fixed allocation (gpus, io_gbps) for P1."""
+        return self.job_gpus >= 0
+
+    @property
+    def has_options(self) -> np.ndarray:
+        """Boolean mask of jobs that carry an option table for P2."""
+        return np.diff(self.option_ptr) > 0
+
+    def require_fixed(self) -> None:
+        """Raise InstanceError unless every job has the fixed allocation the cost problem needs."""
+        missing = np.flatnonzero(~self.has_fixed)
+        if missing.size:
+            j = int(missing[0])
+            raise InstanceError(
+                f"jobs[{j}].gpus",
+                None,
+                f"job {self.job_ids[j]!r} has no fixed gpus/io_gbps, which the cost problem needs",
+            )
+
+    def require_options(self) -> None:
+        """Raise InstanceError unless every job has the option table the welfare problem needs."""
+        missing = np.flatnonzero(~self.has_options)
+        if missing.size:
+            j = int(missing[0])
+            raise InstanceError(
+                f"jobs[{j}].options", None, f"job {self.job_ids[j]!r} has no options, which the welfare problem needs"
+            )
+
+    def dataset_demand(self, rates: np.ndarray) -> np.ndarray:
+        """R_k = sum of rates of the jobs reading dataset k (MODEL.md §3)."""
+        return np.bincount(self.job_dataset, weights=rates, minlength=self.n_datasets)
+
+    def option_job(self) -> np.ndarray:
+        """For every option row, the position of the job it belongs to."""
+        if "option_job" not in self._cache:
+            self._cache["option_job"] = np.repeat(np.arange(self.n_jobs), np.diff(self.option_ptr))
+        return self._cache["option_job"]
+
+    def replace(self, **changes: Any) -> Instance:
+        """A copy with some fields changed (arrays are shared, not copied)."""
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "_cache"}
+        fields.update(changes)
+        return Instance(**fields)
+
+    def to_dict(self) -> dict:
+        """The JSON-ready dict of schema ``cbalab/instance@1``."""
+        gran: Any = {"block_gb": self.block_gb} if self.cache_granularity == "block" else self.cache_granularity
+        jobs = []
+        for j, jid in enumerate(self.job_ids):
+            job: dict[str, Any] = {"id": jid, "dataset": self.dataset_ids[int(self.job_dataset[j])]}
+            if self.job_gpus[j] >= 0:
+                job["gpus"] = int(self.job_gpus[j])
+                job["io_gbps"] = float(self.job_io_gbps[j])
+            lo, hi = int(self.option_ptr[j]), int(self.option_ptr[j + 1])
+            if hi > lo:
+                job["options"] = [
+                    {"gpus": int(g), "io_gbps": float(r), "utility": float(u)}
+                    for g, r, u in zip(self.option_gpus[lo:hi], self.option_io_gbps[lo:hi], self.option_utility[lo:hi])
+                ]
+            jobs.append(job)
+        return {
+            "schema": SCHEMA,
+            "cluster": {
+                "gpus": self.gpus,
+                "cache_gb": float(self.cache_gb),
+                "bandwidth_gbps": None if math.isinf(self.bandwidth_gbps) else float(self.bandwidth_gbps),
+                "cache_granularity": gran,
+                "bandwidth_step_gbps": self.bandwidth_step_gbps,
+            },
+            "prices": {
+                "gpu_per_hour": float(self.price_gpu),
+                "cache_gb_per_hour": float(self.price_cache),
+                "bandwidth_gbps_per_hour": float(self.price_bandwidth),
+            },
+            "budget_per_hour": None if math.isinf(self.budget_per_hour) else float(self.budget_per_hour),
+            "datasets": [{"id": k, "size_gb": float(s)} for k, s in zip(self.dataset_ids, self.dataset_size_gb)],
+            "jobs": jobs,
+        }
+
+    def dumps(self) -> str:
+        """The instance as JSON text."""
+        return json.dumps(self.to_dict(), indent=1)
+
+    def save(self, path: str | Path) -> None:
+        """Write the instance as JSON to ``path``."""
+        Path(path).write_text(self.dumps() + "\n")
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = False) -> float | None:
+    """A finite number >= 0 (> 0 if ``positive``), or None if ``allow_null``."""
+    if v is None and allow_null:
+        return None
+    if not _is_number(v):
+        raise InstanceError(path, v, "must be a number" + (" or null" if allow_null else ""))
+    x = float(v)
+    if not math.isfinite(x):
+        raise InstanceError(path, v, "must be finite")
+    if positive and x <= 0:
+        raise InstanceError(path, v, "must be > 0")
+    if x < 0:
+        raise InstanceError(path, v, "must be >= 0")
+    return x
+
+
+def _integer(v: Any, path: str, *, minimum: int = 0, allow_null: bool = False) -> int | None:
+    if v is None and allow_null:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InstanceError(path, v, "must be a whole number" + (" or null" if allow_null else ""))
+    if v < minimum:
+        raise InstanceError(path, v, f"must be >= {minimum}")
+    return v
+
+
+def _object(v: Any, path: str, keys: set[str], required: set[str]) -> dict:
+    if not isinstance(v, dict):
+        raise InstanceError(path, v, "must be an object")
+    unknown = sorted(set(v) - keys)
+    if unknown:
+        raise InstanceError(f"{path}.{unknown[0]}" if path else unknown[0], v[unknown[0]], "is not a known field")
+    missing = sorted(required - set(v))
+    if missing:
+        raise InstanceError(f"{path}.{missing[0]}" if path else missing[0], None, "is required")
+    return v
+
+
+def _ids(items: list, path: str) -> list[str]:
+    ids = [it.get("id") for it in items]
+    seen: set[str] = set()
+    for i, x in enumerate(ids):
+        if not isinstance(x, str) or not x:
+            raise InstanceError(f"{path}[{i}].id", x, "must be a non-empty string")
+        if x in seen:
+            raise InstanceError(f"{path}[{i}].id", x, "duplicate id")
+        seen.add(x)
+    return ids
+
+
+def _column(items: list, key: str, path: str, *, positive: bool = False, integer: bool = False) -> np.ndarray:
+    """Vectorised check of one numeric column; falls back to a scan to name the first bad entry."""
+    values = [it.get(key) for it in items]
+    try:
+        if any(type(v) not in (int, float) for v in values):
+            raise TypeError
+        arr = np.asarray(values, dtype=float)
+        ok = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0))
+        if integer:
+            ok &= arr == np.floor(arr)
+        if not ok.all():
+            raise ValueError
+    except (TypeError, ValueError):
+        for i, v in enumerate(values):
+            p = f"{path}[{i}].{key}"
+            if integer:
+                _integer(v, p, minimum=1 if positive else 0)
+            else:
+                _number(v, p, positive=positive)
+        raise
+    return arr.astype(np.int64) if integer else arr
+
+
+def from_dict(data: Any) -> Instance:
+    """Validate a parsed ``cbalab/instance@1`` document and build the Instance.
+
+    Raises InstanceError naming the field and the value on any bad input.
+    """
+    data = _object(data, "", _TOP_KEYS, {"schema", "cluster", "prices", "datasets", "jobs"})
+    if data["schema"] != SCHEMA:
+        raise InstanceError("schema", data["schema"], f"unknown schema, expected {SCHEMA!r}")
+    cl = _object(data["cluster"], "cluster", _CLUSTER_KEYS, {"cache_gb"})
+    gpus = _integer(cl.get("gpus"), "cluster.gpus", allow_null=True)
+    cache_gb = _number(cl["cache_gb"], "cluster.cache_gb")
+    bw = _number(cl.get("bandwidth_gbps"), "cluster.bandwidth_gbps", allow_null=True)
+    gran = cl.get("cache_granularity", "continuous")
+    block_gb = None
+    if isinstance(gran, dict):
+        _object(gran, "cluster.cache_granularity", {"block_gb"}, {"block_gb"})
+        block_gb = _number(gran["block_gb"], "cluster.cache_granularity.block_gb", positive=True)
+        gran = "block"
+    elif gran not in ("continuous", "dataset"):
+        raise InstanceError("cluster.cache_granularity", gran, 'must be "continuous", "dataset" or {"block_gb": size}')
+    step = _number(cl.get("bandwidth_step_gbps"), "cluster.bandwidth_step_gbps", positive=True, allow_null=True)
+    pr = _object(data["prices"], "prices", _PRICE_KEYS, _PRICE_KEYS)
+    p_g = _number(pr["gpu_per_hour"], "prices.gpu_per_hour")
+    p_c = _number(pr["cache_gb_per_hour"], "prices.cache_gb_per_hour")
+    p_b = _number(pr["bandwidth_gbps_per_hour"], "prices.bandwidth_gbps_per_hour")
+    budget = _number(data.get("budget_per_hour"), "budget_per_hour", allow_null=True)
+
+    datasets = data["datasets"]
+    if not isinstance(datasets, list):
+        raise InstanceError("datasets", datasets, "must be a list")
+    for i, d in enumerate(datasets):
+        _object(d, f"datasets[{i}]", _DATASET_KEYS, _DATASET_KEYS)
+    dataset_ids = _ids(datasets, "datasets")
+    sizes = _column(datasets, "size_gb", "datasets", positive=True)
+
+    jobs = data["jobs"]
+    if not isinstance(jobs, list):
+        raise InstanceError("jobs", jobs, "must be a list")
+    for i, j in enumerate(jobs):
+        if not isinstance(j, dict) or not (j.keys() <= _JOB_KEYS) or "dataset" not in j:
+            _object(j, f"jobs[{i}]", _JOB_KEYS, {"id", "dataset"})
+    job_ids = _ids(jobs, "jobs")
+    index = {k: i for i, k in enumerate(dataset_ids)}
+    try:
+        job_dataset = np.fromiter((index[j["dataset"]] for j in jobs), dtype=np.int64, count=len(jobs))
+    except (KeyError, TypeError):
+        for i, j in enumerate(jobs):
+            if not isinstance(j["dataset"], str) or j["dataset"] not in index:
+                raise InstanceError(f"jobs[{i}].dataset", j["dataset"], "unknown dataset") from None
+        raise
+
+    n = len(jobs)
+    fixed = np.fromiter(("gpus" in j or "io_gbps" in j for j in jobs), dtype=bool, count=n)
+    job_gpus = np.full(n, -1, dtype=np.int64)
+    job_io = np.full(n, np.nan)
+    if fixed.any():
+        pos = np.flatnonzero(fixed)
+        fixed_jobs = [jobs[i] for i in pos]
+        for i, j in zip(pos, fixed_jobs):
+            if "gpus" not in j or "io_gbps" not in j:
+                missing = "io_gbps" if "gpus" in j else "gpus"
+                raise InstanceError(f"jobs[{i}].{missing}", None, "is required when the other of gpus/io_gbps is given")
+        try:
+            job_gpus[pos] = _column(fixed_jobs, "gpus", "jobs", integer=True)
+            job_io[pos] = _column(fixed_jobs, "io_gbps", "jobs")
+        except InstanceError as e:
+            raise InstanceError(_repath(e.path, pos), e.value, e.problem) from None
+
+    counts = np.zeros(n, dtype=np.int64)
+    option_rows: list[dict] = []
+    for i, j in enumerate(jobs):
+        opts = j.get("options")
+        if opts is None:
+            continue
+        if not isinstance(opts, list) or not opts:
+            raise InstanceError(f"jobs[{i}].options", opts, "must be a non-empty list")
+        seen: set = set()
+        for o, opt in enumerate(opts):
+            _object(opt, f"jobs[{i}].options[{o}]", _OPTION_KEYS, _OPTION_KEYS)
+            g = _integer(opt["gpus"], f"jobs[{i}].options[{o}].gpus", minimum=1)
+            if g in seen:
+                raise InstanceError(f"jobs[{i}].options[{o}].gpus", g, "duplicate gpu count in this job's options")
+            seen.add(g)
+        counts[i] = len(opts)
+        option_rows.extend(opts)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if option_rows:
+        opt_job = np.repeat(np.arange(n), counts)
+        try:
+            opt_gpus = _column(option_rows, "gpus", "options", positive=True, integer=True)
+            opt_io = _column(option_rows, "io_gbps", "options")
+            opt_u = _column(option_rows, "utility", "options")
+        except InstanceError as e:
+            row = int(e.path.split("[")[1].split("]")[0])
+            j = int(opt_job[row])
+            raise InstanceError(
+                f"jobs[{j}].options[{row - int(ptr[j])}].{e.path.rsplit('.', 1)[1]}", e.value, e.problem
+            ) from None
+    else:
+        opt_gpus, opt_io, opt_u = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+
+    return Instance(
+        gpus=gpus,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if bw is None else bw,
+        price_gpu=p_g,
+        price_cache=p_c,
+        price_bandwidth=p_b,
+        budget_per_hour=math.inf if budget is None else budget,
+        cache_granularity=gran,
+        block_gb=block_gb,
+        bandwidth_step_gbps=step,
+        dataset_ids=tuple(dataset_ids),
+        dataset_size_gb=sizes,
+        job_ids=tuple(job_ids),
+        job_dataset=job_dataset,
+        job_gpus=job_gpus,
+        job_io_gbps=job_io,
+        option_ptr=ptr,
+        option_gpus=opt_gpus,
+        option_io_gbps=opt_io,
+        option_utility=opt_u,
+    )
+
+
+def _repath(path: str, pos: np.ndarray) -> str:
+    """Map ``jobs[i].x`` of a sub-list back to the job's position in the full list."""
+    i = int(path.split("[")[1].split("]")[0])
+    return f"jobs[{int(pos[i])}]{path.split(']', 1)[1]}"
+
+
+def loads(text: str) -> Instance:
+    """Parse and validate JSON text; malformed JSON is an InstanceError naming line and column."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InstanceError(f"JSON line {e.lineno} column {e.colno}", text[e.pos : e.pos + 20], e.msg) from None
+    return from_dict(data)
+
+
+def _reject_constant(name: str) -> None:
+    raise InstanceError("JSON", name, "NaN and Infinity are not valid numbers")
+
+
+def load(path: str | Path) -> Instance:
+    """Read and validate an instance file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InstanceError("INSTANCE", str(path), f"cannot read file: {e.__class__.__name__}") from None
+    return loads(text)
+
+
+def build(
+    *,
+    dataset_size_gb: np.ndarray,
+    job_dataset: np.ndarray,
+    cache_gb: float,
+    prices: tuple[float, float, float],
+    job_gpus: np.ndarray | None = None,
+    job_io_gbps: np.ndarray | None = None,
+    bandwidth_gbps: float = math.inf,
+    gpus: int | None = None,
+    budget_per_hour: float = math.inf,
+    options: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    cache_granularity: str = "continuous",
+    block_gb: float | None = None,
+    bandwidth_step_gbps: float | None = None,
+    dataset_ids: tuple[str, ...] | None = None,
+    job_ids: tuple[str, ...] | None = None,
+) -> Instance:
+    """Build an Instance from arrays (generators, tests), validated like JSON input.
+
+    ``options`` is ``(ptr, gpus, io_gbps, utility)`` in CSR form.  Validation
+    goes through :func:`from_dict` semantics by checking the same rules on the
+    arrays, so an array-built instance is never laxer than a loaded one.
+    """
+    sizes = np.asarray(dataset_size_gb, dtype=float)
+    jd = np.asarray(job_dataset, dtype=np.int64)
+    n = jd.size
+    inst = Instance(
+        gpus=gpus,
+        cache_gb=float(cache_gb),
+        bandwidth_gbps=float(bandwidth_gbps),
+        price_gpu=float(prices[0]),
+        price_cache=float(prices[1]),
+        price_bandwidth=float(prices[2]),
+        budget_per_hour=float(budget_per_hour),
+        cache_granularity=cache_granularity,
+        block_gb=block_gb,
+        bandwidth_step_gbps=bandwidth_step_gbps,
+        dataset_ids=dataset_ids or tuple(f"d{k}" for k in range(sizes.size)),
+        dataset_size_gb=sizes,
+        job_ids=job_ids or tuple(f"j{j}" for j in range(n)),
+        job_dataset=jd,
+        job_gpus=np.full(n, -1, np.int64) if job_gpus is None else np.asarray(job_gpus, dtype=np.int64),
+        job_io_gbps=np.full(n, np.nan) if job_io_gbps is None else np.asarray(job_io_gbps, dtype=float),
+        option_ptr=np.zeros(n + 1, np.int64) if options is None else np.asarray(options[0], np.int64),
+        option_gpus=np.zeros(0, np.int64) if options is None else np.asarray(options[1], np.int64),
+        option_io_gbps=np.zeros(0) if options is None else np.asarray(options[2], float),
+        option_utility=np.zeros(0) if options is None else np.asarray(options[3], float),
+    )
+    return check(inst)
+
+
+def check(inst: Instance) -> Instance:
+    """Validate an array-built Instance with the rules of :func:`from_dict`; return it unchanged."""
+    _number(inst.cache_gb, "cluster.cache_gb")
+    if not (inst.bandwidth_gbps >= 0):
+        raise InstanceError("cluster.bandwidth_gbps", inst.bandwidth_gbps, "must be >= 0")
+    if not (inst.budget_per_hour >= 0):
+        raise InstanceError("budget_per_hour", inst.budget_per_hour, "must be >= 0")
+    for name, v in (
+        ("gpu_per_hour", inst.price_gpu),
+        ("cache_gb_per_hour", inst.price_cache),
+        ("bandwidth_gbps_per_hour", inst.price_bandwidth),
+    ):
+        _number(v, f"prices.{name}")
+    if inst.cache_granularity == "block":
+        _number(inst.block_gb, "cluster.cache_granularity.block_gb", positive=True)
+    elif inst.cache_granularity not in ("continuous", "dataset"):
+        raise InstanceError("cluster.cache_granularity", inst.cache_granularity, "unknown granularity")
+    _number(inst.bandwidth_step_gbps, "cluster.bandwidth_step_gbps", positive=True, allow_null=True)
+    bad = np.flatnonzero(~(np.isfinite(inst.dataset_size_gb) & (inst.dataset_size_gb > 0)))
+    if bad.size:
+        raise InstanceError(
+            f"datasets[{bad[0]}].size_gb", float(inst.dataset_size_gb[bad[0]]), "must be finite and > 0"
+        )
+    bad = np.flatnonzero((inst.job_dataset < 0) | (inst.job_dataset >= inst.n_datasets))
+    if bad.size:
+        raise InstanceError(f"jobs[{bad[0]}].dataset", int(inst.job_dataset[bad[0]]), "unknown dataset")
+    fixed = inst.has_fixed
+    bad = np.flatnonzero(fixed & ~(np.isfinite(inst.job_io_gbps) & (inst.job_io_gbps >= 0)))
+    if bad.size:
+        raise InstanceError(f"jobs[{bad[0]}].io_gbps", float(inst.job_io_gbps[bad[0]]), "must be finite and >= 0")
+    if inst.option_ptr.size != inst.n_jobs + 1 or inst.option_ptr[-1] != inst.option_gpus.size:
+        raise InstanceError("jobs[].options", int(inst.option_ptr.size), "option table does not match the jobs")
+    for name, arr, lo in (
+        ("gpus", inst.option_gpus, 1),
+        ("io_gbps", inst.option_io_gbps, 0),
+        ("utility", inst.option_utility, 0),
+    ):
+        bad = np.flatnonzero(~(np.isfinite(arr) & (arr >= lo)))
+        if bad.size:
+            raise InstanceError(f"options[{bad[0]}].{name}", float(arr[bad[0]]), f"must be finite and >= {lo}")
+    if len(set(inst.dataset_ids)) != inst.n_datasets:
+        raise InstanceError("datasets[].id", None, "duplicate id")
+    if len(set(inst.job_ids)) != inst.n_jobs:
+        raise InstanceError("jobs[].id", None, "duplicate id")
+    return inst

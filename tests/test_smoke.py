@@ -1,0 +1,16 @@
+"""End-to-end smoke test of the README's main job: every cost method agrees on the default instance."""
+
+from __future__ import annotations
+
+from experiments import methods
+from experiments.workload import generate_cost
+
+
+def test_every_cost_method_scores_and_exact_ones_agree_with_cba() -> None:
+    inst = generate_cost(200, 40, seed=0)
+    docs = {name: methods.run(inst, "cost", name)[0] for name in methods.names("cost")}
+    assert docs["milp"]["status"] == "optimal"
+    assert docs["cba"]["status"] == "optimal"
+    ref = docs["milp"]["objective"]
+    assert abs(docs["cba"]["objective"] - ref) <= 1e-7 * ref
+    assert abs(docs["lp"]["objective"] - ref) <= 1e-7 * ref
