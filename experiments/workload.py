@@ -7,10 +7,12 @@ published figures, each named where it is used.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from models.instance import Instance, build
+from models.instance import Instance, InstanceError, build
+from models.options import SHAPES, OptionTable, Utility, amdahl_throughput, option_table, stack
 
 #: GPUs per job in the Philly trace (share of the 82,247 jobs of
 #: ../shared/data/philly/philly_jobs.csv at 1, 2, 4, 8, 16 GPUs; the few
@@ -72,5 +74,112 @@ def generate_cost(
         cache_gb=cache_fraction * float(sizes.sum()),
         bandwidth_gbps=bandwidth,
         gpus=int(gpus.sum()),
+        prices=prices,
+    )
+
+
+def _utility_shares(utility_mix: str | Mapping[str, float]) -> dict[str, float]:
+    """``"mixed"`` (every shape of models.options.SHAPES equally), one shape's name, or {shape: share}."""
+    if isinstance(utility_mix, str):
+        if utility_mix == "mixed":
+            return dict.fromkeys(SHAPES, 1.0 / len(SHAPES))
+        if utility_mix not in SHAPES:
+            raise InstanceError("utility_mix", utility_mix, f"must be 'mixed' or one of {', '.join(SHAPES)}")
+        return {utility_mix: 1.0}
+    shares = {str(k): float(v) for k, v in utility_mix.items()}
+    unknown = sorted(set(shares) - set(SHAPES))
+    if unknown:
+        raise InstanceError(f"utility_mix.{unknown[0]}", shares[unknown[0]], f"unknown shape; known: {SHAPES}")
+    total = sum(shares.values())
+    if not all(math.isfinite(v) and v >= 0 for v in shares.values()) or total <= 0:
+        raise InstanceError("utility_mix", shares, "shares must be >= 0 with a positive sum")
+    return {k: v / total for k, v in shares.items()}
+
+
+def generate_welfare(
+    n_jobs: int,
+    n_datasets: int,
+    seed: int,
+    *,
+    utility_mix: str | Mapping[str, float] = "mixed",
+    budget_fraction: float = 0.5,
+    skew: float = 1.0,
+    gpu_options: tuple[int, ...] = (1, 2, 4, 8),
+    gpu_fraction: float = 0.5,
+    cache_fraction: float = 0.2,
+    bandwidth_fraction: float | None = None,
+    alpha: float = 2.0,
+    prices: tuple[float, float, float] = DEFAULT_PRICES,
+) -> Instance:
+    """A seeded welfare-problem (P2, MODEL.md §5) instance: every job has an option table, no fixed allocation.
+
+    Each job scales by Amdahl's law (serial fraction uniform in [0, 0.3]) over
+    ``gpu_options``; its per-GPU data rate is log-normal around 0.05 GB/s as in
+    :func:`generate_cost`, its mean sample size log-normal around 110 KB (an
+    ImageNet JPEG), which fixes its samples/s.  Utility shapes are drawn by
+    ``utility_mix`` ("mixed" = every shape of models.options.SHAPES equally;
+    α-fair uses ``alpha``); the sigmoid's midpoint is half the top speedup and
+    a deadline job's remaining work is set so that a random one of its options
+    is the slowest to meet a deadline of 2-24 h.  Every shape is scaled so
+    that the top option is worth w × (top speedup), w log-normal around 3
+    utility/h (a GPU-hour costs 2.5 $), so shapes differ in how value falls
+    with fewer GPUs, not in scale.  Datasets and their Zipf(``skew``)
+    popularity are as in :func:`generate_cost`.
+
+    The cluster has G = ``gpu_fraction`` × Σ_j (largest option) GPUs, a cache
+    of ``cache_fraction`` of all dataset bytes, a bandwidth cap of
+    ``bandwidth_fraction`` × Σ_j r_j(largest option) (None: no cap), and a
+    budget of ``budget_fraction`` × the cost of running every job at its
+    largest option fed by remote IO only, p_g Σ g_max + p_b Σ r_j(g_max).
+    """
+    if n_jobs < 0 or n_datasets < 1:
+        raise InstanceError("n_jobs, n_datasets", (n_jobs, n_datasets), "need n_jobs >= 0 and n_datasets >= 1")
+    if not gpu_options or len(set(gpu_options)) != len(gpu_options) or min(gpu_options) < 1:
+        raise InstanceError("gpu_options", list(gpu_options), "must be distinct whole numbers >= 1")
+    for name, value in (("budget_fraction", budget_fraction), ("gpu_fraction", gpu_fraction)):
+        if not (math.isfinite(value) and value >= 0):
+            raise InstanceError(name, value, "must be finite and >= 0")
+    shares = _utility_shares(utility_mix)
+    rng = np.random.default_rng(seed)
+    g = np.sort(np.asarray(gpu_options, dtype=np.int64))
+    per_gpu = rng.lognormal(math.log(0.05), 0.8, size=n_jobs)
+    sample_gb = rng.lognormal(math.log(1.1e-4), 0.5, size=n_jobs)
+    serial = rng.uniform(0.0, 0.3, size=n_jobs)
+    weight = rng.lognormal(math.log(3.0), 0.6, size=n_jobs)
+    shape_names = list(shares)
+    shapes = rng.choice(len(shape_names), size=n_jobs, p=np.array(list(shares.values())))
+    deadline_h = rng.uniform(2.0, 24.0, size=n_jobs)
+    threshold = rng.integers(0, g.size, size=n_jobs)
+    tables = []
+    for j in range(n_jobs):
+        tput = amdahl_throughput(g, per_gpu[j] / sample_gb[j], float(serial[j]))
+        x_top = float(tput[-1] / tput[0])
+        shape = shape_names[shapes[j]]
+        utility = Utility(
+            shape,
+            alpha=alpha,
+            steepness=8.0 / x_top,
+            midpoint=x_top / 2.0,
+            remaining_samples=float(tput[threshold[j]]) * float(deadline_h[j]) * 3600.0 * 0.99,
+            deadline_h=float(deadline_h[j]),
+        )
+        table = option_table(g, tput, float(sample_gb[j]), utility)
+        scale = weight[j] * x_top / table.utility[-1]
+        tables.append(OptionTable(table.gpus, table.io_gbps, table.utility * scale))
+    options = stack(tables)
+    top_gpus = float(g[-1]) * n_jobs
+    top_io = float(sum(t.io_gbps[-1] for t in tables))
+    sizes = np.clip(rng.lognormal(math.log(50.0), 1.5, size=n_datasets), 0.1, 5000.0)
+    popularity = zipf_weights(n_datasets, skew)
+    rank_to_dataset = rng.permutation(n_datasets)
+    job_dataset = rank_to_dataset[rng.choice(n_datasets, size=n_jobs, p=popularity)]
+    return build(
+        dataset_size_gb=sizes,
+        job_dataset=job_dataset,
+        cache_gb=cache_fraction * float(sizes.sum()),
+        bandwidth_gbps=math.inf if bandwidth_fraction is None else bandwidth_fraction * top_io,
+        gpus=round(gpu_fraction * top_gpus),
+        budget_per_hour=budget_fraction * (prices[0] * top_gpus + prices[2] * top_io),
+        options=options,
         prices=prices,
     )
