@@ -50,6 +50,10 @@ def register(name: str, problem: str, target: str, summary: str, *, exact: bool 
 register("cba", "cost", "algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
 register("lp", "cost", "models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
 register("milp", "cost", "models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+register(
+    "lp", "welfare", "models.solve:welfare_lp", "LP relaxation of P2: its optimum as bound, rounded down", exact=True
+)
+register("milp", "welfare", "models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
 
 
 def names(problem: str) -> list[str]:

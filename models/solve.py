@@ -6,7 +6,7 @@
   any) and HiGHS's dual bound; it is never reported as ``optimal``.
 * Proven infeasibility is an answer (``infeasible`` with a reason), not a crash.
 
-The registered methods ``lp`` and ``milp`` of the cost problem live here, since
+The registered methods ``lp`` and ``milp`` of the cost and welfare problems live here, since
 only models/milp and this module may import Pyomo (spec/DESIGN.md).
 """
 
@@ -23,6 +23,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 from models.evaluate import Allocation
 from models.instance import Instance
 from models.milp.cost import build_cost_model
+from models.milp.welfare import build_welfare_model
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,84 @@ def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocatio
 def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the cost problem: P1 exactly as written (integer variants included)."""
     return solve_cost(inst, relax=False, options=options)
+
+
+def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Solve P2 (MODEL.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+
+    MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
+    binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
+    bandwidth the least feeding b_j = r_j(g_j)(1 − h_k(j)), which never costs
+    more than the model's b.  ``bound`` is HiGHS's proven upper bound.
+
+    LP relaxation: a fractional y is no allocation, so the method reports the
+    relaxation's optimum as ``bound`` (an upper bound on the welfare optimum)
+    and, as its allocation, rounds down: it keeps only the jobs whose LP
+    choice is already whole (y_o = 1), fed from the LP's cache.  Rounding
+    down only removes GPUs and demand, so the allocation is feasible; its
+    status is ``feasible``, never ``optimal``.
+
+    Either way :func:`_fed_within_limits` then repairs floating-point excess
+    (HiGHS's 1e-7 feasibility tolerance) so that the referee, which checks to
+    1e-9, sees the capacities and the budget met; the repair factor is kept
+    in ``extra["bandwidth_repair"]``.  Non-continuous instances raise
+    InstanceError (models/milp/welfare.py).
+    """
+    model = build_welfare_model(inst, relax=relax)
+    out = solve_model(model, options)
+    if not out.has_solution:
+        return Allocation.none(out.status, out.message, bound=out.bound)
+    n_rows = int(inst.option_ptr[-1])
+    y = np.fromiter((pyo.value(model.y[o]) for o in range(n_rows)), dtype=float, count=n_rows)
+    h = np.fromiter((pyo.value(model.h[k]) for k in range(inst.n_datasets)), dtype=float, count=inst.n_datasets)
+    chosen = np.flatnonzero(y >= (1.0 - 1e-6 if relax else 0.5))
+    jobs = inst.option_job()[chosen]
+    gpus = np.zeros(inst.n_jobs, dtype=np.int64)
+    rates = np.zeros(inst.n_jobs)
+    gpus[jobs] = inst.option_gpus[chosen]
+    rates[jobs] = inst.option_io_gbps[chosen]
+    alloc = _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0))
+    if relax:
+        alloc.status = "feasible" if out.status == "optimal" else out.status
+        alloc.bound = out.objective if out.status == "optimal" else None
+        alloc.reason = (
+            "LP relaxation: bound is the relaxation optimum; the allocation keeps only the jobs whose LP choice is "
+            f"whole ({jobs.size} of {inst.n_jobs})"
+        )
+    else:
+        alloc.status = out.status
+        alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
+        alloc.reason = None if out.status == "optimal" else out.message
+    return alloc
+
+
+def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit: np.ndarray) -> Allocation:
+    """Cache c = d h and least feeding b_j = r_j (1 − h_k(j)), scaled into C, B and the budget if rounding broke them.
+
+    Scaling the cache down or the bandwidth down by a factor 1 − ε stalls jobs
+    by at most ε (MODEL.md §5 scoring); ε is the solver's feasibility slack.
+    """
+    d = inst.dataset_size_gb
+    cache = d * hit
+    if cache.sum() > inst.cache_gb:
+        cache *= inst.cache_gb / cache.sum()
+    bw = rates * (1.0 - (cache / d)[inst.job_dataset])
+    bw = np.maximum(bw, 0.0)
+    need = float(bw.sum())
+    factor = 1.0
+    if need > 0:
+        money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
+        factor = min(1.0, inst.bandwidth_gbps / need)
+        if inst.price_bandwidth > 0 and math.isfinite(money):
+            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * need))
+    return Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw * factor, extra={"bandwidth_repair": factor})
+
+
+def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered method ``lp`` for the welfare problem: the LP relaxation's optimum as ``bound``, rounded down."""
+    return solve_welfare(inst, relax=True, options=options)
+
+
+def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (MODEL.md §5)."""
+    return solve_welfare(inst, relax=False, options=options)
