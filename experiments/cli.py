@@ -70,10 +70,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _generated(args: argparse.Namespace) -> Instance:
-    from experiments.workload import generate_cost
+    from experiments.workload import generate_cost, generate_welfare
 
     if args.datasets < 1:
         raise BadInputError(f"--datasets: must be >= 1, got {args.datasets}")
+    if args.kind == "welfare":
+        return generate_welfare(
+            args.jobs, args.datasets, args.seed, utility_mix=args.utility, budget_fraction=args.budget_fraction
+        )
     kinds: dict[str, Callable[..., Instance]] = {"cost": generate_cost}
     return kinds[args.kind](args.jobs, args.datasets, args.seed)
 
@@ -124,6 +128,31 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _welfare_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of generated welfare instances (experiments.workload.generate_welfare)."""
+    from models.options import SHAPES
+
+    p.add_argument(
+        "--utility", default="mixed", choices=[*SHAPES, "mixed"], help="utility shape of every job (welfare)"
+    )
+    p.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=0.5,
+        help="budget as a fraction of running every job at its largest option on remote IO (welfare)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every ``cbalab`` command."""
     p = _Parser(prog="cbalab", description="Cache, bandwidth and GPU allocation for DL clusters (CBA / AutoCBA).")
@@ -138,20 +167,22 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_solve)
 
     g = sub.add_parser("generate", help="write a seeded instance")
-    g.add_argument("--kind", required=True, choices=["cost"])
+    g.add_argument("--kind", required=True, choices=["cost", "welfare"])
     g.add_argument("--jobs", type=_positive_int, required=True)
     g.add_argument("--datasets", type=_positive_int, required=True)
     g.add_argument("--seed", type=_positive_int, default=0)
     g.add_argument("--out")
+    _welfare_arguments(g)
     g.set_defaults(run=cmd_generate)
 
     c = sub.add_parser("compare", help="every method of a problem on one instance, as a table")
     c.add_argument("instance", nargs="?")
-    c.add_argument("--problem", default="cost", choices=["cost"])
+    c.add_argument("--problem", default="cost", choices=["cost", "welfare"])
     c.add_argument("--jobs", type=_positive_int, default=200)
     c.add_argument("--datasets", type=_positive_int, default=40)
     c.add_argument("--seed", type=_positive_int, default=0)
     c.add_argument("--time-limit", type=_seconds, default=None)
+    _welfare_arguments(c)
     c.set_defaults(run=cmd_compare)
     return p
 
