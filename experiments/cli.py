@@ -109,7 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     exact = [r["objective"] for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
     ref = exact[0] if exact else None
     header = (
-        f"{'method':<14}{'status':<12}{'objective':>14}{'vs milp':>10}{'cache $/h':>12}{'bw $/h':>10}{'seconds':>10}"
+        f"{'method':<18}{'status':<12}{'objective':>14}{'vs milp':>10}{'cache $/h':>12}{'bw $/h':>10}{'seconds':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -118,7 +118,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cost = r["cost_per_hour"] or {}
         gap = "" if obj is None or ref is None or ref == 0 else f"{(obj - ref) / abs(ref):+.2%}"
         print(
-            f"{r['method']:<14}{r['status']:<12}{_fmt(obj):>14}{gap:>10}"
+            f"{r['method']:<18}{r['status']:<12}{_fmt(obj):>14}{gap:>10}"
             f"{_fmt(cost.get('cache')):>12}{_fmt(cost.get('bandwidth')):>10}{r['solve_seconds']:>10.4f}"
         )
     return EXIT_OK

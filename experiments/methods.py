@@ -54,6 +54,18 @@ register(
     "lp", "welfare", "models.solve:welfare_lp", "LP relaxation of P2: its optimum as bound, rounded down", exact=True
 )
 register("milp", "welfare", "models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
+for _name, _module, _summary in (
+    ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
+    ("gavel-fair", "gavel_fair", "Gavel max-min fair GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
+    ("optimus", "optimus", "Optimus/Pollux marginal-gain greedy GPUs, IO-unaware, SiloD cache, rest to IO"),
+):
+    register(_name, "welfare", f"algorithms.baselines.{_module}:{_module}", _summary)
+    register(
+        f"{_name}-tuned",
+        "welfare",
+        f"algorithms.baselines.{_module}:{_module}_tuned",
+        _summary.split(",")[0] + " with its best GPU/IO budget split (grid search, referee-scored)",
+    )
 
 
 def names(problem: str) -> list[str]:

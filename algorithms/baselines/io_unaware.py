@@ -1,0 +1,165 @@
+"""What every IO-unaware GPU scheduler of spec/MODEL.md §7 shares: feeding its GPUs under the budget, and tuning.
+
+An IO-unaware scheduler (Gavel, Optimus, Pollux) decides GPUs only.  To run it
+on the welfare problem P2 (MODEL.md §5) it is given
+
+* a GPU budget: at most ``split`` × Budget may go to GPUs, so it uses at most
+  min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
+  has ``split = 1`` — it knows nothing of IO, so nothing is held back for it;
+* a cache policy that feeds the chosen GPUs (:data:`CACHE_POLICIES`; default
+  ``silod``, the SiloD-like price-blind fill of C by IO density);
+* whatever money is left after GPUs and cache, which buys bandwidth.  If it is
+  short (or B is), every job's bandwidth is cut by the same factor and the
+  jobs stall; the referee scores them at the stalled rate (§5).
+
+The "tuned" variant of a scheduler is given its best fixed split of the budget
+between GPUs and IO, found by trying every split of :data:`SPLITS` on the
+instance and scoring each allocation with the referee (:func:`tuned`).  The
+grid includes 1, so a tuned scheduler is never worse than its naive self.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from algorithms.cba import feed
+from models.evaluate import Allocation, evaluate, option_lookup
+from models.instance import Instance
+
+#: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7).
+CACHE_POLICIES = ("silod", "io-only", "cba")
+
+#: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
+SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
+
+#: A GPU scheduler: (instance, GPU cap) -> GPUs per job, each 0 or one of the job's options.
+Scheduler = Callable[[Instance, int], np.ndarray]
+
+
+def gpu_cap(inst: Instance, split: float) -> int:
+    """GPUs a scheduler may use when ``split`` of the budget goes to GPUs: min(G, ⌊split · Budget / p_g⌋)."""
+    top = int(inst.option_gpus.max(initial=0)) * inst.n_jobs
+    cap = top if inst.gpus is None else min(inst.gpus, top)
+    if inst.price_gpu > 0 and math.isfinite(inst.budget_per_hour):
+        cap = min(cap, math.floor(split * inst.budget_per_hour / inst.price_gpu + 1e-9))
+    return max(cap, 0)
+
+
+def speedup(inst: Instance) -> np.ndarray:
+    """Per option row, the job's normalised throughput: r_j(g) / r_j(g_min), its rate at its smallest option.
+
+    Throughput is proportional to the data rate (MODEL.md §2: r = samples/s ×
+    sample size), so this is the per-job normalised throughput Gavel's
+    policies use.  A job whose smallest option reads no data falls back to
+    g / g_min.
+    """
+    ptr = inst.option_ptr
+    first = ptr[:-1][np.diff(ptr) > 0]
+    job = inst.option_job()
+    start = np.zeros(inst.n_jobs, dtype=np.int64)
+    start[job[first]] = first
+    base_rows = start[job]
+    base_rate = inst.option_io_gbps[base_rows]
+    by_rate = inst.option_io_gbps / np.where(base_rate > 0, base_rate, 1.0)
+    by_gpus = inst.option_gpus / inst.option_gpus[base_rows]
+    return np.where(base_rate > 0, by_rate, by_gpus)
+
+
+def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
+    """Take ``amount`` in ``order`` until ``cap`` is used (the last one in part)."""
+    a = amount[order]
+    before = np.cumsum(a) - a
+    taken = np.clip(cap - before, 0.0, a)
+    out = np.zeros_like(amount)
+    out[order] = taken
+    return out
+
+
+def policy_cache(inst: Instance, rates: np.ndarray, policy: str) -> np.ndarray:
+    """The cache a policy gives the datasets when the jobs read at ``rates`` (GB/s).
+
+    ``silod``: fill C by decreasing IO density ρ_k = R_k / d_k, price-blind
+    (MODEL.md §7).  ``io-only``: no cache.  ``cba``: the least-cost cache of
+    P1 (algorithms.cba.feed, Theorem 1), or the silod fill when P1 is
+    infeasible under B (then no cache can avoid a stall and the densest
+    fill stalls least).
+    """
+    if policy not in CACHE_POLICIES:
+        raise ValueError(f"cache policy must be one of {CACHE_POLICIES}, got {policy!r}")
+    d = inst.dataset_size_gb
+    R = inst.dataset_demand(rates)
+    if policy == "io-only":
+        return np.zeros(inst.n_datasets)
+    if policy == "cba":
+        f = feed(inst, rates)
+        if f.cache_gb is not None:
+            return f.cache_gb
+    order = np.argsort(-(R / d), kind="stable")
+    order = order[R[order] > 0]
+    return _fill(d, order, inst.cache_gb)
+
+
+def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") -> Allocation:
+    """Feed a scheduler's GPUs with ``policy``'s cache and the money left for bandwidth (MODEL.md §5, §7).
+
+    The cache is cut (densest datasets kept) to the money left after GPUs;
+    the bandwidth each job needs, r_j (1 − h_k(j)), is then scaled by one
+    common factor so that Σ b ≤ B and the bill stays within the budget.
+    ``extra["io_factor"]`` is that factor (1: no job stalls).  ``gpus`` must
+    already respect G and the budget (see :func:`gpu_cap`).
+    """
+    gpus = np.asarray(gpus, dtype=np.int64)
+    _, rates, _ = option_lookup(inst, gpus)
+    d = inst.dataset_size_gb
+    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum())
+    cache = policy_cache(inst, rates, policy)
+    if inst.price_cache > 0 and math.isfinite(money) and inst.price_cache * float(cache.sum()) > money:
+        R = inst.dataset_demand(rates)
+        order = np.argsort(-(R / d), kind="stable")
+        cache = _fill(cache, order, max(money, 0.0) / inst.price_cache)
+    money -= inst.price_cache * float(cache.sum())
+    need = rates * (1.0 - (np.minimum(cache, d) / d)[inst.job_dataset])
+    total = float(need.sum())
+    factor = 1.0
+    if total > 0:
+        factor = min(1.0, inst.bandwidth_gbps / total)
+        if inst.price_bandwidth > 0 and math.isfinite(money):
+            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * total))
+    return Allocation(
+        gpus=gpus,
+        cache_gb=cache,
+        bandwidth_gbps=need * factor,
+        status="feasible",
+        extra={"io_factor": factor, "cache_policy": policy},
+    )
+
+
+def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
+    """The IO-unaware scheduler as it is: every GPU the budget and G allow, then fed by ``policy``."""
+    inst.require_options()
+    alloc = feed_within_budget(inst, schedule(inst, gpu_cap(inst, 1.0)), policy)
+    alloc.extra["split"] = 1.0
+    return alloc
+
+
+def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
+    """The scheduler with its best fixed GPU/IO split of the budget over :data:`SPLITS`, scored by the referee."""
+    inst.require_options()
+    best: Allocation | None = None
+    best_welfare = -math.inf
+    seen: dict[int, float] = {}
+    for split in SPLITS:
+        cap = gpu_cap(inst, split)
+        if cap in seen:
+            continue
+        alloc = feed_within_budget(inst, schedule(inst, cap), policy)
+        welfare = float(evaluate(inst, alloc, "welfare").welfare or 0.0)
+        seen[cap] = welfare
+        if welfare >= best_welfare:
+            best, best_welfare = alloc, welfare
+            alloc.extra["split"] = split
+    assert best is not None
+    return best
