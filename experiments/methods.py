@@ -50,6 +50,14 @@ def register(name: str, problem: str, target: str, summary: str, *, exact: bool 
 register("cba", "cost", "algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
 register("lp", "cost", "models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
 register("milp", "cost", "models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+for _name, _module, _summary in (
+    ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)"),
+    ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)"),
+    ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing"),
+    ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job"),
+    ("silod", "silod", "SiloD-like: fill C by IO density, price-blind"),
+):
+    register(_name, "cost", f"algorithms.baselines.{_module}:{_module}", _summary)
 register(
     "lp", "welfare", "models.solve:welfare_lp", "LP relaxation of P2: its optimum as bound, rounded down", exact=True
 )

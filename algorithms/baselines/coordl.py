@@ -1,0 +1,65 @@
+"""CoorDL / MinIO per job (Mohan et al., VLDB 2021; spec/MODEL.md §7): private cache slices, no sharing.
+
+CoorDL's MinIO cache keeps a fixed random part of a job's dataset and never
+evicts it (the uniform caching of MODEL.md §3), but each job caches for
+itself: two jobs reading one dataset do not hit each other's bytes.  Job j
+with a private slice s_j hits on a fraction s_j / d_k(j) of its reads and
+needs b_j = r_j (1 − s_j / d_k(j)) of remote IO.
+
+The paper sizes MinIO by the memory of the job's servers and says nothing of
+a shared pool or of prices, so the split of C is our choice, each made in the
+baseline's favour:
+
+* only jobs whose private copy pays for itself get a slice
+  (p_b r_j > p_c d_k(j)); caching at a loss would only cost it more;
+* C is split in proportion to need, the size of the job's dataset: every
+  eligible job gets the same fraction α of its dataset, with α as large as C
+  allows (water-filling);
+* the referee's cache is per dataset (c_k ≤ d_k), which cannot hold
+  duplicate copies, so the slices of one dataset's jobs are taken disjoint
+  and together at most d_k: once n_k α reaches 1 each of the n_k jobs keeps
+  d_k / n_k and the capacity left goes to other datasets (duplicates would
+  only waste it);
+* the cache paid for is Σ of the slices; the bandwidth is exactly what keeps
+  every job unstalled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from algorithms.baselines.cache_common import feed_unstalled
+from models.evaluate import Allocation
+from models.instance import Instance
+
+
+def coordl(inst: Instance) -> Allocation:
+    """Private slices: the same fraction α of its dataset for every job that pays alone, one dataset's ≤ d_k."""
+    inst.require_fixed()
+    d = inst.dataset_size_gb
+    kj = inst.job_dataset
+    eligible = inst.price_bandwidth * inst.job_io_gbps > inst.price_cache * d[kj]
+    n = np.bincount(kj[eligible], minlength=inst.n_datasets).astype(float)
+    alpha = _water_level(d, n, inst.cache_gb)
+    fraction = np.where(n > 0, np.minimum(alpha, 1.0 / np.maximum(n, 1.0)), 0.0)
+    cache = d * np.minimum(1.0, n * fraction)
+    job_hit = np.where(eligible, fraction[kj], 0.0)
+    return feed_unstalled(inst, cache, job_hit, alpha=alpha)
+
+
+def _water_level(d: np.ndarray, n: np.ndarray, capacity: float) -> float:
+    """The largest α ≤ 1 with Σ_k d_k min(1, n_k α) ≤ capacity (datasets with n_k jobs that get a slice)."""
+    used = n > 0
+    if not used.any() or float(d[used].sum()) <= capacity:
+        return 1.0
+    d, n = d[used], n[used]
+    cut = 1.0 / n
+    order = np.argsort(cut)
+    cut_s, d_s, n_s = cut[order], d[order], n[order]
+    full = np.cumsum(d_s) - d_s
+    slope = np.cumsum((d_s * n_s)[::-1])[::-1]
+    # At α in [cut_s[i-1], cut_s[i]] datasets 0..i-1 are full and the rest grow at slope[i].
+    lower = np.concatenate([[0.0], cut_s[:-1]])
+    level = (capacity - full) / slope
+    ok = np.flatnonzero((level >= lower) & (level <= cut_s))
+    return float(min(1.0, level[ok[0]])) if ok.size else float(min(1.0, cut_s[-1]))

@@ -1,0 +1,18 @@
+"""IO-only (spec/MODEL.md §7): no cache at all; every job reads its whole stream remotely.
+
+What the field does without a compute-side cache: b_j = r_j for every job.
+There is no open choice to make in its favour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from algorithms.baselines.cache_common import feed_unstalled
+from models.evaluate import Allocation
+from models.instance import Instance
+
+
+def io_only(inst: Instance) -> Allocation:
+    """No cache; every job's bandwidth is its full rate r_j (infeasible when Σ r_j > B)."""
+    return feed_unstalled(inst, np.zeros(inst.n_datasets))
