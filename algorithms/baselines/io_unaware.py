@@ -6,8 +6,9 @@ on the welfare problem P2 (MODEL.md §5) it is given
 * a GPU budget: at most ``split`` × Budget may go to GPUs, so it uses at most
   min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
   has ``split = 1`` — it knows nothing of IO, so nothing is held back for it;
-* a cache policy that feeds the chosen GPUs (:data:`CACHE_POLICIES`; default
-  ``silod``, the SiloD-like price-blind fill of C by IO density);
+* a cache policy that feeds the chosen GPUs: one of the cost-problem methods
+  of :data:`CACHE_POLICIES`, default ``silod``, the SiloD-like price-blind
+  fill of C by IO density;
 * whatever money is left after GPUs and cache, which buys bandwidth.  If it is
   short (or B is), every job's bandwidth is cut by the same factor and the
   jobs stall; the referee scores them at the stalled rate (§5).
@@ -20,17 +21,24 @@ grid includes 1, so a tuned scheduler is never worse than its naive self.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 
 import numpy as np
 
-from algorithms.cba import feed
 from models.evaluate import Allocation, evaluate, option_lookup
-from models.instance import Instance
+from models.instance import Instance, InstanceError
 
-#: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7).
-CACHE_POLICIES = ("silod", "io-only", "cba")
+#: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7): the cost-problem methods, by name.
+CACHE_POLICIES = {
+    "silod": "algorithms.baselines.silod:silod",
+    "io-only": "algorithms.baselines.io_only:io_only",
+    "cache-all": "algorithms.baselines.cache_all:cache_all",
+    "coordl": "algorithms.baselines.coordl:coordl",
+    "quiver": "algorithms.baselines.quiver:quiver",
+    "cba": "algorithms.cba:cba",
+}
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
 SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -78,50 +86,65 @@ def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
     return out
 
 
-def policy_cache(inst: Instance, rates: np.ndarray, policy: str) -> np.ndarray:
-    """The cache a policy gives the datasets when the jobs read at ``rates`` (GB/s).
+def require_continuous(inst: Instance) -> None:
+    """Raise InstanceError unless cache and bandwidth are continuous: P2 as MODEL.md §5 states it (as the MILP)."""
+    if inst.cache_granularity != "continuous":
+        raise InstanceError(
+            "cluster.cache_granularity",
+            inst.cache_granularity,
+            'the welfare problem is modelled for "continuous" caching only',
+        )
+    if inst.bandwidth_step_gbps is not None:
+        raise InstanceError(
+            "cluster.bandwidth_step_gbps",
+            inst.bandwidth_step_gbps,
+            "the welfare problem is modelled for continuous bandwidth only (null)",
+        )
 
-    ``silod``: fill C by decreasing IO density ρ_k = R_k / d_k, price-blind
-    (MODEL.md §7).  ``io-only``: no cache.  ``cba``: the least-cost cache of
-    P1 (algorithms.cba.feed, Theorem 1), or the silod fill when P1 is
-    infeasible under B (then no cache can avoid a stall and the densest
-    fill stalls least).
+
+def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
+    """The cache per dataset and bandwidth per job that cost-problem ``policy`` gives the jobs at ``rates``.
+
+    The policy is one of the cost methods of :data:`CACHE_POLICIES`, run on
+    the instance with the scheduler's GPUs and rates as the fixed allocation
+    of P1.  ``silod`` (the default of every scheduler) fills C by decreasing
+    IO density, price-blind.  ``cba``, when P1 is infeasible under B (no
+    cache avoids a stall), falls back to ``silod``, whose densest fill then
+    stalls least.  The bandwidth is what keeps every job unstalled; B and the
+    budget are applied by :func:`feed_within_budget`.
     """
     if policy not in CACHE_POLICIES:
-        raise ValueError(f"cache policy must be one of {CACHE_POLICIES}, got {policy!r}")
-    d = inst.dataset_size_gb
-    R = inst.dataset_demand(rates)
-    if policy == "io-only":
-        return np.zeros(inst.n_datasets)
-    if policy == "cba":
-        f = feed(inst, rates)
-        if f.cache_gb is not None:
-            return f.cache_gb
-    order = np.argsort(-(R / d), kind="stable")
-    order = order[R[order] > 0]
-    return _fill(d, order, inst.cache_gb)
+        raise ValueError(f"cache policy must be one of {tuple(CACHE_POLICIES)}, got {policy!r}")
+    fixed = inst.replace(job_gpus=np.asarray(gpus, dtype=np.int64), job_io_gbps=np.asarray(rates, dtype=float))
+    module, func = CACHE_POLICIES[policy].split(":")
+    alloc = getattr(importlib.import_module(module), func)(fixed)
+    if not alloc.has_allocation:
+        return policy_feeding(inst, gpus, rates, "silod")
+    return np.asarray(alloc.cache_gb, dtype=float), np.asarray(alloc.bandwidth_gbps, dtype=float)
 
 
 def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") -> Allocation:
     """Feed a scheduler's GPUs with ``policy``'s cache and the money left for bandwidth (MODEL.md §5, §7).
 
     The cache is cut (densest datasets kept) to the money left after GPUs;
-    the bandwidth each job needs, r_j (1 − h_k(j)), is then scaled by one
-    common factor so that Σ b ≤ B and the bill stays within the budget.
-    ``extra["io_factor"]`` is that factor (1: no job stalls).  ``gpus`` must
-    already respect G and the budget (see :func:`gpu_cap`).
+    each job's unstalled bandwidth, max(the policy's b_j, r_j (1 − h_k(j)))
+    for the cache that is left, is then scaled by one common factor so that
+    Σ b ≤ B and the bill stays within the budget.  ``extra["io_factor"]`` is
+    that factor (1: no job stalls).  ``gpus`` must already respect G and the
+    budget (see :func:`gpu_cap`).
     """
+    require_continuous(inst)
     gpus = np.asarray(gpus, dtype=np.int64)
     _, rates, _ = option_lookup(inst, gpus)
     d = inst.dataset_size_gb
     money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum())
-    cache = policy_cache(inst, rates, policy)
+    cache, policy_bw = policy_feeding(inst, gpus, rates, policy)
     if inst.price_cache > 0 and math.isfinite(money) and inst.price_cache * float(cache.sum()) > money:
         R = inst.dataset_demand(rates)
         order = np.argsort(-(R / d), kind="stable")
         cache = _fill(cache, order, max(money, 0.0) / inst.price_cache)
     money -= inst.price_cache * float(cache.sum())
-    need = rates * (1.0 - (np.minimum(cache, d) / d)[inst.job_dataset])
+    need = np.maximum(policy_bw, rates * (1.0 - (np.minimum(cache, d) / d)[inst.job_dataset]))
     total = float(need.sum())
     factor = 1.0
     if total > 0:
@@ -140,6 +163,7 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
 def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
     """The IO-unaware scheduler as it is: every GPU the budget and G allow, then fed by ``policy``."""
     inst.require_options()
+    require_continuous(inst)
     alloc = feed_within_budget(inst, schedule(inst, gpu_cap(inst, 1.0)), policy)
     alloc.extra["split"] = 1.0
     return alloc
@@ -148,6 +172,7 @@ def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocat
 def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
     """The scheduler with its best fixed GPU/IO split of the budget over :data:`SPLITS`, scored by the referee."""
     inst.require_options()
+    require_continuous(inst)
     best: Allocation | None = None
     best_welfare = -math.inf
     seen: dict[int, float] = {}
