@@ -124,6 +124,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
+    from experiments.simulate import run_command
+
+    try:
+        methods.get("cost", args.policy)
+    except KeyError as e:
+        raise BadInputError(f"--policy: {e.args[0]}") from None
+    _emit(run_command(args), None)
+    return EXIT_OK
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
@@ -184,6 +196,27 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=_seconds, default=None)
     _welfare_arguments(c)
     c.set_defaults(run=cmd_compare)
+
+    m = sub.add_parser("simulate", help="replay a job trace under a cost policy (MODEL.md §6)")
+    source = m.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or Philly")
+    source.add_argument("--generate", type=_positive_int, metavar="N", help="N jobs, Philly-calibrated generator")
+    m.add_argument("--policy", required=True, help="a cost method: cba, io-only, cache-all, coordl, quiver, silod, ...")
+    m.add_argument("--out", help="directory for jobs.csv, timeseries.csv, summary.json")
+    m.add_argument("--seed", type=_positive_int, default=0, help="seeds the generator and the dataset assignment")
+    m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
+    m.add_argument("--datasets", type=_positive_int, default=48, help="number of datasets jobs are spread over")
+    m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
+    m.add_argument("--gpus", type=_positive_int, default=1024, help="GPUs in the cluster (FIFO queue beyond)")
+    m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
+    m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
+    m.add_argument("--price-gpu", type=_fraction, default=None, help="$ per GPU-hour")
+    m.add_argument("--price-cache", type=_fraction, default=None, help="$ per GB-hour of cache")
+    m.add_argument("--price-bandwidth", type=_fraction, default=None, help="$ per (GB/s)-hour of remote IO")
+    m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, MODEL.md §6)")
+    m.add_argument("--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.set_defaults(run=cmd_simulate)
     return p
 
 
