@@ -207,7 +207,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
     m.add_argument("--datasets", type=_positive_int, default=48, help="number of datasets jobs are spread over")
     m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
-    m.add_argument("--gpus", type=_positive_int, default=1024, help="GPUs in the cluster (FIFO queue beyond)")
+    m.add_argument("--gpus", type=_positive_int, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
     m.add_argument("--price-gpu", type=_fraction, default=None, help="$ per GPU-hour")

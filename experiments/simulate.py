@@ -74,10 +74,14 @@ class SimConfig:
     ``bandwidth_gbps`` its remote-IO cap B (inf: none), ``prices`` (p_g, p_c,
     p_b) in $/h per unit, ``warmup`` False for instant caches, ``period_s``
     an extra re-allocation period (None: only at arrivals and departures).
+
+    The default G = 768 is sized for the Philly trace (82,247 jobs, on
+    average 374 GPUs busy): with strict FIFO its jobs wait 22 min on average,
+    about 9% of the mean JCT (512 GPUs: 5.5 days; 1,024 GPUs: 11 s).
     """
 
     policy: str = "cba"
-    gpus: int = 1024
+    gpus: int = 768
     cache_gb: float = 500.0
     bandwidth_gbps: float = math.inf
     prices: tuple[float, float, float] = DEFAULT_PRICES
