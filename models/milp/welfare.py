@@ -7,7 +7,8 @@ dataset k:
 * :func:`define_choice`     y_o ∈ {0, 1}, Σ_{o ∈ O_j} y_o ≤ 1 (a job runs at one option or not at all);
 * :func:`define_cache`      h_k ∈ [0, 1], c_k = d_k h_k;
 * :func:`define_mccormick`  w_o = y_o h_k(j(o)) by McCormick: w ≤ y, w ≤ h, w ≥ h + y − 1, w ≥ 0
-                            (exact because y is binary, proofs/mccormick_exact.md);
+                            (exact because y is binary, proofs/mccormick_exact.md), plus the
+                            valid per-job cut Σ_{o ∈ O_j} w_o ≤ h_k(j);
 * :func:`define_feeding`    b_j ≥ Σ_{o ∈ O_j} r_o (y_o − w_o), i.e. b_j ≥ r_j(g_j)(1 − h_k(j)): no stalls;
 * :func:`define_capacity`   Σ g_o y_o ≤ G, Σ c_k ≤ C, Σ b_j ≤ B;
 * :func:`define_budget`     p_g Σ g_o y_o + p_c Σ c_k + p_b Σ b_j ≤ Budget;
@@ -85,12 +86,21 @@ def define_cache(m: pyo.ConcreteModel, inst: Instance) -> None:
 
 
 def define_mccormick(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """w_o = y_o · h_k(j(o)) by its McCormick envelope (§5; exact for binary y, proofs/mccormick_exact.md)."""
+    """w_o = y_o · h_k(j(o)) by its McCormick envelope (§5; exact for binary y, proofs/mccormick_exact.md).
+
+    Plus the valid cut Σ_{o ∈ O_j} w_o ≤ h_k(j) per job (it holds at every integer point, where the sum
+    is h Σ_o y_o ≤ h): it changes no integer solution but tightens the LP relaxation, which roughly
+    halves HiGHS's time on tight budgets (proofs/mccormick_exact.md, Remarks).
+    """
     k_of = inst.job_dataset[inst.option_job()]
     m.w = pyo.Var(m.O, domain=pyo.UnitInterval)
     m.w_below_y = pyo.Constraint(m.O, rule=lambda mm, o: mm.w[o] <= mm.y[o])
     m.w_below_h = pyo.Constraint(m.O, rule=lambda mm, o: mm.w[o] <= mm.h[int(k_of[o])])
     m.w_above = pyo.Constraint(m.O, rule=lambda mm, o: mm.w[o] >= mm.h[int(k_of[o])] + mm.y[o] - 1)
+    m.w_per_job = pyo.Constraint(
+        m.J,
+        rule=lambda mm, j: pyo.quicksum(mm.w[o] for o in _rows(inst, j)) <= mm.h[int(inst.job_dataset[j])],
+    )
 
 
 def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
