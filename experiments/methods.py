@@ -62,6 +62,7 @@ register(
     "lp", "welfare", "models.solve:welfare_lp", "LP relaxation of P2: its optimum as bound, rounded down", exact=True
 )
 register("milp", "welfare", "models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
+register("autocba", "welfare", "algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate")
 for _name, _module, _summary in (
     ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
     ("gavel-fair", "gavel_fair", "Gavel max-min fair GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
