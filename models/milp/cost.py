@@ -23,6 +23,7 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
+from models.evaluate import RTOL
 from models.instance import Instance
 
 
@@ -57,7 +58,9 @@ def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
         m.served = pyo.Expression(m.K, rule=lambda mm, k: mm.cache[k])
     else:
         u = float(inst.block_gb)
-        top = np.ceil(d / u)
+        # ⌈d_k/u⌉ with the referee's slack (models/evaluate.py), so that both agree when d_k/u is a whole number
+        # up to rounding (d = 7.3, u = 7.3/3 gives d/u = 3.0000000000000004).
+        top = np.ceil(d / u - RTOL * np.maximum(1.0, d / u))
         m.blocks = pyo.Var(
             m.K,
             domain=pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers,
