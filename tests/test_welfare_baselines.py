@@ -164,3 +164,30 @@ def test_non_continuous_instances_are_rejected_by_name(name: str) -> None:
     inst = generate_welfare(3, 2, seed=0).replace(cache_granularity="dataset")
     with pytest.raises(InstanceError, match=r"cluster\.cache_granularity"):
         methods.get("welfare", name).function()(inst)
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 30), cap=st.integers(0, 120))
+def test_gavel_hull_greedy_is_within_one_job_of_the_exact_knapsack(seed: int, n: int, cap: int) -> None:
+    """Gavel's LP (hull greedy, rounded down) fits the cap and loses at most one job's speedup to the exact DP.
+
+    The LP relaxation bounds the DP optimum and has at most one fractional job (Sinha-Zoltners), whose
+    step is worth at most that job's largest speedup.
+    """
+    inst = generate_welfare(n, 3, seed, gpu_options=(1, 2, 3, 8))
+    value = io_unaware.speedup(inst)
+
+    def total(gpus: np.ndarray) -> float:
+        return float(value[np.flatnonzero(inst.option_gpus == gpus[inst.option_job()])].sum())
+
+    hull = gavel_tput.allocate_hull(inst, cap)
+    exact = gavel_tput.allocate(inst, cap)
+    assert hull.sum() <= cap
+    assert total(hull) <= total(exact) + 1e-9 * max(1.0, total(exact))
+    assert total(hull) >= total(exact) - float(value.max()) - 1e-9
+
+
+def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above DP_CELLS the allocation is the hull greedy's (same answer as calling it directly)."""
+    inst = generate_welfare(40, 4, seed=9)
+    monkeypatch.setattr(gavel_tput, "DP_CELLS", 0)
+    assert gavel_tput.allocate(inst, 37).tolist() == gavel_tput.allocate_hull(inst, 37).tolist()
