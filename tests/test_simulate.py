@@ -186,3 +186,13 @@ def test_cli_writes_the_three_files(tmp_path) -> None:
     wanted = ["time_s", "running_jobs", "queued_jobs", "cache_gb", "bandwidth_gbps", "cost_per_hour"]
     assert set(wanted) <= set(series.columns)
     assert main(["simulate", "--generate", "5", "--policy", "nope"]) == 2
+
+
+def test_replay_table_runs_every_policy_on_one_workload(tmp_path) -> None:
+    from experiments.replay_table import main as table_main
+
+    out = tmp_path / "table.csv"
+    assert table_main(["--generate", "80", "--gpus", "32", "--policies", "cba", "silod", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert frame["policy"].tolist() == ["cba", "silod"] and (frame["io_vs_cba"] >= -1e-12).all()
+    assert frame.loc[0, "io_vs_cba"] == 0.0
