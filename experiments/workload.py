@@ -694,6 +694,7 @@ def assign(
     dataset.  Jobs whose trace row pins a model or a dataset keep it (a pinned
     model without a dataset draws one of the model's datasets by the same
     Zipf weights).  ``gpu_type`` None uses each model's measured GPU type.
+    The default of 48 datasets is four copies of each of the 12 public ones.
     """
     cat = catalog or Catalog.default()
     if not (math.isfinite(skew) and skew >= 0):
