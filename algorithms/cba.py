@@ -135,7 +135,7 @@ def cba_continuous(inst: Instance) -> Allocation:
 #
 # Every rounding works on the substituted form of P1: cost = p_c Σ c_k + p_b · (remote IO, or the provisioned
 # P = m·β under tiers), remote IO = Σ_k R_k (1 - min(c_k, d_k)/d_k).  Under tiers the cap B is first lowered to
-# B̃ = ⌊B/β⌋·β, the most bandwidth a whole number of tiers can provision (Lemma 0 of the proof file).
+# B̃ = ⌊B/β⌋·β, the most bandwidth a whole number of tiers can provision (Lemma I0 of the proof file).
 
 
 @dataclass(frozen=True)
@@ -165,10 +165,6 @@ class _Setting:
         """Σ_k R_k, the remote IO with no cache (GB/s)."""
         return float(self.R.sum())
 
-    def with_cap(self, cap_b: float) -> _Setting:
-        """The same setting with the bandwidth cap replaced (B̃ under tiers)."""
-        return _Setting(self.inst, self.d, self.R, self.rho, self.order, self.cap_c, cap_b)
-
 
 def _setting(inst: Instance) -> _Setting:
     d = inst.dataset_size_gb
@@ -178,7 +174,7 @@ def _setting(inst: Instance) -> _Setting:
 
 
 def _tier_cap(inst: Instance) -> float:
-    """B̃ = ⌊B/β⌋·β under tiers of size β (B itself without tiers or when B is unlimited); Lemma 0."""
+    """B̃ = ⌊B/β⌋·β under tiers of size β (B itself without tiers or when B is unlimited); Lemma I0."""
     step = inst.bandwidth_step_gbps
     if step is None or not np.isfinite(inst.bandwidth_gbps):
         return inst.bandwidth_gbps
@@ -211,7 +207,7 @@ def _fits(s: _Setting, cache: np.ndarray, provisioned: float | None) -> bool:
 def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
     """The least continuous cache that brings remote IO down to ``limit``: ρ-ordered fill (fractional knapsack).
 
-    None when even that exceeds C.  Lemma 2 of proofs/cba_integer_gap.md.
+    None when even that exceeds C.  Lemma I2 of proofs/cba_integer_gap.md.
     """
     cache = np.zeros_like(s.d)
     need = s.total - limit
@@ -228,7 +224,7 @@ def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class _Blocks:
-    """Block caching as unit items (Lemma 1): dataset k's first ⌈d_k/u⌉-1 blocks save ρ_k·u GB/s each, its last
+    """Block caching as unit items (Lemma I1): dataset k's first ⌈d_k/u⌉-1 blocks save ρ_k·u GB/s each, its last
     saves ρ_k·ℓ_k (ℓ_k the part of the last block that holds data).  Items are grouped per (dataset, kind) and the
     groups sorted by decreasing saving, so the first t items are a best choice of t blocks."""
 
@@ -274,7 +270,7 @@ def _blocks(s: _Setting) -> _Blocks:
 
 
 def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> np.ndarray | None:
-    """The fewest whole blocks that bring remote IO down to ``limit`` (exact, Lemma 1); None if > ⌊C/u⌋ needed."""
+    """The fewest whole blocks that bring remote IO down to ``limit`` (exact, Lemma I1); None if > ⌊C/u⌋ needed."""
     blocks = blocks or _blocks(s)
     t = blocks.fewest(s.total - limit - _tol(limit))
     if t is None or t > blocks.top:
@@ -284,7 +280,7 @@ def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> n
 
 
 def _priced_blocks(s: _Setting) -> np.ndarray | None:
-    """Block CBA: the first t* = clamp(t₀, t_min, ⌊C/u⌋) items, t₀ = #items with p_b·saving > p_c·u (Theorem 1)."""
+    """Block CBA: the first t* = clamp(t₀, t_min, ⌊C/u⌋) items, t₀ = #items with p_b·saving > p_c·u (Theorem I1)."""
     blocks = _blocks(s)
     t_min = blocks.fewest(s.total - s.cap_b - _tol(s.cap_b))
     if t_min is None or t_min > blocks.top:
@@ -293,22 +289,30 @@ def _priced_blocks(s: _Setting) -> np.ndarray | None:
     return blocks.take(min(max(t0, t_min), blocks.top), s.d.size)
 
 
-def _greedy_whole(s: _Setting, start: np.ndarray, limit: float, priced: bool) -> np.ndarray:
+def _greedy_whole(s: _Setting, start: np.ndarray, limit: float, priced: bool) -> list[np.ndarray]:
     """Whole datasets in ρ order after ``start``: take one that fits in C if it pays (``priced``) or remote IO still
-    exceeds ``limit``.  Returns the occupied cache."""
+    exceeds ``limit``.  Returns the occupied caches of the final choice and, for every dataset taken only
+    because remote IO still exceeded ``limit``, of the choice so far completed instead by the one dataset that
+    closes the gap at least cost (:func:`_complete`; the step-wise completion of covering-knapsack greedy)."""
     z = start.copy()
     used = float(s.d[z].sum())
     remote = s.total - float(s.R[z].sum())
     worth = s.p_b * s.R > s.p_c * s.d
     room = s.cap_c + _tol(s.cap_c)
+    out = []
     for k in s.order.tolist():
         if z[k] or used + s.d[k] > room or s.R[k] <= 0:
             continue
-        if (priced and worth[k]) or remote > limit + _tol(limit):
+        forced = remote > limit + _tol(limit)
+        if forced and not (priced and worth[k]):
+            done = _complete(s, z, limit, priced)
+            if done is not None:
+                out.append(np.where(done, s.d, 0.0))
+        if (priced and worth[k]) or forced:
             z[k] = True
             used += float(s.d[k])
             remote -= float(s.R[k])
-    return np.where(z, s.d, 0.0)
+    return [np.where(z, s.d, 0.0), *out]
 
 
 def _whole_starts(s: _Setting) -> list[np.ndarray]:
@@ -328,7 +332,7 @@ def _whole_starts(s: _Setting) -> list[np.ndarray]:
 def _complete(s: _Setting, z: np.ndarray, limit: float, priced: bool) -> np.ndarray | None:
     """z plus the one dataset outside z that alone brings remote IO down to ``limit``, fits in C and adds the
     least cost (p_c d_k, less p_b R_k if ``priced``); None when remote IO is already within ``limit`` or no
-    dataset does.  Rounding the LP's fractional dataset up is one such choice (Theorem 3)."""
+    dataset does.  Rounding the LP's fractional dataset up is one such choice (Theorem I3)."""
     residual = s.total - float(s.R[z].sum()) - limit
     room = s.cap_c + _tol(s.cap_c) - float(s.d[z].sum())
     short = residual - _tol(limit)
@@ -341,20 +345,22 @@ def _complete(s: _Setting, z: np.ndarray, limit: float, priced: bool) -> np.ndar
     return out
 
 
-def _exchange(s: _Setting, z: np.ndarray, t: np.ndarray) -> np.ndarray | None:
-    """z with the datasets of ``t`` added and, to make room, the one dataset of z that frees enough cache at the
-    least profit p_b R_k - p_c d_k removed (one exchange step of knapsack local search); None if none frees it."""
+def _exchanges(s: _Setting, z: np.ndarray, t: np.ndarray) -> list[np.ndarray]:
+    """z with the datasets of ``t`` added and, to make room, one dataset of z that frees enough cache removed:
+    the one of least profit p_b R_k - p_c d_k, and the one of least saving R_k (one exchange step of knapsack
+    local search, for the cost and for the bandwidth cap); none if no dataset frees enough."""
     add = t & ~z
     if not add.any():
-        return None
+        return []
     short = float(s.d[z | add].sum()) - s.cap_c - _tol(s.cap_c)
     if short <= 0:
-        return z | add
+        return [z | add]
     ok = np.flatnonzero(z & (short <= s.d))
-    if not ok.size:
-        return None
-    out = z | add
-    out[ok[np.argmin(s.p_b * s.R[ok] - s.p_c * s.d[ok])]] = False
+    out = []
+    for loss in (s.p_b * s.R[ok] - s.p_c * s.d[ok], s.R[ok]) if ok.size else ():
+        swapped = z | add
+        swapped[ok[np.argmin(loss)]] = False
+        out.append(swapped)
     return out
 
 
@@ -371,16 +377,14 @@ def _cover_whole(s: _Setting, limit: float) -> np.ndarray | None:
         starts += [full, _complete(s, full, limit, priced=False)]
     best = None
     for start in starts:
-        if start is None:
-            continue
-        cache = _greedy_whole(s, start, limit, priced=False)
-        if _fits(s, cache, limit) and (best is None or cache.sum() < best.sum()):
-            best = cache
+        for cache in _greedy_whole(s, start, limit, priced=False) if start is not None else ():
+            if _fits(s, cache, limit) and (best is None or cache.sum() < best.sum()):
+                best = cache
     return best
 
 
 def _whole_saving_bound(s: _Setting) -> float:
-    """Martello-Toth bound U2 ≥ the most remote IO whole datasets within C can save (Theorem 3 (iii)).
+    """Martello-Toth bound U2 ≥ the most remote IO whole datasets within C can save (Theorem I3 (iii)).
 
     With datasets in ρ order and s the first that does not fit after its predecessors, U0 bounds the choices
     without s (fill the rest of C at ρ_{s+1}), U1 those with s (give up d_s - rest of C at ρ_{s-1}).
@@ -421,7 +425,7 @@ def _continuous_lp(s: _Setting) -> Feeding:
 
 
 def _whole(s: _Setting) -> _Answer:
-    """Whole-dataset CBA (Theorem 3): round the continuous optimum's one fractional dataset t down (A) or up (B),
+    """Whole-dataset CBA (Theorem I3): round the continuous optimum's one fractional dataset t down (A) or up (B),
     complete greedily in ρ order, also try greedy from scratch and from the largest-R dataset; keep the cheapest."""
     lp = _continuous_lp(s)
     if lp.cache_gb is None:
@@ -430,8 +434,8 @@ def _whole(s: _Setting) -> _Answer:
     rounded = [full, full | (lp.cache_gb > 0)]
     caches = [np.where(z, s.d, 0.0) for z in rounded]
     deltas = [_io_cost(s, c, None) - lp.io_cost for c in caches if _fits(s, c, None)]
-    starts = [*rounded, _complete(s, full, s.cap_b, priced=True), _exchange(s, full, rounded[1]), *_whole_starts(s)]
-    plans = [(_greedy_whole(s, z, s.cap_b, priced=True), None) for z in starts if z is not None]
+    starts = [*rounded, _complete(s, full, s.cap_b, priced=True), *_exchanges(s, full, rounded[1]), *_whole_starts(s)]
+    plans = [(c, None) for z in starts if z is not None for c in _greedy_whole(s, z, s.cap_b, priced=True)]
     best = _cheapest(s, plans)
     if best is not None:
         return _Answer(best[0], None, lp.io_bound, max(0.0, min(deltas)) if deltas else None)
@@ -440,7 +444,7 @@ def _whole(s: _Setting) -> _Answer:
         reason = (
             f"infeasible: whole datasets within C = {s.cap_c:.6g} GB save at most {saving:.6g} GB/s of remote IO "
             f"(Martello-Toth bound), short of the {s.total - s.cap_b:.6g} GB/s that {_cap_text(s)} requires "
-            "(Theorem 3 (iii))"
+            "(Theorem I3 (iii))"
         )
         return _Answer(None, None, lp.io_bound, None, reason)
     return _Answer(None, None, lp.io_bound, None, _undecided(s))
@@ -455,12 +459,12 @@ def _undecided(s: _Setting) -> str:
 
 
 def _blocks_priced(s: _Setting) -> _Answer:
-    """Block CBA, exact (Theorem 1): its cost is also the proven lower bound."""
+    """Block CBA, exact (Theorem I1): its cost is also the proven lower bound."""
     cache = _priced_blocks(s)
     if cache is None:
         reason = (
             f"infeasible: the ⌊C/u⌋ = {int(np.floor(s.cap_c / s.inst.block_gb))} blocks of highest saving still "
-            f"leave more than {_cap_text(s)} of remote IO (Theorem 1)"
+            f"leave more than {_cap_text(s)} of remote IO (Theorem I1)"
         )
         return _Answer(None, None, np.nan, None, reason)
     return _Answer(cache, None, _io_cost(s, cache, None), 0.0)
@@ -473,13 +477,13 @@ def _tiers(
     scan: int = 0,
     exact_cover: bool = False,
 ) -> _Answer:
-    """Bandwidth tiers on top of a rounding ``base`` solved with cap B̃ (Theorems 2, 4, 5).
+    """Bandwidth tiers on top of a rounding ``base`` solved with cap B̃ (Theorems I2, I4, I5).
 
     Candidates: base's cache with m↑ = ⌈P/β⌉ tiers (P its remote IO), and for m ∈ {⌊P/β⌋, m↑, ⌊P*/β⌋, ⌈P*/β⌉,
     ⌊B̃/β⌋} (P* the continuous optimum's remote IO) the least cache that fits the remote IO in m·β (``cover``);
     the cheapest feasible one wins.  The a-priori gap grows by p_b (m↑·β - P) < p_b·β.  Then, when at most
     ``scan`` tier counts can still beat that (:func:`_tier_range`), every one of them is tried: with an
-    ``exact_cover`` this is the exact optimum (Theorem 4 (ii)).
+    ``exact_cover`` this is the exact optimum (Theorem I4 (ii)).
     """
     step = float(s.inst.bandwidth_step_gbps)
     if base.cache is None:
@@ -511,7 +515,7 @@ def _tiers(
 def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
     """The tier counts m that can cost less than ``best``: m·β at least the least remote IO any cache within C
     leaves (ρ-ordered fill of C), m·β ≤ B̃ (or ≤ ⌈Σ R/β⌉·β, enough for everything, when B is unlimited), and
-    p_b·m·β ≤ best (Theorem 4 (ii))."""
+    p_b·m·β ≤ best (Theorem I4 (ii))."""
     d_s = s.d[s.order]
     fill = np.clip(s.cap_c - (np.cumsum(d_s) - d_s), 0.0, d_s)
     least = (s.total - float(np.dot(s.rho[s.order], fill))) / step
@@ -523,7 +527,7 @@ def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
 
 
 def _tiers_continuous(s: _Setting) -> _Answer:
-    """Continuous cache with tiers, exact (Theorem 2): T(m) is convex, its minimum is at ⌊P*/β⌋ or ⌈P*/β⌉."""
+    """Continuous cache with tiers, exact (Theorem I2): T(m) is convex, its minimum is at ⌊P*/β⌋ or ⌈P*/β⌉."""
     lp = _continuous_lp(s)
     if lp.cache_gb is None:
         return _Answer(None, None, np.nan, None, _no_tiers(s))
@@ -534,7 +538,7 @@ def _tiers_continuous(s: _Setting) -> _Answer:
 def _no_tiers(s: _Setting) -> str:
     return (
         f"infeasible: caching the {s.cap_c:.6g} GB of highest IO density still leaves more remote IO than "
-        f"{_cap_text(s)} (Theorem 2)"
+        f"{_cap_text(s)} (Theorem I2)"
     )
 
 
@@ -548,7 +552,7 @@ def _cap_text(s: _Setting) -> str:
 
 
 def _blocks_tiers(s: _Setting) -> _Answer:
-    """Blocks with tiers (Theorem 4): exact block CBA under B̃, then tiers; gap < p_b·β."""
+    """Blocks with tiers (Theorem I4): exact block CBA under B̃, then tiers; gap < p_b·β."""
     blocks = _blocks(s)
     ans = _tiers(s, _blocks_priced(s), lambda ss, limit: _cover_blocks(ss, limit, blocks), BLOCK_TIER_SCAN, True)
     if ans.cache is None:
@@ -558,7 +562,7 @@ def _blocks_tiers(s: _Setting) -> _Answer:
 
 
 def _whole_tiers(s: _Setting) -> _Answer:
-    """Whole datasets with tiers (Theorem 5): whole-dataset CBA under B̃, then tiers."""
+    """Whole datasets with tiers (Theorem I5): whole-dataset CBA under B̃, then tiers."""
     relaxed = _tiers_continuous(s)
     if relaxed.cache is None:
         return relaxed
@@ -583,9 +587,9 @@ _VARIANTS: dict[tuple[str, bool], Callable[[_Setting], _Answer]] = {
 
 
 def cba_integer(inst: Instance) -> Allocation:
-    """CBA's rounding for an integer variant of P1 (MODEL.md §4; proofs/cba_integer_gap.md, Theorems 1-5).
+    """CBA's rounding for an integer variant of P1 (MODEL.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
 
-    ``status`` is ``optimal`` when proven (Theorems 1 and 2 are exact, and any answer meeting its lower bound),
+    ``status`` is ``optimal`` when proven (Theorems I1 and I2 are exact, and any answer meeting its lower bound),
     else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, or an exact variant, is
     infeasible); ``error`` with an ``undecided`` reason when a whole-dataset instance with a bandwidth cap defeats
     the greedy (a knapsack question).  ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori

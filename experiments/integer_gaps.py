@@ -38,7 +38,7 @@ VARIANTS = {
 
 #: Swept parameters (instance i takes entry i mod len of each, with co-prime lengths so they mix).
 CACHE_PRICE_SCALES = (0.1, 1.0, 10.0, 30.0, 100.0)
-BANDWIDTH_FRACTIONS = (None, 0.5, 0.7, 0.9)
+BANDWIDTH_FRACTIONS = (None, 0.7, None, 0.9)
 CACHE_FRACTIONS = (0.05, 0.2, 0.5)
 BLOCK_GB = (1.0, 8.0, 32.0, 128.0, 512.0, 4.0, 16.0)
 TIER_FRACTIONS = (0.02, 0.1, 0.3, 0.05, 0.2, 0.5, 0.01, 0.15, 0.4, 1.0, 0.07)

@@ -43,10 +43,10 @@ def _close(a: float, b: float) -> bool:
 
 @st.composite
 def tiny_instances(draw: st.DrawFn, variant: str) -> Instance:
-    """1-3 datasets of 0.25-10 GB, 1-5 jobs, ≤ 4 blocks per dataset, ≤ 10 tiers: small enough to enumerate."""
+    """1-4 datasets of 0.25-10 GB, 1-6 jobs, ≤ 4 blocks per dataset, ≤ 10 tiers: small enough to enumerate."""
     granularity, tiers = VARIANTS[variant]
-    k = draw(st.integers(1, 3))
-    n = draw(st.integers(1, 5))
+    k = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 6))
     sizes = np.array([draw(st.integers(1, 40)) / 4 for _ in range(k)])
     job_dataset = np.array([draw(st.integers(0, k - 1)) for _ in range(n)])
     rates = np.array([draw(st.integers(0, 40)) / 20 for _ in range(n)])
@@ -142,7 +142,7 @@ def _milp_cost(inst: Instance) -> float | None:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @given(data=st.data())
 def test_milp_equals_enumeration(variant: str, data: st.DataObject) -> None:
-    """Lemma 0 of proofs/cba_integer_gap.md (the exact MILP of MODEL.md §4): HiGHS with gap 0 on the Pyomo model
+    """Lemma I0 of proofs/cba_integer_gap.md (the exact MILP of MODEL.md §4): HiGHS with gap 0 on the Pyomo model
     equals exhaustive enumeration of z / n / m, and its allocation, re-fed by solve.py, passes the referee — in
     particular under tiers the recomputed b_j = r_j (1 - h_k) stays within the provisioned bandwidth."""
     inst = data.draw(tiny_instances(variant))
@@ -156,10 +156,11 @@ def test_milp_equals_enumeration(variant: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @given(data=st.data())
 def test_cba_rounding_feasible_and_within_gap_bound(variant: str, data: st.DataObject) -> None:
-    """Theorems 0-5 of proofs/cba_integer_gap.md: CBA's rounding passes the referee, its bound is below the MILP
-    optimum, its cost is at most the optimum plus the variant's a-priori gap bound (0 for the exact Theorems 1
-    and 2), ``optimal`` only when it is, ``infeasible`` only when the MILP is, and ``error`` (undecided) only for
-    whole datasets under a bandwidth cap with the continuous relaxation feasible (Theorem 3 (iii))."""
+    """Lemma I0 and Theorems I1-I5 of proofs/cba_integer_gap.md: CBA's rounding passes the referee, its bound is
+    below the MILP optimum, its cost is at most the optimum plus the variant's a-priori gap bound (0 for the exact
+    Theorems I1 and I2, and for blocks + tiers whenever the scan of Theorem I4 (ii) ran), ``optimal`` only when it
+    is, ``infeasible`` only when the MILP is, and ``error`` (undecided) only for whole datasets under a bandwidth
+    cap with the continuous relaxation feasible (Theorem I3 (iii))."""
     inst = data.draw(tiny_instances(variant))
     opt = _milp_cost(inst)
     alloc = cba(inst)
@@ -181,7 +182,7 @@ def test_cba_rounding_feasible_and_within_gap_bound(variant: str, data: st.DataO
     if variant in ("block", "tiers"):
         assert alloc.status == "optimal" and gap_bound == 0.0
     if variant == "dataset" and math.isinf(inst.bandwidth_gbps):
-        assert gap_bound is not None, "Theorem 3 (i): with B unlimited the rounded-down LP is always feasible"
+        assert gap_bound is not None, "Theorem I3 (i): with B unlimited the rounded-down LP is always feasible"
     if gap_bound is not None:
         assert cost <= opt + gap_bound + TOL * max(1.0, opt)
     if variant in ("block+tiers", "dataset+tiers"):
@@ -209,7 +210,7 @@ def _tier_costs(inst: Instance) -> dict[int, float]:
 
 @given(data=st.data())
 def test_tier_cost_is_convex_in_m(data: st.DataObject) -> None:
-    """Theorem 2 of proofs/cba_integer_gap.md: with a continuous cache, T(m) is convex on its (contiguous) feasible
+    """Theorem I2 of proofs/cba_integer_gap.md: with a continuous cache, T(m) is convex on its (contiguous) feasible
     range and its minimum is at ⌊P*/β⌋ or ⌈P*/β⌉, P* the remote IO of the continuous CBA optimum under B̃."""
     inst = data.draw(tiny_instances("tiers"))
     costs = _tier_costs(inst)
@@ -231,7 +232,7 @@ def test_tier_cost_is_convex_in_m(data: st.DataObject) -> None:
 
 
 def test_capped_p1_scan_is_not_exact() -> None:
-    """Theorem 2, Remark: scanning m with the *priced* continuous P1 under B' = min(B, m·β) (cost p_b·m·β + its
+    """Theorem I2, Remark: scanning m with the *priced* continuous P1 under B' = min(B, m·β) (cost p_b·m·β + its
     cache cost) is not exact, because P1 still caches profitable data the prepaid tiers no longer need.
     A (1 GB, read at 1 GB/s) and Z (100 GB, read at 1 GB/s), C = 1 GB, p_c = 0.5, p_b = 1, β = 1.5:
     the optimum is m = 1 with 0.5 GB of A (cost 1.75); the priced scan gives 2.0."""
@@ -257,10 +258,33 @@ def test_capped_p1_scan_is_not_exact() -> None:
     assert _close(evaluate(inst, alloc, "cost").cost_total, 1.75)
 
 
+@pytest.mark.parametrize("granularity", ["dataset", "block"])
+def test_tier_cost_is_not_convex_with_integer_cache(granularity: str) -> None:
+    """Theorem I2, Remark 2: with whole datasets or blocks T(m) need not be convex, so Theorems I4 and I5 scan m.
+    One dataset (10 GB, read at 1 GB/s), C = 10 GB, p_c = p_b = 1, β = 0.5, blocks of 10 GB: T(0) = 10 (cache
+    it), T(1) = 10.5 (still cache it), T(2) = 1 (no cache): T(0) + T(2) < 2 T(1)."""
+    inst = build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0]),
+        job_gpus=np.array([1]),
+        job_io_gbps=np.array([1.0]),
+        cache_gb=10.0,
+        prices=(0.0, 1.0, 1.0),
+        cache_granularity=granularity,
+        block_gb=10.0 if granularity == "block" else None,
+        bandwidth_step_gbps=0.5,
+    )
+    costs = [min(10.0 * z + 0.5 * m for z in (0, 1) if 1.0 * (1 - z) <= 0.5 * m) for m in range(3)]
+    assert costs == [10.0, 10.5, 1.0]
+    assert costs[0] + costs[2] < 2 * costs[1]
+    assert _close(_milp_cost(inst), 1.0) and _close(enumerated_optimum(inst), 1.0)
+    assert _close(evaluate(inst, cba(inst), "cost").cost_total, 1.0)
+
+
 @given(data=st.data())
 def test_continuous_milp_lp_cba_equal(data: st.DataObject) -> None:
-    """Theorem 1 of proofs/cba_optimality.md and Lemma 0 here: with a continuous cache and no tiers, milp, lp and
-    cba coincide (the model has no integer variable)."""
+    """Theorem 1 of proofs/cba_optimality.md and Lemma I0 of proofs/cba_integer_gap.md: with a continuous cache
+    and no tiers, milp, lp and cba coincide (the model has no integer variable)."""
     inst = data.draw(tiny_instances("dataset")).replace(cache_granularity="continuous")
     answers = [cost_milp(inst), cost_lp(inst), cba(inst)]
     if any(a.status == "infeasible" for a in answers):

@@ -100,7 +100,7 @@ def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
 def define_capacity(m: pyo.ConcreteModel, inst: Instance) -> None:
     """Σ_k c_k ≤ C and Σ_j b_j ≤ B (MODEL.md §4); the second is dropped when B is unlimited."""
     m.cache_capacity = pyo.Constraint(expr=pyo.quicksum(m.cache[k] for k in m.K) <= float(inst.cache_gb))
-    if math.isfinite(inst.bandwidth_gbps):
+    if math.isfinite(inst.bandwidth_gbps) and inst.n_jobs:  # with no job the sum is 0 and the row trivial
         m.bandwidth_capacity = pyo.Constraint(expr=pyo.quicksum(m.bw[j] for j in m.J) <= float(inst.bandwidth_gbps))
 
 
