@@ -57,28 +57,36 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
     p_c, p_b = inst.price_cache, inst.price_bandwidth
     order = np.argsort(-rho, kind="stable")
     d_s, R_s, rho_s = d[order], R[order], rho[order]
-    total_R = float(R.sum())
 
     profitable = int(np.count_nonzero(p_b * R_s > p_c * d_s))
     cum_d = np.cumsum(d_s)
     full = np.clip(inst.cache_gb - (cum_d - d_s), 0.0, d_s)
-    min_remote = total_R - float(np.dot(rho_s, full))
-    if min_remote > inst.bandwidth_gbps + RTOL * max(1.0, total_R):
+    # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
+    # against a large Σ R_k (which would cost the small remainders their precision).
+    min_remote = float(np.dot(R_s, 1.0 - full / d_s))
+    # The referee's own slack on B (models/evaluate.py): infeasible exactly when no allocation passes it.
+    if min_remote > inst.bandwidth_gbps + RTOL * max(1.0, inst.bandwidth_gbps):
         return _infeasible(inst, min_remote)
 
     c_s = np.zeros_like(d_s)
     c_s[:profitable] = full[:profitable]
     t_c = int(np.searchsorted(cum_d, inst.cache_gb)) if profitable and cum_d[profitable - 1] > inst.cache_gb else None
-    excess = total_R - float(np.dot(rho_s, c_s)) - inst.bandwidth_gbps
+    excess = float(np.dot(R_s, 1.0 - c_s / d_s)) - inst.bandwidth_gbps
     t_b = None
-    if excess > 0 and t_c is None and profitable < d_s.size:
-        rest_R = np.cumsum(R_s[profitable:])
-        t = min(int(np.searchsorted(rest_R, excess)), rest_R.size - 1)
+    read = int(np.count_nonzero(R_s[profitable:] > 0))
+    if excess > 0 and t_c is None and read:
+        # Only read datasets (R_k > 0, a prefix of the rest) can cut remote IO; rounding in `excess`
+        # must not push the fill onto unread ones, and the fill never goes past C (the fill `full`).
+        # Every profitable dataset is whole (t_c is None), so the remote IO left after caching the rest
+        # up to position t is the tail sum `after[t]`; summed from the tail, it keeps small remainders exact.
+        rest_R = R_s[profitable : profitable + read]
+        after = np.append(np.cumsum(rest_R[::-1])[::-1][1:], 0.0)
+        t = int(np.argmax(after <= inst.bandwidth_gbps))
         t_b = profitable + t
         c_s[profitable:t_b] = d_s[profitable:t_b]
-        before = rest_R[t - 1] if t > 0 else 0.0
-        if R_s[t_b] > 0:
-            c_s[t_b] = min(d_s[t_b], d_s[t_b] * (excess - before) / R_s[t_b])
+        share = (after[t] + rest_R[t] - inst.bandwidth_gbps) / rest_R[t]
+        c_s[t_b] = d_s[t_b] * min(1.0, max(0.0, share))
+        c_s[profitable:] = np.minimum(c_s[profitable:], full[profitable:])
 
     cache = np.empty_like(c_s)
     cache[order] = c_s
@@ -95,12 +103,16 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
 
 
 def _dual(inst: Instance, R: np.ndarray, rho: np.ndarray, lam: float, mu: float) -> float:
-    """Weak-dual value D(λ, μ) of the substituted LP: a lower bound on the least IO cost for any λ, μ ≥ 0."""
+    """Weak-dual value D(λ, μ) of the substituted LP: a lower bound on the least IO cost for any λ, μ ≥ 0.
+
+    D(λ, μ) = p_b Σ R_k + μ (Σ R_k − B) − λ C − Σ_k d_k max(0, (p_b + μ) ρ_k − p_c − λ), evaluated in
+    the equal form Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, which has no cancellation
+    between p_b Σ R_k and the savings of a nearly free cache (μ B is taken as 0 when μ = 0).
+    """
     p_c, p_b = inst.price_cache, inst.price_bandwidth
-    total_R = float(R.sum())
-    nu = np.maximum(0.0, (p_b + mu) * rho - p_c - lam)
-    need = total_R - inst.bandwidth_gbps if np.isfinite(inst.bandwidth_gbps) else 0.0
-    return p_b * total_R + mu * need - lam * inst.cache_gb - float(np.dot(nu, inst.dataset_size_gb))
+    terms = np.minimum((p_b + mu) * R, (p_c + lam) * inst.dataset_size_gb)
+    cap = mu * inst.bandwidth_gbps if mu > 0 else 0.0
+    return float(terms.sum()) - cap - lam * inst.cache_gb
 
 
 def _infeasible(inst: Instance, remote: float) -> Feeding:

@@ -50,6 +50,7 @@ def register(name: str, problem: str, target: str, summary: str, *, exact: bool 
 register("cba", "cost", "algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
 register("lp", "cost", "models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
 register("milp", "cost", "models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+register("flow", "cost", "models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified")
 for _name, _module, _summary in (
     ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)"),
     ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)"),

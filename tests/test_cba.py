@@ -1,0 +1,227 @@
+"""Property tests of CBA (algorithms/cba.py) against two independent exact methods and the referee.
+
+The exact references are P1's LP solved by HiGHS through Pyomo with gap 0 and
+no time limit (models/solve.py) and, when B = ∞, the min-cost flow of
+models/flow.py.  Every allocation is scored by the one referee
+(models/evaluate.py), never by CBA's own numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from algorithms.cba import cba
+from models.evaluate import Allocation, evaluate
+from models.flow import cost_flow
+from models.instance import Instance, build
+from models.solve import cost_milp
+from tests.strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
+
+#: Relative agreement required between CBA and an exact optimum (the brief's 1e-7).
+REL = 1e-7
+
+
+def io_cost(inst: Instance, alloc: Allocation) -> float:
+    """The referee's IO cost (cache + bandwidth, $/h) of an allocation."""
+    return evaluate(inst, alloc, "cost").cost_io
+
+
+def cost_scale(inst: Instance) -> float:
+    """The size of P1's cost terms, p_b Σ r_j + p_c min(C, Σ d_k): what a relative tolerance is relative to.
+
+    The IO cost of every sensible allocation lies in [0, this]; comparing with
+    the optimum alone would make a tiny optimum (a cache that saves almost all
+    of a large bandwidth bill) demand absurd absolute precision.
+    """
+    total_size = float(inst.dataset_size_gb.sum())
+    scale = inst.price_bandwidth * float(inst.job_io_gbps.sum()) + inst.price_cache * min(inst.cache_gb, total_size)
+    return max(scale, 1e-300)
+
+
+def assert_optimal_and_certified(inst: Instance, alloc: Allocation) -> None:
+    """CBA's answer is feasible for the referee, claims ``optimal`` and its bound equals its cost."""
+    ev = evaluate(inst, alloc, "cost")
+    assert ev.feasible, ev.violations
+    assert ev.violations == []
+    assert alloc.status == "optimal"
+    assert alloc.bound is not None
+    assert alloc.bound <= ev.cost_total + 1e-9 * max(1.0, ev.cost_total)
+    assert ev.cost_total - alloc.bound <= 1e-9 * max(1.0, ev.cost_total)
+
+
+@given(cost_instances())
+def test_theorem1_cba_equals_lp_optimum_and_flow_optimum(inst: Instance) -> None:
+    """Theorem 1 of proofs/cba_optimality.md, (i) and (ii), against HiGHS and the min-cost flow.
+
+    (i) When P1 is feasible, CBA's cost equals the exact LP optimum of P1
+    (HiGHS via Pyomo, gap 0, no time limit) within 1e-7 of the cost scale and,
+    when B = ∞, the optimum of the independent min-cost flow of models/flow.py
+    within 1e-12.  The LP is compared only where HiGHS keeps every feeding
+    coefficient r_j / d_k (≥ 1e-8; it drops entries below 1e-9).
+    (ii) CBA reports ``infeasible`` exactly when HiGHS proves the LP infeasible
+    (checked where B is clearly below the least remote IO, and where it is not
+    below it at all, including B exactly tight).
+    """
+    tight = min_remote_io(inst)
+    ours = cba(inst)
+    if math.isinf(inst.bandwidth_gbps):
+        assert_optimal_and_certified(inst, ours)
+        flow = cost_flow(inst)
+        assert flow.status == "optimal"
+        assert evaluate(inst, flow, "cost").feasible
+        assert abs(io_cost(inst, ours) - io_cost(inst, flow)) <= 1e-12 * cost_scale(inst)
+    if not highs_representable(inst):
+        return  # HiGHS would drop a feeding coefficient below 1e-9: its LP is another instance
+    exact = cost_milp(inst)
+    if is_clearly_infeasible(inst):
+        assert ours.status == "infeasible", ours
+        assert exact.status == "infeasible", exact
+        assert ours.reason and "infeasible" in ours.reason
+        return
+    if tight > inst.bandwidth_gbps:
+        return  # within rounding of the tight cap: feasibility is a matter of tolerance, checked elsewhere
+    assert exact.status == "optimal", exact
+    assert_optimal_and_certified(inst, ours)
+    scale = cost_scale(inst)
+    assert abs(io_cost(inst, ours) - io_cost(inst, exact)) <= REL * scale
+    total = evaluate(inst, ours, "cost").cost_total
+    assert total >= exact.bound - REL * scale - 1e-15 * total
+
+
+@given(cost_instances())
+def test_theorem1_cba_feasible_exactly_when_rho_fill_fits_and_passes_referee(inst: Instance) -> None:
+    """Theorem 1 (ii) of proofs/cba_optimality.md: infeasible exactly when the ρ-ordered fill of C leaves > B.
+
+    The least remote IO is computed by an independent loop (tests/strategies.py).
+    CBA answers exactly when that fill fits B (within the referee's slack on B);
+    then the referee finds its allocation feasible with no violations, the
+    status is ``optimal`` and the weak-dual bound (Lemma 2) equals the cost:
+    the certificate of Theorem 1 (i) on this instance.
+    """
+    ours = cba(inst)
+    tight = min_remote_io(inst)
+    slack = 1e-9 * max(1.0, inst.bandwidth_gbps)  # the referee's slack on B
+    if ours.has_allocation:
+        assert tight <= inst.bandwidth_gbps + slack + 1e-12 * float(inst.job_io_gbps.sum())
+        assert_optimal_and_certified(inst, ours)
+    else:
+        assert ours.status == "infeasible"
+        assert tight > inst.bandwidth_gbps
+        assert "infeasible" in (ours.reason or "")
+    if is_clearly_infeasible(inst):
+        assert ours.status == "infeasible"
+    if tight <= inst.bandwidth_gbps:
+        assert ours.status == "optimal"
+
+
+@given(cost_instances(), st.randoms(use_true_random=False))
+def test_theorem1_cba_cost_invariant_under_permuting_jobs_and_datasets(inst: Instance, rnd) -> None:
+    """Theorem 1 of proofs/cba_optimality.md: the optimum does not depend on the order of jobs or datasets.
+
+    Relabelling jobs and datasets gives the same P1, so CBA (whose ties are
+    broken by position) must return the same cost and stay feasible.
+    """
+    jobs = list(range(inst.n_jobs))
+    datasets = list(range(inst.n_datasets))
+    rnd.shuffle(jobs)
+    rnd.shuffle(datasets)
+    jp, dp = np.array(jobs), np.array(datasets)
+    new_pos = np.empty_like(dp)
+    new_pos[dp] = np.arange(dp.size)
+    perm = inst.replace(
+        dataset_size_gb=inst.dataset_size_gb[dp],
+        dataset_ids=tuple(inst.dataset_ids[k] for k in dp),
+        job_dataset=new_pos[inst.job_dataset[jp]],
+        job_gpus=inst.job_gpus[jp],
+        job_io_gbps=inst.job_io_gbps[jp],
+        job_ids=tuple(inst.job_ids[j] for j in jp),
+        option_ptr=np.zeros(inst.n_jobs + 1, np.int64),
+    )
+    a, b = cba(inst), cba(perm)
+    assert a.status == b.status or is_borderline(inst)
+    if a.has_allocation and b.has_allocation:
+        assert evaluate(perm, b, "cost").feasible
+        scale = cost_scale(inst)
+        assert abs(io_cost(inst, a) - io_cost(perm, b)) <= 1e-9 * scale
+
+
+def is_borderline(inst: Instance) -> bool:
+    """B within rounding of the least remote IO, where summation order may decide feasibility."""
+    tight = min_remote_io(inst)
+    return math.isfinite(inst.bandwidth_gbps) and abs(tight - inst.bandwidth_gbps) <= 1e-9 * max(
+        1.0, float(inst.job_io_gbps.sum())
+    )
+
+
+@given(cost_instances(), st.floats(-6.0, 6.0))
+def test_theorem1_cba_scales_with_prices(inst: Instance, exponent: float) -> None:
+    """Theorem 1 of proofs/cba_optimality.md: P1's optimum is linear in the prices (p_g, p_c, p_b) → α·(…).
+
+    Multiplying every price by α > 0 multiplies every allocation's cost by α
+    and keeps the optimal set, so CBA's cost scales by α exactly (to rounding)
+    and its feasibility verdict does not change.
+    """
+    alpha = 10.0**exponent
+    scaled = inst.replace(
+        price_gpu=alpha * inst.price_gpu,
+        price_cache=alpha * inst.price_cache,
+        price_bandwidth=alpha * inst.price_bandwidth,
+    )
+    a, b = cba(inst), cba(scaled)
+    assert a.status == b.status
+    if a.has_allocation:
+        assert evaluate(scaled, b, "cost").feasible
+        ca, cb = evaluate(inst, a, "cost").cost_total, evaluate(scaled, b, "cost").cost_total
+        assert abs(cb - alpha * ca) <= 1e-9 * alpha * (cost_scale(inst) + inst.price_gpu * inst.job_gpus.sum())
+
+
+def _inst(sizes: list[float], job_dataset: list[int], rates: list[float], **kw: object) -> Instance:
+    n = len(rates)
+    return build(
+        dataset_size_gb=np.array(sizes),
+        job_dataset=np.array(job_dataset),
+        job_gpus=np.ones(n, np.int64),
+        job_io_gbps=np.array(rates),
+        **kw,
+    )
+
+
+def test_theorem1_hand_example_threshold_rule() -> None:
+    """Theorem 1 (i) of proofs/cba_optimality.md on a hand-solved instance.
+
+    Datasets a (10 GB, ρ = 2/10 = 0.2), b (10 GB, ρ = 0.5/10 = 0.05), c (5 GB, unread).
+    p_c = 0.1, p_b = 1: caching pays when p_b ρ > p_c, i.e. ρ > 0.1: only a.
+    C = 15, B = ∞: cache a whole (10 GB), b nothing.  Cost = p_c·10 + p_b·0.5 = 1.5
+    (+ p_g·2 GPUs·1.0 = 2.0) = 3.5.
+    """
+    inst = _inst([10.0, 10.0, 5.0], [0, 1], [2.0, 0.5], cache_gb=15.0, prices=(1.0, 0.1, 1.0))
+    a = cba(inst)
+    assert_optimal_and_certified(inst, a)
+    np.testing.assert_allclose(a.cache_gb, [10.0, 0.0, 0.0])
+    np.testing.assert_allclose(a.bandwidth_gbps, [0.0, 0.5])
+    assert evaluate(inst, a, "cost").cost_total == pytest.approx(3.5, rel=1e-12)
+
+
+def test_theorem1_hand_example_bandwidth_forces_unprofitable_cache() -> None:
+    """Theorem 1 (i) of proofs/cba_optimality.md: B forces caching past the price threshold.
+
+    Same datasets as above, B = 0.25.  After caching a, 0.5 GB/s remain > B, so
+    b (ρ = 0.05) must cache 0.25 / 0.05 = 5 GB (total 15 = C).  Cost = 0.1·15 +
+    1·0.25 = 1.75 (+ 2.0 for GPUs) = 3.75.  With B = 0.2 the fill of C leaves
+    0.25 > 0.2: infeasible (Theorem 1 (ii)).
+    """
+    inst = _inst([10.0, 10.0, 5.0], [0, 1], [2.0, 0.5], cache_gb=15.0, prices=(1.0, 0.1, 1.0), bandwidth_gbps=0.25)
+    a = cba(inst)
+    assert_optimal_and_certified(inst, a)
+    np.testing.assert_allclose(a.cache_gb, [10.0, 5.0, 0.0])
+    assert evaluate(inst, a, "cost").cost_total == pytest.approx(3.75, rel=1e-12)
+    tighter = inst.replace(bandwidth_gbps=0.2)
+    b = cba(tighter)
+    assert b.status == "infeasible"
+    assert "0.25" in (b.reason or "")
+    assert cost_milp(tighter).status == "infeasible"

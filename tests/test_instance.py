@@ -1,0 +1,306 @@
+"""Tests of the instance model (models/instance.py): every bad input is an InstanceError naming field and value.
+
+spec/INTERFACE.md: "Bad input (unknown dataset, duplicate id, negative or
+non-finite number, empty options, unknown schema) is rejected with a message
+that names the field and the offending value, before any solving."
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from experiments.workload import generate_cost
+from models.instance import Instance, InstanceError, build, from_dict, load, loads
+from tests.strategies import cost_instances
+
+
+def valid_doc() -> dict:
+    """The example instance of spec/INTERFACE.md, with a second dataset and job."""
+    return {
+        "schema": "cbalab/instance@1",
+        "cluster": {
+            "gpus": 64,
+            "cache_gb": 2000.0,
+            "bandwidth_gbps": 10.0,
+            "cache_granularity": "continuous",
+            "bandwidth_step_gbps": None,
+        },
+        "prices": {"gpu_per_hour": 2.5, "cache_gb_per_hour": 0.0004, "bandwidth_gbps_per_hour": 0.9},
+        "budget_per_hour": 120.0,
+        "datasets": [{"id": "imagenet", "size_gb": 147.0}, {"id": "cifar", "size_gb": 0.16}],
+        "jobs": [
+            {
+                "id": "resnet50-a",
+                "dataset": "imagenet",
+                "gpus": 4,
+                "io_gbps": 0.14,
+                "options": [
+                    {"gpus": 1, "io_gbps": 0.035, "utility": 10.0},
+                    {"gpus": 2, "io_gbps": 0.068, "utility": 18.5},
+                    {"gpus": 4, "io_gbps": 0.14, "utility": 31.0},
+                ],
+            },
+            {"id": "vgg-b", "dataset": "cifar", "gpus": 1, "io_gbps": 0.02},
+        ],
+    }
+
+
+def setter(path: str, value: object) -> Callable[[dict], None]:
+    """A mutation that sets ``doc[path]`` (dots and [i] indices) to ``value``."""
+
+    def apply(doc: dict) -> None:
+        keys: list[str | int] = []
+        for part in path.replace("]", "").replace("[", ".").split("."):
+            keys.append(int(part) if part.isdigit() else part)
+        target = doc
+        for k in keys[:-1]:
+            target = target[k]
+        target[keys[-1]] = value
+
+    return apply
+
+
+def deleter(path: str, key: str) -> Callable[[dict], None]:
+    """A mutation that removes ``key`` from the object at ``path``."""
+
+    def apply(doc: dict) -> None:
+        target = doc
+        for part in path.replace("]", "").replace("[", ".").split("."):
+            target = target[int(part) if part.isdigit() else part]
+        del target[key]
+
+    return apply
+
+
+# (case id, mutation, field path the message must name, value text the message must show)
+BAD_INPUTS = [
+    ("unknown dataset", setter("jobs[1].dataset", "mnist"), "jobs[1].dataset", '"mnist"'),
+    ("dataset not a string", setter("jobs[0].dataset", 3), "jobs[0].dataset", "3"),
+    ("duplicate job id", setter("jobs[1].id", "resnet50-a"), "jobs[1].id", '"resnet50-a"'),
+    ("duplicate dataset id", setter("datasets[1].id", "imagenet"), "datasets[1].id", '"imagenet"'),
+    ("empty id", setter("jobs[0].id", ""), "jobs[0].id", '""'),
+    ("negative size", setter("datasets[0].size_gb", -1.0), "datasets[0].size_gb", "-1.0"),
+    ("zero size", setter("datasets[1].size_gb", 0), "datasets[1].size_gb", "0"),
+    ("nan size", setter("datasets[0].size_gb", math.nan), "datasets[0].size_gb", "nan"),
+    ("inf rate", setter("jobs[1].io_gbps", math.inf), "jobs[1].io_gbps", "inf"),
+    ("negative rate", setter("jobs[1].io_gbps", -0.5), "jobs[1].io_gbps", "-0.5"),
+    ("negative cache", setter("cluster.cache_gb", -5), "cluster.cache_gb", "-5"),
+    ("nan cache", setter("cluster.cache_gb", math.nan), "cluster.cache_gb", "nan"),
+    ("negative bandwidth", setter("cluster.bandwidth_gbps", -1.0), "cluster.bandwidth_gbps", "-1.0"),
+    ("negative price", setter("prices.cache_gb_per_hour", -0.1), "prices.cache_gb_per_hour", "-0.1"),
+    ("inf price", setter("prices.gpu_per_hour", math.inf), "prices.gpu_per_hour", "inf"),
+    ("negative budget", setter("budget_per_hour", -3.0), "budget_per_hour", "-3.0"),
+    ("string as number", setter("cluster.cache_gb", "2000"), "cluster.cache_gb", '"2000"'),
+    ("string rate", setter("jobs[0].io_gbps", "fast"), "jobs[0].io_gbps", '"fast"'),
+    ("bool as number", setter("datasets[0].size_gb", True), "datasets[0].size_gb", "true"),
+    ("bool as gpus", setter("jobs[0].gpus", False), "jobs[0].gpus", "false"),
+    ("bool price", setter("prices.bandwidth_gbps_per_hour", True), "prices.bandwidth_gbps_per_hour", "true"),
+    ("fractional gpus", setter("jobs[1].gpus", 1.5), "jobs[1].gpus", "1.5"),
+    ("negative gpus", setter("jobs[1].gpus", -2), "jobs[1].gpus", "-2"),
+    ("fractional cluster gpus", setter("cluster.gpus", 6.5), "cluster.gpus", "6.5"),
+    ("list as cluster", setter("cluster", [1, 2]), "cluster", "[1, 2]"),
+    ("datasets not a list", setter("datasets", {"id": "x"}), "datasets", '{"id": "x"}'),
+    ("unknown schema", setter("schema", "cbalab/instance@2"), "schema", '"cbalab/instance@2"'),
+    ("empty options", setter("jobs[0].options", []), "jobs[0].options", "[]"),
+    ("options not a list", setter("jobs[0].options", 4), "jobs[0].options", "4"),
+    ("option gpus zero", setter("jobs[0].options[1].gpus", 0), "jobs[0].options[1].gpus", "0"),
+    ("option negative utility", setter("jobs[0].options[2].utility", -1), "jobs[0].options[2].utility", "-1"),
+    ("option nan rate", setter("jobs[0].options[0].io_gbps", math.nan), "jobs[0].options[0].io_gbps", "nan"),
+    ("duplicate option gpus", setter("jobs[0].options[1].gpus", 1), "jobs[0].options[1].gpus", "1"),
+    ("unknown top field", setter("colour", "blue"), "colour", '"blue"'),
+    ("unknown cluster field", setter("cluster.ssd_gb", 5), "cluster.ssd_gb", "5"),
+    ("unknown job field", setter("jobs[1].priority", 3), "jobs[1].priority", "3"),
+    ("unknown dataset field", setter("datasets[0].path", "/x"), "datasets[0].path", '"/x"'),
+    ("unknown option field", setter("jobs[0].options[0].memory", 2), "jobs[0].options[0].memory", "2"),
+    ("block size zero", setter("cluster.cache_granularity", {"block_gb": 0}), "block_gb", "0"),
+    ("block size negative", setter("cluster.cache_granularity", {"block_gb": -8}), "block_gb", "-8"),
+    ("block size string", setter("cluster.cache_granularity", {"block_gb": "8"}), "block_gb", '"8"'),
+    ("granularity word", setter("cluster.cache_granularity", "blocks"), "cluster.cache_granularity", '"blocks"'),
+    ("granularity number", setter("cluster.cache_granularity", -1), "cluster.cache_granularity", "-1"),
+    ("granularity extra key", setter("cluster.cache_granularity", {"block_gb": 8, "x": 1}), "x", "1"),
+    ("tier step zero", setter("cluster.bandwidth_step_gbps", 0.0), "cluster.bandwidth_step_gbps", "0.0"),
+    ("missing cache", deleter("cluster", "cache_gb"), "cluster.cache_gb", "null"),
+    ("missing prices", deleter("", "prices"), "prices", "null"),
+    ("gpus without io_gbps", deleter("jobs[1]", "io_gbps"), "jobs[1].io_gbps", "null"),
+]
+
+
+def _mutated(mutation: Callable[[dict], None]) -> dict:
+    doc = copy.deepcopy(valid_doc())
+    mutation(doc)
+    return doc
+
+
+def test_valid_doc_loads() -> None:
+    """The table's base document is valid, so each row tests exactly its one mutation."""
+    inst = from_dict(valid_doc())
+    assert inst.n_jobs == 2
+    assert inst.n_datasets == 2
+    assert inst.job_dataset.tolist() == [0, 1]
+    assert inst.option_ptr.tolist() == [0, 3, 3]
+
+
+def deleter_root(key: str) -> Callable[[dict], None]:
+    """Remove a top-level key."""
+
+    def apply(doc: dict) -> None:
+        del doc[key]
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("mutation", "path", "value"),
+    [pytest.param(m if p != "prices" else deleter_root("prices"), p, v, id=i) for i, m, p, v in BAD_INPUTS],
+)
+def test_bad_input_names_field_and_value(mutation: Callable[[dict], None], path: str, value: str) -> None:
+    """Each bad document raises InstanceError whose message names the field path and shows the value."""
+    doc = _mutated(mutation)
+    with pytest.raises(InstanceError) as info:
+        from_dict(doc)
+    message = str(info.value)
+    assert path in info.value.path, message
+    assert path in message
+    assert value in message, message
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [pytest.param(m if p != "prices" else deleter_root("prices"), id=i) for i, m, p, _ in BAD_INPUTS],
+)
+def test_bad_input_rejected_the_same_through_json_text(mutation: Callable[[dict], None]) -> None:
+    """loads() rejects the same documents as from_dict() (JSON has no NaN/Infinity: those fail at parsing)."""
+    doc = _mutated(mutation)
+    text = json.dumps(doc)  # NaN/inf become the non-standard tokens NaN/Infinity, rejected as such
+    with pytest.raises(InstanceError):
+        loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("{", "JSON line 1"),
+        ('{"schema": "cbalab/instance@1",}', "JSON line 1"),
+        ("", "JSON line 1"),
+        ('{"schema": "cbalab/instance@1", "cluster": {"cache_gb": NaN}}', "NaN"),
+        ('{"schema": "cbalab/instance@1", "cluster": {"cache_gb": Infinity}}', "Infinity"),
+        ("[1, 2, 3]", "must be an object"),
+        ("null", "must be an object"),
+    ],
+)
+def test_malformed_json_is_instance_error(text: str, where: str) -> None:
+    """Malformed JSON, non-standard constants and a non-object document are InstanceErrors, not crashes."""
+    with pytest.raises(InstanceError) as info:
+        loads(text)
+    assert where in str(info.value)
+
+
+def test_unreadable_file_is_instance_error(tmp_path: Path) -> None:
+    """A missing file is an InstanceError naming the path, not an OSError."""
+    missing = tmp_path / "nope.json"
+    with pytest.raises(InstanceError) as info:
+        load(missing)
+    assert "nope.json" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "path"),
+    [
+        ({"dataset_size_gb": np.array([1.0, -2.0])}, "datasets[1].size_gb"),
+        ({"dataset_size_gb": np.array([1.0, np.nan])}, "datasets[1].size_gb"),
+        ({"job_dataset": np.array([0, 5])}, "jobs[1].dataset"),
+        ({"job_io_gbps": np.array([0.1, np.inf])}, "jobs[1].io_gbps"),
+        ({"cache_gb": -1.0}, "cluster.cache_gb"),
+        ({"cache_gb": math.nan}, "cluster.cache_gb"),
+        ({"bandwidth_gbps": -1.0}, "cluster.bandwidth_gbps"),
+        ({"prices": (1.0, -0.1, 1.0)}, "prices.cache_gb_per_hour"),
+        ({"cache_granularity": "block", "block_gb": 0.0}, "cluster.cache_granularity.block_gb"),
+        ({"cache_granularity": "blocks"}, "cluster.cache_granularity"),
+        ({"job_ids": ("a", "a")}, "jobs[].id"),
+    ],
+)
+def test_build_rejects_what_json_rejects(kwargs: dict, path: str) -> None:
+    """Array-built instances (generators, tests) are validated like JSON input (models.instance.check)."""
+    args: dict = {
+        "dataset_size_gb": np.array([1.0, 2.0]),
+        "job_dataset": np.array([0, 1]),
+        "job_gpus": np.array([1, 1]),
+        "job_io_gbps": np.array([0.1, 0.2]),
+        "cache_gb": 1.0,
+        "prices": (1.0, 0.1, 1.0),
+    }
+    args.update(kwargs)
+    with pytest.raises(InstanceError) as info:
+        build(**args)
+    assert path in str(info.value)
+
+
+def assert_same_instance(a: Instance, b: Instance) -> None:
+    """Every scalar, id tuple and array of two instances is equal (arrays exactly, dtype kind included)."""
+    for name in a.__dataclass_fields__:
+        if name == "_cache":
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype.kind == y.dtype.kind, name
+            np.testing.assert_array_equal(x, y, err_msg=name)
+        else:
+            assert x == y, name
+
+
+def test_json_round_trip_of_the_interface_example(tmp_path: Path) -> None:
+    """save() then load() gives back the same instance, field by field and array by array."""
+    inst = from_dict(valid_doc())
+    path = tmp_path / "inst.json"
+    inst.save(path)
+    assert_same_instance(inst, load(path))
+    assert json.loads(path.read_text()) == json.loads(inst.dumps())
+
+
+@pytest.mark.parametrize(
+    "granularity", ["continuous", "dataset", {"block_gb": 8.0}], ids=["continuous", "dataset", "block"]
+)
+def test_json_round_trip_keeps_granularity_and_tiers(granularity: object) -> None:
+    """Granularity, block size, tier step and unlimited B / budget (null) survive a round trip."""
+    doc = valid_doc()
+    doc["cluster"]["cache_granularity"] = granularity
+    doc["cluster"]["bandwidth_step_gbps"] = 0.5
+    doc["cluster"]["bandwidth_gbps"] = None
+    doc["budget_per_hour"] = None
+    inst = from_dict(doc)
+    again = loads(inst.dumps())
+    assert_same_instance(inst, again)
+    assert math.isinf(again.bandwidth_gbps)
+    assert math.isinf(again.budget_per_hour)
+
+
+@given(cost_instances())
+def test_json_round_trip_of_generated_instances(inst: Instance) -> None:
+    """Any strategy instance (tiny and huge magnitudes, zero prices, unlimited B) round-trips exactly."""
+    assert_same_instance(inst, loads(inst.dumps()))
+
+
+def test_json_round_trip_of_generator_output() -> None:
+    """A generate_cost instance (the CLI's `generate`) round-trips exactly."""
+    inst = generate_cost(300, 30, seed=4, bandwidth_fraction=0.4)
+    assert_same_instance(inst, loads(inst.dumps()))
+
+
+def test_require_fixed_names_the_job() -> None:
+    """The cost problem on a job without gpus/io_gbps is an InstanceError naming that job's field."""
+    doc = valid_doc()
+    del doc["jobs"][1]["gpus"]
+    del doc["jobs"][1]["io_gbps"]
+    inst = from_dict(doc)
+    with pytest.raises(InstanceError) as info:
+        inst.require_fixed()
+    assert "jobs[1].gpus" in str(info.value)
+    assert "vgg-b" in str(info.value)
