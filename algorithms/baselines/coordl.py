@@ -15,11 +15,13 @@ baseline's favour:
 * C is split in proportion to need, the size of the job's dataset: every
   eligible job gets the same fraction α of its dataset, with α as large as C
   allows (water-filling);
-* the referee's cache is per dataset (c_k ≤ d_k), which cannot hold
-  duplicate copies, so the slices of one dataset's jobs are taken disjoint
-  and together at most d_k: once n_k α reaches 1 each of the n_k jobs keeps
-  d_k / n_k and the capacity left goes to other datasets (duplicates would
-  only waste it);
+* the slices of one dataset's jobs are taken disjoint and together at most
+  d_k: once n_k α reaches 1 each of the n_k jobs keeps d_k / n_k and the
+  capacity left goes to other datasets.  This one is *not* a choice in the
+  baseline's favour but a limit of the model: the referee's cache is per
+  dataset (c_k ≤ d_k, MODEL.md §2) and cannot hold duplicate copies, so
+  when C has room for a private full copy per job, CoorDL here saves less
+  bandwidth than real private copies would (at their extra cache cost);
 * the cache paid for is Σ of the slices; the bandwidth is exactly what keeps
   every job unstalled.
 """
