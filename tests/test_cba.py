@@ -225,3 +225,69 @@ def test_theorem1_hand_example_bandwidth_forces_unprofitable_cache() -> None:
     assert b.status == "infeasible"
     assert "0.25" in (b.reason or "")
     assert cost_milp(tighter).status == "infeasible"
+
+
+def test_regression_forced_fill_skips_unread_datasets() -> None:
+    """Theorem 1 (i) of proofs/cba_optimality.md; regression: B forced CBA to cache a dataset no job reads.
+
+    Datasets of 1 MB each; d0 is read at 0.1 GB/s (ρ = 100), d1 at 1000 GB/s (ρ = 1e6),
+    d2, d3 by nobody.  p_c = 0.9, p_b = 1e-4: only d1 pays (p_b ρ = 100 > 0.9).
+    B = 0 forces d0 whole too: cost 0.9 · 0.002 = 0.0018.  Rounding in Σ R once made
+    the fill run past d0 onto the unread d2 (cost 0.0027, status ``feasible``).
+    """
+    inst = _inst(
+        [0.001] * 4,
+        [0] * 12 + [1],
+        [0.0] * 11 + [0.1, 1000.0],
+        cache_gb=0.004,
+        prices=(0.0, 0.9, 1e-4),
+        bandwidth_gbps=0.0,
+    )
+    a = cba(inst)
+    assert_optimal_and_certified(inst, a)
+    np.testing.assert_array_equal(a.cache_gb, [0.001, 0.001, 0.0, 0.0])
+    assert evaluate(inst, a, "cost").cost_total == pytest.approx(0.0018, rel=1e-12)
+
+
+def test_regression_fill_never_exceeds_cache_capacity() -> None:
+    """Theorem 1 (ii) of proofs/cba_optimality.md; regression: CBA returned cache above C = 0.
+
+    One job of 1e-6 GB/s, C = 0, B = 0.999e-6.  The least remote IO 1e-6 exceeds B by 1e-9,
+    inside the referee's absolute slack, so the answer is feasible with no cache at all; CBA
+    used to cache 1e-6 GB of a zero-capacity cache (and call it optimal).
+    """
+    inst = _inst([0.001], [0], [1e-6], cache_gb=0.0, prices=(0.0, 0.0, 0.0), bandwidth_gbps=0.999e-6)
+    a = cba(inst)
+    assert a.has_allocation
+    assert_optimal_and_certified(inst, a)
+    np.testing.assert_array_equal(a.cache_gb, [0.0])
+
+
+def test_regression_certificate_without_cancellation() -> None:
+    """Theorem 1 (i) of proofs/cba_optimality.md, Lemma 2; regression: the dual lost its digits to cancellation.
+
+    d = 1 MB read at 1000 GB/s (ρ = 1e6), C = 1 MB, B = ∞, p_c = 1e-4·α, p_b = 0.9·α with α = 10^4.5.
+    Optimum: cache it all, cost p_c · 0.001.  D(0, 0) was computed as p_b ΣR − d (p_b ρ − p_c),
+    two numbers near 2.8e4 whose difference is 3e-3, and missed the cost by more than 1e-9.
+    """
+    alpha = 10.0**4.5
+    inst = _inst([0.001], [0], [1000.0], cache_gb=0.001, prices=(0.0, 1e-4 * alpha, 0.9 * alpha))
+    a = cba(inst)
+    assert_optimal_and_certified(inst, a)
+    assert a.bound == pytest.approx(1e-7 * alpha, rel=1e-12)
+
+
+def test_regression_referee_slack_decides_infeasibility() -> None:
+    """Theorem 1 (ii) of proofs/cba_optimality.md; regression: CBA's tolerance on B was relative to Σ r_j.
+
+    Σ r = 1e6 GB/s, no cache, B = Σ r − 1e-4.  The referee's slack on B is 1e-9 · B ≈ 1e-3 > 1e-4,
+    so the all-remote allocation passes; with B = Σ r − 1 it does not, and CBA must say infeasible
+    (its old slack 1e-9 · Σ r = 1e-3 agreed here, but for Σ r ≫ B it accepted what the referee rejects).
+    """
+    near = _inst([1.0], [0], [1e6], cache_gb=0.0, prices=(0.0, 0.0, 1.0), bandwidth_gbps=1e6 - 1e-4)
+    assert_optimal_and_certified(near, cba(near))
+    far = near.replace(bandwidth_gbps=1e6 - 1.0)
+    assert cba(far).status == "infeasible"
+    big = _inst([1.0, 1.0], [0, 1], [1e6, 1.0], cache_gb=1.0, prices=(0.0, 0.0, 1.0), bandwidth_gbps=1.0 - 1e-6)
+    # caching d0 leaves 1 GB/s > B by 1e-6 > the referee's 1e-9: infeasible (the old slack 1e-9·Σr = 1e-3 said fine)
+    assert cba(big).status == "infeasible"

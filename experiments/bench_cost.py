@@ -1,0 +1,226 @@
+"""Benchmark of the cost problem P1 (spec/MODEL.md §4): CBA's closed form against HiGHS on the same LP.
+
+Not a test: it prints a table of times measured in one run, and the ratios
+between them, for generated instances of 1k, 10k and 100k jobs (100k jobs ×
+10k datasets for the largest), with a bandwidth cap that binds (so both
+capacity rows of P1 matter).  Methods:
+
+* ``cba``             algorithms.cba.cba on the loaded instance (best of several repeats);
+* ``pyomo build+solve`` models.milp.cost.build_cost_model + models.solve.solve_model (HiGHS via Pyomo);
+* ``pyomo solve``     the solve_model part alone;
+* ``highspy build+solve`` the same LP assembled from numpy arrays (:func:`highs_lp`) and solved by HiGHS directly;
+* ``highspy solve``   HiGHS's run() alone.
+
+It checks that all objectives agree (prints the largest relative difference)
+and times ``models.instance.load`` of the largest instance's JSON file.
+
+Acceptance target (issue #2): CBA on 100k jobs × 10k datasets under 20 ms and
+at least 500× faster than HiGHS on the same LP.
+
+Run:  nice -n 10 /work/venv/bin/python -m experiments.bench_cost [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import highspy
+import numpy as np
+
+from algorithms.cba import cba
+from experiments.workload import generate_cost
+from models.evaluate import evaluate
+from models.instance import Instance, load
+
+#: (jobs, datasets) of the benchmark instances.
+SIZES = ((1_000, 100), (10_000, 1_000), (100_000, 10_000))
+
+
+@dataclass
+class HighsAnswer:
+    """What HiGHS returned on P1's LP: model status text, objective (IO + GPU cost, $/h), cache per dataset."""
+
+    status: str
+    objective: float | None
+    cache_gb: np.ndarray | None
+    build_seconds: float
+    solve_seconds: float
+
+
+def highs_lp(inst: Instance, *, threads: int = 1) -> HighsAnswer:
+    """P1's LP (MODEL.md §4, continuous cache and bandwidth) built from numpy arrays and solved by highspy.
+
+    Columns: c_k (bounds [0, d_k], cost p_c) then b_j (bounds [0, ∞), cost p_b).
+    Rows: b_j + (r_j / d_k(j)) c_k(j) ≥ r_j for every job (the entry is left
+    out when r_j = 0); Σ_k c_k ≤ C; Σ_j b_j ≤ B when B is finite.  The
+    constant p_g Σ_j g_j is the model's objective offset.
+    """
+    start = time.perf_counter()
+    K, J = inst.n_datasets, inst.n_jobs
+    r = inst.job_io_gbps
+    d = inst.dataset_size_gb
+    coef = r / d[inst.job_dataset]
+    has = coef > 0
+    # Row-wise CSR: job rows (c entry if r_j > 0, then b_j), the cache row, the bandwidth row.
+    per_row = 1 + has.astype(np.int64)
+    starts = [np.concatenate([[0], np.cumsum(per_row)])[:-1]]
+    index = np.empty(int(per_row.sum()), dtype=np.int32)
+    value = np.empty(index.size)
+    first = starts[0]
+    jobs_with = np.flatnonzero(has)
+    index[first[jobs_with]] = inst.job_dataset[jobs_with]
+    value[first[jobs_with]] = coef[jobs_with]
+    b_pos = first + per_row - 1
+    index[b_pos] = K + np.arange(J)
+    value[b_pos] = 1.0
+    nnz = index.size
+    rows_lower = [r.astype(float)]
+    rows_upper = [np.full(J, highspy.kHighsInf)]
+    idx_parts, val_parts, start_parts = [index], [value], [starts[0]]
+    start_parts.append(np.array([nnz]))
+    idx_parts.append(np.arange(K, dtype=np.int32))
+    val_parts.append(np.ones(K))
+    rows_lower.append(np.array([-highspy.kHighsInf]))
+    rows_upper.append(np.array([inst.cache_gb]))
+    nnz += K
+    if math.isfinite(inst.bandwidth_gbps):
+        start_parts.append(np.array([nnz]))
+        idx_parts.append(K + np.arange(J, dtype=np.int32))
+        val_parts.append(np.ones(J))
+        rows_lower.append(np.array([-highspy.kHighsInf]))
+        rows_upper.append(np.array([inst.bandwidth_gbps]))
+    lp = highspy.HighsLp()
+    lp.num_col_ = K + J
+    lp.num_row_ = int(sum(x.size for x in rows_lower))
+    lp.col_cost_ = np.concatenate([np.full(K, inst.price_cache), np.full(J, inst.price_bandwidth)])
+    lp.col_lower_ = np.zeros(K + J)
+    lp.col_upper_ = np.concatenate([d, np.full(J, highspy.kHighsInf)])
+    lp.row_lower_ = np.concatenate(rows_lower)
+    lp.row_upper_ = np.concatenate(rows_upper)
+    lp.offset_ = inst.price_gpu * float(inst.job_gpus.sum())
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.concatenate([*start_parts, [sum(x.size for x in idx_parts)]]).astype(np.int32)
+    lp.a_matrix_.index_ = np.concatenate(idx_parts).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate(val_parts)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", threads)
+    h.passModel(lp)
+    built = time.perf_counter()
+    h.run()
+    solved = time.perf_counter()
+    status = h.modelStatusToString(h.getModelStatus())
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return HighsAnswer(status, None, None, built - start, solved - built)
+    cache = np.asarray(h.getSolution().col_value[:K])
+    return HighsAnswer(status, h.getInfo().objective_function_value, cache, built - start, solved - built)
+
+
+def binding_instance(n_jobs: int, n_datasets: int, seed: int) -> Instance:
+    """A generate_cost instance whose cap B lies halfway between the least remote IO and the uncapped optimum's.
+
+    Then the cap binds (CBA must fill past the price threshold) and the instance is feasible.
+    """
+    inst = generate_cost(n_jobs, n_datasets, seed)
+    free = cba(inst)
+    uncapped_remote = float(free.bandwidth_gbps.sum())
+    full = cba(inst.replace(price_cache=0.0, price_bandwidth=1.0))  # caching is free: the least remote IO
+    least = float(full.bandwidth_gbps.sum())
+    return inst.replace(bandwidth_gbps=0.5 * (least + uncapped_remote))
+
+
+def best_of(fn, repeats: int) -> float:
+    """The least wall time of ``repeats`` calls of ``fn`` (seconds)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bench(n_jobs: int, n_datasets: int, repeats: int) -> dict:
+    """Time every method on one instance; return the row of the table."""
+    from models.milp.cost import build_cost_model
+    from models.solve import SolveOptions, solve_model
+
+    inst = binding_instance(n_jobs, n_datasets, seed=n_jobs)
+    ours = cba(inst)
+    t_cba = best_of(lambda: cba(inst), repeats)
+    cba_cost = evaluate(inst, ours, "cost").cost_total
+
+    start = time.perf_counter()
+    model = build_cost_model(inst, relax=True)
+    built = time.perf_counter()
+    out = solve_model(model, SolveOptions())
+    solved = time.perf_counter()
+
+    hs = highs_lp(inst)
+    objectives = {"cba": cba_cost, "pyomo": out.objective, "highspy": hs.objective}
+    ref = cba_cost
+    diff = max(abs(v - ref) / abs(ref) for v in objectives.values() if v is not None)
+    return {
+        "jobs": n_jobs,
+        "datasets": n_datasets,
+        "cba_status": ours.status,
+        "pyomo_status": out.status,
+        "highspy_status": hs.status,
+        "cba_s": t_cba,
+        "pyomo_build_solve_s": solved - start,
+        "pyomo_solve_s": solved - built,
+        "highspy_build_solve_s": hs.build_seconds + hs.solve_seconds,
+        "highspy_solve_s": hs.solve_seconds,
+        "max_rel_diff": diff,
+        "missing": [k for k, v in objectives.items() if v is None],
+    }
+
+
+def load_seconds(n_jobs: int, n_datasets: int, repeats: int) -> float:
+    """Best-of-``repeats`` time of models.instance.load on the JSON file of a generated instance."""
+    inst = generate_cost(n_jobs, n_datasets, seed=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "inst.json"
+        inst.save(path)
+        return best_of(lambda: load(path), repeats)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--largest", type=int, default=len(SIZES), help="how many of the sizes to run (1..3)")
+    args = ap.parse_args(argv)
+    rows = [bench(n, k, args.repeats) for n, k in SIZES[: args.largest]]
+    head = (
+        f"{'jobs':>8} {'datasets':>8} {'cba ms':>9} {'pyomo b+s s':>12} {'pyomo s s':>10} {'highspy b+s s':>14}"
+        f" {'highspy s s':>12} {'pyomo/cba':>10} {'highspy/cba':>12} {'max rel diff':>13}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r['jobs']:>8} {r['datasets']:>8} {1e3 * r['cba_s']:>9.3f} {r['pyomo_build_solve_s']:>12.3f}"
+            f" {r['pyomo_solve_s']:>10.3f} {r['highspy_build_solve_s']:>14.3f} {r['highspy_solve_s']:>12.3f}"
+            f" {r['pyomo_build_solve_s'] / r['cba_s']:>10.0f} {r['highspy_build_solve_s'] / r['cba_s']:>12.0f}"
+            f" {r['max_rel_diff']:>13.2e}"
+        )
+        if r["missing"] or r["cba_status"] != "optimal":
+            print(f"   statuses: cba {r['cba_status']}, pyomo {r['pyomo_status']}, highspy {r['highspy_status']}")
+    n, k = SIZES[args.largest - 1]
+    print(f"JSON load of a {n}-job x {k}-dataset instance: {load_seconds(n, k, 3):.3f} s (best of 3)")
+    big = rows[-1]
+    print(
+        f"acceptance: cba {1e3 * big['cba_s']:.3f} ms (< 20 ms: {big['cba_s'] < 0.02}); "
+        f"highspy solve / cba = {big['highspy_solve_s'] / big['cba_s']:.0f}x, "
+        f"highspy build+solve / cba = {big['highspy_build_solve_s'] / big['cba_s']:.0f}x (>= 500x: "
+        f"{big['highspy_solve_s'] / big['cba_s'] >= 500})"
+    )
+
+
+if __name__ == "__main__":
+    main()
