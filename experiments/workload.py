@@ -537,9 +537,9 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                 rows.append(row)
                 lines.append(reader.line_num)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise TraceError(source, 0, "", str(path), f"cannot read trace: {e.__class__.__name__}: {e}") from None
+        raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
     if header is None:
-        raise TraceError(source, 1, "", None, "empty file: expected a header line")
+        raise TraceError(source, 1, "header", None, "empty file: expected a header line")
     header = [h.strip() for h in header]
     philly = set(PHILLY_COLUMNS) <= set(header)
     required = ("timestamp", "duration", "num_gpus") if philly else TRACE_COLUMNS
@@ -548,7 +548,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
             raise TraceError(source, 1, col, header, "required column missing from the header")
     for i, row in enumerate(rows):
         if len(row) != len(header):
-            raise TraceError(source, lines[i], "", row, f"has {len(row)} fields, the header has {len(header)}")
+            raise TraceError(source, lines[i], "*", row, f"has {len(row)} fields, the header has {len(header)}")
     line = np.asarray(lines, dtype=np.int64)
     cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
 

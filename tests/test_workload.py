@@ -146,6 +146,13 @@ def test_a_row_with_the_wrong_number_of_fields_names_its_line(tmp_path) -> None:
         load_trace(path)
 
 
+def test_missing_or_empty_files_are_named(tmp_path) -> None:
+    with pytest.raises(InstanceError, match="cannot read"):
+        load_trace(tmp_path / "absent.csv")
+    with pytest.raises(TraceError, match="line 1, column 'header'"):
+        load_trace(_write(tmp_path, ""))
+
+
 def test_unknown_pinned_model_names_its_line_and_column(tmp_path) -> None:
     path = _write(tmp_path, "submit_time_s,duration_s,gpus,model\n0,10,1,resnet50\n1,10,1,gpt-9\n")
     with pytest.raises(TraceError) as err:
