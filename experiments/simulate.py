@@ -56,7 +56,7 @@ import pandas as pd
 from experiments import methods
 from experiments.workload import DEFAULT_PRICES, Workload
 from models.evaluate import Allocation
-from models.instance import Instance, InstanceError
+from models.instance import Instance, InstanceError, check
 
 SCHEMA = "cbalab/simulation@1"
 
@@ -136,27 +136,32 @@ class _Policy:
             self.options = SolveOptions()
         self.aggregate = name in AGGREGABLE
         k = sizes.size
-        self.base = Instance(
-            gpus=None,
-            cache_gb=float(cfg.cache_gb),
-            bandwidth_gbps=float(cfg.bandwidth_gbps),
-            price_gpu=float(cfg.prices[0]),
-            price_cache=float(cfg.prices[1]),
-            price_bandwidth=float(cfg.prices[2]),
-            dataset_ids=tuple(f"d{i}" for i in range(k)),
-            dataset_size_gb=sizes,
-            job_ids=tuple(f"j{i}" for i in range(k)),
-            job_dataset=np.arange(k, dtype=np.int64),
-            job_gpus=np.zeros(k, dtype=np.int64),
-            job_io_gbps=np.zeros(k),
-            option_ptr=np.zeros(k + 1, dtype=np.int64),
-            option_gpus=np.zeros(0, dtype=np.int64),
-            option_io_gbps=np.zeros(0),
-            option_utility=np.zeros(0),
+        self.base = check(
+            Instance(
+                gpus=None,
+                cache_gb=float(cfg.cache_gb),
+                bandwidth_gbps=float(cfg.bandwidth_gbps),
+                price_gpu=float(cfg.prices[0]),
+                price_cache=float(cfg.prices[1]),
+                price_bandwidth=float(cfg.prices[2]),
+                dataset_ids=tuple(f"d{i}" for i in range(k)),
+                dataset_size_gb=sizes,
+                job_ids=tuple(f"j{i}" for i in range(k)),
+                job_dataset=np.arange(k, dtype=np.int64),
+                job_gpus=np.zeros(k, dtype=np.int64),
+                job_io_gbps=np.zeros(k),
+                option_ptr=np.zeros(k + 1, dtype=np.int64),
+                option_gpus=np.zeros(0, dtype=np.int64),
+                option_io_gbps=np.zeros(0),
+                option_utility=np.zeros(0),
+            )
         )
         self.ids: tuple[str, ...] = ()
 
-    def __call__(self, demand: np.ndarray, run: np.ndarray, kj: np.ndarray, g: np.ndarray, r: np.ndarray) -> Allocation:
+    def __call__(
+        self, demand: np.ndarray, run: np.ndarray | None, kj: np.ndarray, g: np.ndarray, r: np.ndarray
+    ) -> Allocation:
+        """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k)."""
         if self.aggregate:
             inst = _with(self.base, job_io_gbps=demand)
         else:
