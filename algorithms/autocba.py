@@ -57,6 +57,7 @@ _SAFE = 1e-12
 #: Relative tolerance by which an option may exceed a limit alone and still count in the bound (solver slack).
 _BOUND_SLACK = 1e-7
 _TINY = 1e-300
+_HUGE = 1e150
 #: Above this many jobs AutoCBA runs one greedy (the normalised one when G or B can bind, the one with a
 #: guarantee) instead of two, and the swap pass only below a quarter of it: it stays near-linear in time.
 _LARGE = 2000
@@ -92,7 +93,7 @@ def standalone_cost(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     d = inst.dataset_size_gb[inst.job_dataset[rows]]
     r = inst.option_io_gbps
     h_max = np.minimum(1.0, inst.cache_gb / d)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         h_min = np.where(r > 0, np.maximum(0.0, 1.0 - inst.bandwidth_gbps / np.where(r > 0, r, 1.0)), 0.0)
     h = np.where(inst.price_cache * d < inst.price_bandwidth * r, h_max, np.minimum(h_min, h_max))
     cost = inst.price_gpu * inst.option_gpus + inst.price_cache * d * h + inst.price_bandwidth * r * (1.0 - h)
@@ -193,16 +194,19 @@ class _Dual:
         return value, sub
 
 
-def welfare_bound(inst: Instance, *, rounds: int = 3, steps: int = 30) -> Certificate:
+def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30) -> Certificate:
     """A proven upper bound on the optimum of P2 (MODEL.md §5): Theorem D of proofs/autocba_certificate.md.
 
     Minimises the Lagrangian dual over its multipliers by cyclic coordinate
-    bisection on the sign of the subgradient (``rounds`` cycles, ``steps``
-    bisections each); every evaluated point is a valid bound, the least is
-    kept, and it is also capped by Σ_j max_g U_j(g).  A relative 1e-9 margin
+    bisection on the sign of the subgradient (``rounds`` cycles, by default 8
+    up to 20,000 options and 3 above; ``steps`` bisections each); every
+    evaluated point is a valid bound, the least is kept, and it is also capped
+    by Σ_j max_g U_j(g).  A relative 1e-9 margin
     covers floating-point rounding.  O(``rounds`` · ``steps`` · options).
     """
     inst.require_options()
+    if rounds is None:
+        rounds = 8 if inst.option_gpus.size <= 20_000 else 3
     dual = _Dual(inst)
     if inst.n_jobs == 0:
         return Certificate(0.0, (0.0, 0.0, 0.0, 0.0), 0)
@@ -225,13 +229,7 @@ def welfare_bound(inst: Instance, *, rounds: int = 3, steps: int = 30) -> Certif
             y[t] = 0.0
             if probe(y)[t] >= 0:
                 continue
-            hi = max(2.0 * best_x[t], scale[t], _TINY)
-            for _ in range(80):
-                y[t] = hi
-                if probe(y)[t] >= 0:
-                    break
-                hi *= 2.0
-            lo = 0.0
+            lo, hi = _bracket(probe, y, t, min(max(best_x[t], scale[t], _TINY), _HUGE))
             for _ in range(steps):
                 y[t] = 0.5 * (lo + hi)
                 if probe(y)[t] >= 0:
@@ -241,6 +239,30 @@ def welfare_bound(inst: Instance, *, rounds: int = 3, steps: int = 30) -> Certif
     bound = min(best_value, dual.top)
     bound += 1e-9 * (1.0 + abs(bound))
     return Certificate(bound, tuple(float(v) for v in best_x), dual.count)
+
+
+def _bracket(probe, y: np.ndarray, t: int, start: float) -> tuple[float, float]:
+    """[lo, hi] with a negative subgradient in coordinate t at lo (or lo = 0) and a non-negative one at hi.
+
+    Doubles or halves from ``start`` (a point of the right magnitude), so the
+    bisection that follows has relative precision whatever the units.
+    """
+    y[t] = start
+    if probe(y)[t] >= 0:
+        hi = start
+        for _ in range(60):
+            y[t] = hi / 2.0
+            if probe(y)[t] < 0:
+                return hi / 2.0, hi
+            hi /= 2.0
+        return 0.0, hi
+    lo = start
+    while lo < _HUGE:
+        y[t] = min(2.0 * lo, _HUGE)
+        if probe(y)[t] >= 0:
+            return lo, y[t]
+        lo = y[t]
+    return lo, _HUGE
 
 
 # ------------------------------------------------------------------ incremental feeding cost
@@ -663,23 +685,34 @@ def _prefix_sizes(n: int) -> list[int]:
 
 
 def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, float]]:
-    """The greedy's units of cost: dollars, and (when G or B can bind) dollars + GPUs + remote IO normalised."""
-    runs = [(1.0, 0.0, 0.0)]
+    """The greedy's units of cost (dollars, GPUs, remote IO): dollars, and the normalised sum when G or B can bind.
+
+    A limit *can bind* when the jobs' largest uses of it among the options
+    that fit alone add up to more than it (for the budget: their standalone
+    costs, which bound the joint cost because the feeding cost is
+    subadditive, proofs/feeding_cost_concave.md).  The normalised weight sums
+    use/limit over the limits that can bind: Theorem C of
+    proofs/autocba_guarantee.md.
+    """
     rows = np.flatnonzero(keep)
     jobs = inst.option_job()[rows]
-    top_g = np.zeros(inst.n_jobs)
-    np.maximum.at(top_g, jobs, inst.option_gpus[rows])
-    top_r = np.zeros(inst.n_jobs)
-    np.maximum.at(top_r, jobs, inst.option_io_gbps[rows])
-    g_binds = inst.gpus is not None and top_g.sum() > inst.gpus
-    b_binds = math.isfinite(inst.bandwidth_gbps) and top_r.sum() > inst.bandwidth_gbps
-    if g_binds or b_binds:
-        money = 1.0 / inst.budget_per_hour if 0 < inst.budget_per_hour < math.inf else 0.0
+    cost, _ = standalone_cost(inst)
+
+    def top(values: np.ndarray) -> float:
+        best = np.zeros(inst.n_jobs)
+        np.maximum.at(best, jobs, values[rows])
+        return float(best.sum())
+
+    money = math.isfinite(inst.budget_per_hour) and top(cost) > inst.budget_per_hour
+    gpus = inst.gpus is not None and top(inst.option_gpus.astype(float)) > inst.gpus
+    io = math.isfinite(inst.bandwidth_gbps) and top(inst.option_io_gbps) > inst.bandwidth_gbps
+    runs = [(1.0, 0.0, 0.0)]
+    if gpus or io:
         runs.append(
             (
-                money,
-                1.0 / inst.gpus if g_binds and inst.gpus > 0 else 0.0,
-                1.0 / inst.bandwidth_gbps if b_binds and inst.bandwidth_gbps > 0 else 0.0,
+                1.0 / inst.budget_per_hour if money and inst.budget_per_hour > 0 else 0.0,
+                1.0 / inst.gpus if gpus and inst.gpus > 0 else 0.0,
+                1.0 / inst.bandwidth_gbps if io and inst.bandwidth_gbps > 0 else 0.0,
             )
         )
     return runs
@@ -794,7 +827,7 @@ def autocba(
         cert = welfare_bound(inst)
         alloc.bound = cert.bound
         alloc.extra["multipliers"] = cert.multipliers
-        if welfare >= cert.bound - RTOL * max(1.0, abs(cert.bound)):
+        if welfare >= cert.bound - 10 * RTOL * max(1.0, abs(cert.bound)):
             alloc.status = "optimal"
     return alloc
 

@@ -1,0 +1,317 @@
+"""AutoCBA (algorithms/autocba.py): feasibility, the certificate, the guarantee and its counterexamples.
+
+Exact references: a brute force over every option choice fed by CBA's closed
+form (P1 is solved exactly by ``feed``, proofs/cba_optimality.md, so this is
+P2's optimum on tiny instances), and the Pyomo/HiGHS MILP ``welfare_milp`` on
+generated instances.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, target
+from hypothesis import strategies as st
+
+from algorithms.autocba import autocba, welfare_bound
+from algorithms.cba import feed
+from experiments.workload import generate_welfare
+from models.evaluate import RTOL, evaluate
+from models.instance import Instance, InstanceError, build
+
+TOL = 1e-7
+
+
+def brute_force(inst: Instance) -> float:
+    """P2's optimum by enumeration: every option choice, fed at least cost by CBA, checked against G, B, budget."""
+    choices = [[-1, *range(int(inst.option_ptr[j]), int(inst.option_ptr[j + 1]))] for j in range(inst.n_jobs)]
+    best = 0.0
+    for pick in itertools.product(*choices):
+        rows = [o for o in pick if o >= 0]
+        gpus = int(inst.option_gpus[rows].sum()) if rows else 0
+        if inst.gpus is not None and gpus > inst.gpus:
+            continue
+        welfare = float(inst.option_utility[rows].sum()) if rows else 0.0
+        if welfare <= best:
+            continue
+        rates = np.array([inst.option_io_gbps[o] if o >= 0 else 0.0 for o in pick])
+        f = feed(inst, rates)
+        if f.cache_gb is None:
+            continue
+        if inst.price_gpu * gpus + f.io_cost <= inst.budget_per_hour * (1 + 1e-12):
+            best = welfare
+    return best
+
+
+@st.composite
+def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance:
+    """1-4 jobs on 1-3 datasets, 1-3 options each with any (non-concave) utilities, any limits.
+
+    ``linear_feeding`` draws only the instances of Theorem C (proofs/autocba_guarantee.md): no cache (C = 0)
+    or free cache for all (p_c = 0, C ≥ Σ d), and B = ∞.
+    """
+    n_k = draw(st.integers(1, 3))
+    n_j = draw(st.integers(1, 4))
+    size = st.floats(0.5, 50.0)
+    sizes = np.array([draw(size) for _ in range(n_k)])
+    job_dataset = np.array([draw(st.integers(0, n_k - 1)) for _ in range(n_j)])
+    ptr, gpus, io, util = [0], [], [], []
+    for _ in range(n_j):
+        counts = draw(st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True))
+        for g in sorted(counts):
+            gpus.append(g)
+            io.append(draw(st.floats(0.0, 2.0)))
+            util.append(draw(st.floats(0.0, 20.0)))
+        ptr.append(len(gpus))
+    p_g = draw(st.sampled_from([0.0, 0.5, 2.5]))
+    p_b = draw(st.sampled_from([0.0, 0.9, 5.0]))
+    if linear_feeding:
+        if draw(st.booleans()):
+            cache, p_c = 0.0, draw(st.sampled_from([0.0, 0.01, 1.0]))
+        else:
+            cache, p_c = float(sizes.sum()) * draw(st.sampled_from([1.0, 2.0])), 0.0
+        bandwidth = math.inf
+    else:
+        cache = float(sizes.sum()) * draw(st.sampled_from([0.0, 0.3, 0.7, 1.0]))
+        p_c = draw(st.sampled_from([0.0, 0.004, 0.05, 1.0]))
+        bandwidth = draw(st.sampled_from([math.inf, 0.5, 2.0]))
+    return build(
+        dataset_size_gb=sizes,
+        job_dataset=job_dataset,
+        cache_gb=cache,
+        bandwidth_gbps=bandwidth,
+        gpus=draw(st.sampled_from([None, 2, 4, 8, 16])),
+        budget_per_hour=draw(st.floats(0.0, 40.0)),
+        options=(np.array(ptr), np.array(gpus), np.array(io), np.array(util)),
+        prices=(p_g, p_c, p_b),
+    )
+
+
+def _check_feasible(inst: Instance, alloc) -> float:
+    """The referee's verdict: feasible, unstalled; returns the welfare."""
+    ev = evaluate(inst, alloc, "welfare")
+    assert ev.feasible, ev.violations
+    assert np.all(ev.stall_factor == 1.0)
+    assert alloc.status in ("feasible", "optimal")
+    return float(ev.welfare)
+
+
+@given(tiny_instances())
+def test_autocba_feasible_and_bracketed_by_brute_force(inst: Instance) -> None:
+    """AutoCBA never breaks budget, G, C or B nor stalls, and welfare ≤ optimum ≤ bound (Theorem D)."""
+    alloc = autocba(inst)
+    welfare = _check_feasible(inst, alloc)
+    opt = brute_force(inst)
+    assert welfare <= opt + TOL * max(1.0, opt)
+    assert alloc.bound >= opt - TOL * max(1.0, opt)
+    if alloc.status == "optimal":
+        assert welfare >= opt - TOL * max(1.0, opt)
+
+
+@given(tiny_instances(linear_feeding=True))
+def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
+    """Theorem C (proofs/autocba_guarantee.md): with linear feeding cost, welfare ≥ OPT/(2d), ≥ OPT/2 for d = 1.
+
+    d is the number of the limits (budget, G) that can bind; B = ∞ here.
+    """
+    welfare = _check_feasible(inst, autocba(inst))
+    opt = brute_force(inst)
+    if opt <= 0:
+        return
+    ratio = welfare / opt
+    target(-ratio, label="AutoCBA / OPT (pushed down)")
+    keep = _fits_alone_rows(inst)
+    top_g = _sum_of_job_max(inst, keep, inst.option_gpus.astype(float))
+    g_can_bind = inst.gpus is not None and top_g > inst.gpus
+    d = 2 if g_can_bind else 1
+    assert ratio >= 1.0 / (2 * d) - 1e-9
+
+
+def _fits_alone_rows(inst: Instance) -> np.ndarray:
+    from algorithms.autocba import fits_alone
+
+    return fits_alone(inst)
+
+
+def _sum_of_job_max(inst: Instance, keep: np.ndarray, values: np.ndarray) -> float:
+    best = np.zeros(inst.n_jobs)
+    rows = np.flatnonzero(keep)
+    np.maximum.at(best, inst.option_job()[rows], values[rows])
+    return float(best.sum())
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    n_jobs=st.integers(5, 14),
+    bandwidth=st.sampled_from([None, 0.1, 0.3]),
+    budget=st.sampled_from([0.1, 0.3, 0.5, 0.8]),
+    mix=st.sampled_from(["mixed", "linear", "log", "sigmoid", "deadline"]),
+)
+def test_autocba_below_milp_below_certificate(
+    seed: int, n_jobs: int, bandwidth: float | None, budget: float, mix: str
+) -> None:
+    """On generated instances: AutoCBA's welfare ≤ the MILP optimum ≤ AutoCBA's certified bound (Theorem D)."""
+    from models.solve import welfare_milp
+
+    inst = generate_welfare(
+        n_jobs, max(1, n_jobs // 4), seed, bandwidth_fraction=bandwidth, budget_fraction=budget, utility_mix=mix
+    )
+    alloc = autocba(inst)
+    welfare = _check_feasible(inst, alloc)
+    exact = welfare_milp(inst)
+    assert exact.status == "optimal"
+    opt = float(exact.bound)
+    assert welfare <= opt * (1 + 1e-6) + 1e-9
+    assert alloc.bound >= opt * (1 - 1e-6) - 1e-9
+    assert welfare_bound(inst).bound == pytest.approx(alloc.bound)
+
+
+def _instance(sizes, jobs, tables, *, prices, budget, cache=0.0, bandwidth=math.inf, gpus=None) -> Instance:
+    """A hand-built instance: ``tables`` lists each job's options as (g, r, U) triples."""
+    ptr, g, r, u = [0], [], [], []
+    for table in tables:
+        for gg, rr, uu in table:
+            g.append(gg)
+            r.append(rr)
+            u.append(uu)
+        ptr.append(len(g))
+    return build(
+        dataset_size_gb=np.array(sizes, float),
+        job_dataset=np.array(jobs),
+        cache_gb=cache,
+        bandwidth_gbps=bandwidth,
+        gpus=gpus,
+        budget_per_hour=budget,
+        options=(np.array(ptr), np.array(g), np.array(r, float), np.array(u, float)),
+        prices=prices,
+    )
+
+
+@pytest.mark.parametrize("m", [10, 100, 1000])
+def test_counterexample_without_best_single(m: int) -> None:
+    """Counterexample 1 of proofs/autocba_guarantee.md: greedy without the best-single safeguard gets 2 of 1.5 m."""
+    inst = _instance(
+        [1.0, 1.0], [0, 1], [[(1, 0.0, 2.0)], [(m, 0.0, 1.5 * m)]], prices=(1.0, 0.0, 0.0), budget=float(m)
+    )
+    naive = _check_feasible(inst, autocba(inst, best_single=False, swaps=0))
+    full = _check_feasible(inst, autocba(inst))
+    assert naive == pytest.approx(2.0)
+    assert full == pytest.approx(1.5 * m) == brute_force(inst)
+    assert naive / full == pytest.approx(4.0 / (3 * m))
+
+
+@pytest.mark.parametrize("n", [3, 10, 30])
+def test_counterexample_without_group_moves(n: int) -> None:
+    """Counterexample 2 of proofs/autocba_guarantee.md: n jobs on one dataset justify its cache only together.
+
+    Dataset 0 (1 GB, p_c = 1 $/GB-h) is read by n jobs at 1 GB/s (p_b = 1), each worth 1; one job on
+    dataset 1 (10^6 GB, never worth caching) is worth 2 at 1 $/h of IO.  Budget 1.5 $/h.
+    """
+    tables = [[(1, 1.0, 1.0)]] * n + [[(1, 1.0, 2.0)]]
+    inst = _instance([1.0, 1e6], [0] * n + [1], tables, prices=(0.0, 1.0, 1.0), budget=1.5, cache=1e6 + 1.0)
+    naive = _check_feasible(inst, autocba(inst, group_moves=False, swaps=0))
+    full = _check_feasible(inst, autocba(inst))
+    assert naive == pytest.approx(2.0)
+    assert full == pytest.approx(float(n)) == brute_force(inst)
+
+
+def test_non_concave_table_jumps_past_a_flat_step() -> None:
+    """A deadline-like table (flat, then a jump) is followed along its upper hull: 0 → 4 GPUs directly."""
+    inst = _instance([1.0], [0], [[(1, 0.0, 1.0), (2, 0.0, 1.0), (4, 0.0, 10.0)]], prices=(1.0, 0.0, 0.0), budget=4.0)
+    alloc = autocba(inst)
+    assert _check_feasible(inst, alloc) == pytest.approx(10.0)
+    assert alloc.gpus.tolist() == [4]
+    assert alloc.status == "optimal"
+
+
+def test_nothing_fits_gives_empty_allocation() -> None:
+    """With a budget below every option, AutoCBA returns the empty allocation, proven optimal (bound 0)."""
+    inst = _instance([1.0], [0], [[(1, 1.0, 5.0)]], prices=(2.5, 0.0, 0.9), budget=1.0)
+    alloc = autocba(inst)
+    assert _check_feasible(inst, alloc) == 0.0
+    assert alloc.bound <= RTOL
+    assert alloc.status == "optimal"
+
+
+def test_integer_variants_are_rejected_with_the_field() -> None:
+    """Dataset-granular caching is not the continuous P2 AutoCBA solves: an InstanceError names the field."""
+    inst = _instance([1.0], [0], [[(1, 1.0, 5.0)]], prices=(2.5, 0.0, 0.9), budget=10.0).replace(
+        cache_granularity="dataset"
+    )
+    with pytest.raises(InstanceError, match="cache_granularity"):
+        autocba(inst)
+
+
+def test_registered_and_scored_by_the_referee() -> None:
+    """``autocba`` is registered for the welfare problem and its result document reports the certificate."""
+    from experiments import methods
+
+    inst = generate_welfare(30, 6, seed=3)
+    doc, ev = methods.run(inst, "welfare", "autocba")
+    assert doc["status"] in ("feasible", "optimal") and ev is not None and ev.feasible
+    assert doc["bound"] >= doc["objective"]
+
+
+@st.composite
+def demands(draw: st.DrawFn) -> tuple[Instance, np.ndarray, np.ndarray, float]:
+    """One job per dataset (so job rates are the demands R_k), B = ∞, and two demand vectors with a weight t."""
+    n_k = draw(st.integers(1, 4))
+    sizes = np.array([draw(st.floats(0.5, 50.0)) for _ in range(n_k)])
+    inst = build(
+        dataset_size_gb=sizes,
+        job_dataset=np.arange(n_k),
+        cache_gb=float(sizes.sum()) * draw(st.sampled_from([0.0, 0.2, 0.5, 1.0])),
+        prices=(0.0, draw(st.sampled_from([0.0, 0.004, 0.05, 1.0])), draw(st.sampled_from([0.0, 0.9, 5.0]))),
+    )
+    rate = st.floats(0.0, 5.0)
+    r1 = np.array([draw(rate) for _ in range(n_k)])
+    r2 = np.array([draw(rate) for _ in range(n_k)])
+    return inst, r1, r2, draw(st.floats(0.0, 1.0))
+
+
+@given(demands())
+def test_feeding_cost_concave(case: tuple[Instance, np.ndarray, np.ndarray, float]) -> None:
+    """Theorem B (proofs/feeding_cost_concave.md): with B = ∞ the least feeding cost is concave and non-decreasing."""
+    inst, r1, r2, t = case
+    f1, f2 = feed(inst, r1).io_cost, feed(inst, r2).io_cost
+    mid = feed(inst, t * r1 + (1 - t) * r2).io_cost
+    assert mid >= t * f1 + (1 - t) * f2 - 1e-9 * max(1.0, f1, f2)
+    assert feed(inst, np.maximum(r1, r2)).io_cost >= max(f1, f2) - 1e-9 * max(1.0, f1, f2)
+
+
+def test_finite_bandwidth_makes_the_feasible_demands_non_convex() -> None:
+    """The counterexample of MODEL.md §5 / Theorem B (iii): (10, 0) and (0, 10) can be fed, (5, 5) cannot."""
+    inst = build(
+        dataset_size_gb=np.array([1.0, 1.0]),
+        job_dataset=np.array([0, 1]),
+        cache_gb=1.0,
+        bandwidth_gbps=1.0,
+        prices=(0.0, 0.004, 0.9),
+    )
+    assert feed(inst, np.array([10.0, 0.0])).cache_gb is not None
+    assert feed(inst, np.array([0.0, 10.0])).cache_gb is not None
+    assert feed(inst, np.array([5.0, 5.0])).cache_gb is None
+
+
+@given(demands(), st.data())
+def test_incremental_pricing_is_cba_exact(case: tuple[Instance, np.ndarray, np.ndarray, float], data) -> None:
+    """Lemma B2: from CBA's optimum, raising one R_k is priced exactly as re-solving P1 from scratch (B = ∞)."""
+    from algorithms.autocba import _Feeder
+
+    inst, r1, r2, _ = case
+    k = data.draw(st.integers(0, inst.n_datasets - 1))
+    dR = float(r2[k]) + 0.01
+    before = feed(inst, r1)
+    feeder = _Feeder(inst, before.cache_gb, r1)
+    priced = feeder.change(k, dR)
+    assert priced is not None
+    raised = r1.copy()
+    raised[k] += dR
+    after = feed(inst, raised)
+    assert priced[0] == pytest.approx(after.io_cost - before.io_cost, rel=1e-9, abs=1e-9)
+    feeder.apply(k, dR, priced)
+    assert feeder.io_cost == pytest.approx(after.io_cost, rel=1e-9, abs=1e-9)
+    assert sum(feeder.c) <= inst.cache_gb * (1 + 1e-12) + 1e-12
