@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from algorithms.cba import feed
 from experiments.workload import generate_welfare
-from models.evaluate import RTOL, evaluate
+from models.evaluate import RTOL, Allocation, evaluate
 from models.instance import Instance, InstanceError, build
 from models.milp.welfare import build_welfare_model
 from models.options import SHAPES
@@ -178,3 +178,24 @@ def test_jobs_without_options_are_rejected() -> None:
     )
     with pytest.raises(InstanceError, match="options"):
         welfare_milp(inst)
+
+
+def test_a_stalled_allocation_can_outscore_the_p2_optimum() -> None:
+    """P2 forbids stalls, the referee scores them (MODEL.md §5): on a tight budget a stalled job beats P2's optimum.
+
+    One job, one option (1 GPU, 1 GB/s, utility 10), no cache, p_g = p_b = 1, budget 1.5: P2 cannot afford
+    the job unstalled (cost 2), so its optimum is 0; the GPU with 0.5 GB/s runs at half speed and earns 5.
+    This is the gap the Remarks of proofs/mccormick_exact.md warn about.
+    """
+    inst = build(
+        dataset_size_gb=np.array([1.0]),
+        job_dataset=np.array([0]),
+        cache_gb=0.0,
+        prices=(1.0, 0.0, 1.0),
+        budget_per_hour=1.5,
+        options=(np.array([0, 1]), np.array([1]), np.array([1.0]), np.array([10.0])),
+    )
+    assert evaluate(inst, welfare_milp(inst), "welfare").welfare == 0.0
+    stalled = evaluate(inst, Allocation(np.array([1]), np.zeros(1), np.array([0.5])), "welfare")
+    assert stalled.feasible
+    assert stalled.welfare == pytest.approx(5.0)
