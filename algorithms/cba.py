@@ -601,11 +601,12 @@ _VARIANTS: dict[tuple[str, bool], Callable[[_Setting], _Answer]] = {
 def cba_integer(inst: Instance) -> Allocation:
     """CBA's rounding for an integer variant of P1 (MODEL.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
 
-    ``status`` is ``optimal`` when proven (Theorems I1 and I2 are exact, and any answer meeting its lower bound),
-    else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, or an exact variant, is
-    infeasible); ``error`` with an ``undecided`` reason when a whole-dataset instance with a bandwidth cap defeats
-    the greedy (a knapsack question).  ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori
-    additive bound on cost - optimum that the variant's theorem gives on this instance (None: none applies).
+    ``status`` is ``optimal`` when proven (Theorems I1, I2 and the scan of I4 (ii) are exact, and so is any answer
+    meeting its lower bound), else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, an
+    exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an ``undecided``
+    reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack question).
+    ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori additive bound on cost - optimum
+    that the variant's theorem gives on this instance (None: none applies).
     """
     s = _setting(inst)
     key = (inst.cache_granularity, inst.bandwidth_step_gbps is not None)
