@@ -143,6 +143,7 @@ def cba_continuous(inst: Instance) -> Allocation:
         bound=gpu_cost + f.io_bound,
     )
 
+
 # ------------------------------------------------- integer variants (spec/MODEL.md §4, proofs/cba_integer_gap.md)
 #
 # Every rounding works on the substituted form of P1: cost = p_c Σ c_k + p_b · (remote IO, or the provisioned
