@@ -20,10 +20,13 @@ Instance ``i`` is drawn from ``numpy.random.default_rng([seed, i])``:
 
 Reported: instances, how many infeasible (by CBA, by HiGHS, agreement), and
 the largest relative difference of the IO cost (cache + bandwidth) between
-CBA and HiGHS, relative to the cost scale p_b Σ r_j + p_c min(C, Σ d_k) and to
-the optimum itself, and the largest excess of CBA's cost over HiGHS's (CBA
-costlier; negative differences are HiGHS's solution sitting below CBA's
-certified optimum within HiGHS's feasibility tolerance of 1e-7).
+CBA and HiGHS's objective, relative to the cost scale p_b Σ r_j + p_c min(C,
+Σ d_k) and to the objective; and, since HiGHS's objective uses its own b_j
+(which may undercut r_j (1 − h) within its 1e-7 feasibility tolerance), the
+same comparison with HiGHS's cache re-scored by the referee with the least
+feeding bandwidth, in both directions, each with the instance that gave it
+("relative to the objective" is floored at 1e-9 of the cost scale, the referee's tolerance, so that
+an optimum of 0 against a re-scored 2e-18 counts as agreement).
 
 Run:  nice -n 10 /work/venv/bin/python -m experiments.sweep_cba --instances 10000 --seed 0
 """
@@ -39,7 +42,7 @@ import numpy as np
 from algorithms.cba import cba
 from experiments.bench_cost import highs_lp
 from experiments.workload import generate_cost
-from models.evaluate import evaluate
+from models.evaluate import Allocation, Evaluation, evaluate
 from models.instance import Instance, build
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
@@ -97,20 +100,37 @@ def draw_instance(rng: np.random.Generator) -> tuple[Instance, str]:
     return inst.replace(bandwidth_gbps=bandwidth), mode
 
 
+def rescored(inst: Instance, cache: np.ndarray) -> Evaluation:
+    """HiGHS's cache scored by the referee, with the least feeding b_j = r_j (1 − h_k(j)) (as models/solve.py does).
+
+    HiGHS's own objective uses its b_j, which may sit below r_j (1 − h) within
+    its feasibility tolerance (1e-7 absolute); the referee's number is the one
+    comparable to CBA's.
+    """
+    c = np.clip(cache, 0.0, inst.dataset_size_gb)
+    hit = c / inst.dataset_size_gb
+    bw = inst.job_io_gbps * (1.0 - hit[inst.job_dataset])
+    return evaluate(inst, Allocation(inst.job_gpus.copy(), c, bw), "cost")
+
+
 def sweep(n: int, seed: int) -> dict:
-    """Run the sweep; return the counts and the largest differences."""
-    stats = {
+    """Run the sweep; return the counts and the largest differences (with the instance that gave each)."""
+    stats: dict = {
         "instances": 0,
         "cba_infeasible": 0,
         "highs_infeasible": 0,
         "disagree": 0,
         "cba_not_optimal": 0,
         "referee_rejects_cba": 0,
-        "max_rel_diff_scale": 0.0,
-        "max_rel_diff_opt": 0.0,
-        "max_cba_above_opt": 0.0,
+        "referee_rejects_highs": 0,
         "modes": dict.fromkeys(BANDWIDTH_MODES, 0),
         "disagreements": [],
+    }
+    worst = {
+        "objective_vs_scale": (0.0, None),
+        "objective_vs_optimum": (0.0, None),
+        "cba_above_rescored": (0.0, None),
+        "rescored_above_cba": (0.0, None),
     }
     for i in range(n):
         inst, mode = draw_instance(np.random.default_rng([seed, i]))
@@ -131,17 +151,23 @@ def sweep(n: int, seed: int) -> dict:
         ev = evaluate(inst, ours, "cost")
         stats["referee_rejects_cba"] += not ev.feasible
         stats["cba_not_optimal"] += ours.status != "optimal"
-        gpu = inst.price_gpu * float(inst.job_gpus.sum())
-        opt_io = exact.objective - gpu
-        diff = abs(ev.cost_io - opt_io)
+        theirs = rescored(inst, exact.cache_gb)
+        stats["referee_rejects_highs"] += not theirs.feasible
+        opt_io = exact.objective - inst.price_gpu * float(inst.job_gpus.sum())
         scale = inst.price_bandwidth * float(inst.job_io_gbps.sum()) + inst.price_cache * min(
             inst.cache_gb, float(inst.dataset_size_gb.sum())
         )
-        if scale > 0:
-            stats["max_rel_diff_scale"] = max(stats["max_rel_diff_scale"], diff / scale)
-        if abs(opt_io) > 0:
-            stats["max_rel_diff_opt"] = max(stats["max_rel_diff_opt"], diff / abs(opt_io))
-            stats["max_cba_above_opt"] = max(stats["max_cba_above_opt"], (ev.cost_io - opt_io) / abs(opt_io))
+        # relative to the cost itself, floored at 1e-9 of the scale (the referee's tolerance): 0 vs 2e-18 agrees
+        size = max(abs(opt_io), abs(ev.cost_io), abs(theirs.cost_io), 1e-9 * scale, 1e-300)
+        for key, value in (
+            ("objective_vs_scale", abs(ev.cost_io - opt_io) / max(scale, 1e-300)),
+            ("objective_vs_optimum", abs(ev.cost_io - opt_io) / size),
+            ("cba_above_rescored", (ev.cost_io - theirs.cost_io) / size if theirs.feasible else 0.0),
+            ("rescored_above_cba", (theirs.cost_io - ev.cost_io) / size),
+        ):
+            if value > worst[key][0]:
+                worst[key] = (value, (i, mode))
+    stats["worst"] = worst
     return stats
 
 
@@ -161,9 +187,15 @@ def main(argv: list[str] | None = None) -> None:
         print(f"    instance {row[0]} ({row[1]}): CBA {row[2]}, HiGHS {row[3]}")
     print(f"  CBA answers the referee rejects: {s['referee_rejects_cba']}")
     print(f"  CBA answers not certified optimal: {s['cba_not_optimal']}")
-    print(f"  max |CBA IO cost - HiGHS optimum| / cost scale: {s['max_rel_diff_scale']:.3e}")
-    print(f"  max |CBA IO cost - HiGHS optimum| / optimum:    {s['max_rel_diff_opt']:.3e}")
-    print(f"  max (CBA IO cost - HiGHS optimum) / optimum:    {s['max_cba_above_opt']:.3e} (> 0: CBA costlier)")
+    print(f"  HiGHS solutions (cache, least b) the referee rejects: {s['referee_rejects_highs']}")
+    for key, text in (
+        ("objective_vs_scale", "|CBA IO cost - HiGHS objective| / cost scale"),
+        ("objective_vs_optimum", "|CBA IO cost - HiGHS objective| / objective"),
+        ("cba_above_rescored", "(CBA - HiGHS re-scored) / objective (> 0: CBA costlier)"),
+        ("rescored_above_cba", "(HiGHS re-scored - CBA) / objective (> 0: HiGHS costlier)"),
+    ):
+        value, where = s["worst"][key]
+        print(f"  max {text}: {value:.3e} at {where}")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ so Σ c_k exceeds C by at most a few ulps, far inside the referee's 1e-9).
 
 Status: ``optimal`` is claimed only when a certificate proves it: the Lagrangian
 lower bound D(λ) = p_b Σ R_k − λ C − Σ_k d_k max(0, −a_k − λ) (valid for every
-λ ≥ 0 by weak duality, Lemma 2 of proofs/cba_optimality.md with μ = 0) is
+λ ≥ 0 by weak duality, Lemma 2 of proofs/cba_optimality.md with μ = 0; summed
+as Σ_k min(p_b R_k, (p_c + λ) d_k) − λ C, the same number without cancellation) is
 evaluated at λ = the marginal value of cache read off the flow, and must meet
 the flow's cost within the referee's relative tolerance.  Otherwise the answer
 is ``feasible`` with that bound.
@@ -131,7 +132,9 @@ def _lower_bound(inst: Instance, cache: np.ndarray, R: np.ndarray) -> float:
     full = cache.sum() >= inst.cache_gb - RTOL * max(1.0, inst.cache_gb)
     unsaturated = cache < d * (1.0 - RTOL)
     lam = max(0.0, float(gain[unsaturated].max())) if full and unsaturated.any() else 0.0
-    return inst.price_bandwidth * float(R.sum()) - lam * inst.cache_gb - float(np.dot(d, np.maximum(0.0, gain - lam)))
+    # p_b Σ R − λ C − Σ d max(0, gain − λ), summed as Σ min(p_b R_k, (p_c + λ) d_k) − λ C: no cancellation.
+    terms = np.minimum(inst.price_bandwidth * R, (inst.price_cache + lam) * d)
+    return float(terms.sum()) - lam * inst.cache_gb
 
 
 def cost_flow(inst: Instance) -> Allocation:

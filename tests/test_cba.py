@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from algorithms.cba import cba
 from models.evaluate import Allocation, evaluate
-from models.flow import cost_flow
-from models.instance import Instance, build
+from models.flow import cost_flow, flow_cache
+from models.instance import Instance, InstanceError, build
 from models.solve import cost_milp
 from tests.strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
 
@@ -291,3 +291,43 @@ def test_regression_referee_slack_decides_infeasibility() -> None:
     big = _inst([1.0, 1.0], [0, 1], [1e6, 1.0], cache_gb=1.0, prices=(0.0, 0.0, 1.0), bandwidth_gbps=1.0 - 1e-6)
     # caching d0 leaves 1 GB/s > B by 1e-6 > the referee's 1e-9: infeasible (the old slack 1e-9·Σr = 1e-3 said fine)
     assert cba(big).status == "infeasible"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"bandwidth_gbps": 2.0}, "cluster.bandwidth_gbps"),
+        ({"cache_granularity": "dataset"}, "cluster.cache_granularity"),
+        ({"cache_granularity": "block", "block_gb": 4.0}, "cluster.cache_granularity"),
+        ({"bandwidth_step_gbps": 0.5}, "cluster.bandwidth_step_gbps"),
+    ],
+)
+def test_flow_refuses_what_a_flow_cannot_state(changes: dict, field: str) -> None:
+    """models/flow.py states only uncapped continuous P1: anything else is refused, naming the field and value."""
+    inst = _inst([10.0, 10.0], [0, 1], [2.0, 0.5], cache_gb=15.0, prices=(1.0, 0.1, 1.0)).replace(**changes)
+    answer = cost_flow(inst)
+    assert answer.status == "error"
+    assert not answer.has_allocation
+    assert field in (answer.reason or "")
+    with pytest.raises(InstanceError) as info:
+        flow_cache(inst)
+    assert info.value.path == field
+
+
+def test_theorem1_flow_exact_on_dyadic_scaling_of_extreme_data() -> None:
+    """Theorem 1 (i) of proofs/cba_optimality.md: flow and CBA agree on data spanning 1e-3..1e5 GB.
+
+    Capacities 0.1 + 0.2 (not a short binary fraction), 1e5 and 1e-3 GB become exact integers
+    under one power of two (models/flow.py), so the network simplex sees the float data itself.
+    Densities ρ = 0.1/0.3 = 0.333, 1e3/1e5 = 0.01, 1/1e-3 = 1000; p_c = 0.005, p_b = 1: all three
+    pay (ρ > 0.005).  C = 1e5 + 0.1 + 1e-3: d2 (1e-3) and d0 (0.3) whole, d1 the rest, 1e5 − 0.2.
+    """
+    inst = _inst(
+        [0.1 + 0.2, 1e5, 1e-3], [0, 1, 2], [0.1, 1e3, 1.0], cache_gb=1e5 + 0.1 + 1e-3, prices=(0.0, 0.005, 1.0)
+    )
+    ours, flow = cba(inst), cost_flow(inst)
+    assert flow.status == "optimal"
+    assert_optimal_and_certified(inst, ours)
+    np.testing.assert_allclose(flow.cache_gb, [0.1 + 0.2, 1e5 - 0.2, 1e-3], rtol=1e-12)
+    np.testing.assert_allclose(flow.cache_gb, ours.cache_gb, rtol=1e-12)
+    assert io_cost(inst, flow) == pytest.approx(io_cost(inst, ours), rel=1e-14)
