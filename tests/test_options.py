@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from experiments.cli import main
 from experiments.workload import DEFAULT_PRICES, generate_welfare
 from models.evaluate import Allocation, evaluate
-from models.instance import InstanceError, build, loads
+from models.instance import InstanceError, build, load, loads
 from models.options import (
     SHAPES,
     OptionTable,
@@ -215,3 +218,32 @@ def test_generate_welfare_rejects_bad_parameters() -> None:
         generate_welfare(3, 1, seed=0, gpu_options=())
     with pytest.raises(InstanceError, match="budget_fraction"):
         generate_welfare(3, 1, seed=0, budget_fraction=-1.0)
+
+
+@pytest.mark.parametrize("shape", [*SHAPES, "mixed"])
+def test_cli_generates_every_utility_shape_and_solves_it(
+    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cbalab generate --kind welfare --utility SHAPE`` writes an instance that ``solve --method milp`` proves."""
+    out = tmp_path / "w.json"
+    argv = ["generate", "--kind", "welfare", "--jobs", "6", "--datasets", "2", "--seed", "4", "--utility", shape]
+    assert main([*argv, "--budget-fraction", "0.3", "--out", str(out)]) == 0
+    inst = load(out)
+    assert inst.n_jobs == 6 and inst.has_options.all()
+    assert inst.dumps() == generate_welfare(6, 2, 4, utility_mix=shape, budget_fraction=0.3).dumps()
+    capsys.readouterr()
+    assert main(["solve", str(out), "--problem", "welfare", "--method", "milp"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "optimal" and doc["feasible"]
+
+
+def test_cli_rejects_an_unknown_utility_and_compares_welfare(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown --utility exits 2; ``compare --problem welfare`` lists every welfare method against the MILP."""
+    with pytest.raises(SystemExit) as e:
+        main(["generate", "--kind", "welfare", "--jobs", "2", "--datasets", "1", "--utility", "cubic"])
+    assert e.value.code == 2
+    capsys.readouterr()
+    assert main(["compare", "--problem", "welfare", "--jobs", "8", "--datasets", "2"]) == 0
+    text = capsys.readouterr().out
+    for name in ("milp", "lp", "gavel-tput", "gavel-tput-tuned", "gavel-fair", "optimus-tuned"):
+        assert f"\n{name} " in text
