@@ -1,7 +1,8 @@
 """Welfare of the IO-unaware GPU baselines (naive and tuned) against the proven P2 optimum, tight to loose budgets.
 
     python -m experiments.welfare_baselines [--jobs 100] [--datasets 20] [--seeds 3]
-        [--budgets 0.05,0.1,0.2,0.35,0.5,1.0] [--bandwidth-prices 0.9,27] [--out rows.csv]
+        [--budgets 0.05,0.1,0.2,0.35,0.5,1.0] [--bandwidth-prices 0.9,27]
+        [--cache-policies silod,io-only,...] [--out rows.csv]
 
 For every seed, bandwidth price p_b and budget fraction, one instance of
 experiments.workload.generate_welfare is solved by the MILP (HiGHS, gap 0, no
@@ -9,7 +10,10 @@ time limit: status ``optimal`` is required) and by every other registered
 welfare method; each allocation is scored by the referee.  The table gives,
 per (p_b, budget), the MILP's mean welfare and solve time and, for each
 method, its mean welfare as a fraction of the MILP optimum (min over seeds in
-brackets).  The LP row is its bound over the optimum (≥ 1).
+brackets).  The LP row is its bound over the optimum (≥ 1).  Registered
+baselines feed their GPUs with the SiloD-like cache; ``--cache-policies`` adds
+every baseline (naive and tuned) with each other named policy of
+algorithms.baselines.io_unaware.CACHE_POLICIES, as ``NAME[POLICY]``.
 
 A ratio above 1 is possible and is not a bug: the MILP optimises P2 as
 MODEL.md §5 states it (no stalls), while the referee also scores stalled
@@ -20,12 +24,26 @@ Remarks).  Every random draw comes from the seeds in the rows.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from experiments import methods
 from experiments.workload import DEFAULT_PRICES, generate_welfare
+from models.evaluate import Allocation, Evaluation, result
+from models.instance import Instance
+
+#: The baselines by registered name, for runs with another cache policy than the registered default.
+BASELINES: dict[str, Callable[..., Allocation]] = {
+    "gavel-tput": gavel_tput.gavel_tput,
+    "gavel-tput-tuned": gavel_tput.gavel_tput_tuned,
+    "gavel-fair": gavel_fair.gavel_fair,
+    "gavel-fair-tuned": gavel_fair.gavel_fair_tuned,
+    "optimus": optimus.optimus,
+    "optimus-tuned": optimus.optimus_tuned,
+}
 
 
 def _floats(text: str) -> list[float]:
@@ -35,10 +53,24 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"must be comma-separated numbers, got {text!r}") from None
 
 
+def _with_policy(inst: Instance, name: str, policy: str) -> tuple[dict, Evaluation | None]:
+    start = time.perf_counter()
+    alloc = BASELINES[name](inst, cache_policy=policy)
+    return result(inst, "welfare", f"{name}[{policy}]", alloc, time.perf_counter() - start)
+
+
 def run(
-    jobs: int, datasets: int, seeds: int, budgets: Sequence[float], bandwidth_prices: Sequence[float]
+    jobs: int,
+    datasets: int,
+    seeds: int,
+    budgets: Sequence[float],
+    bandwidth_prices: Sequence[float],
+    cache_policies: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One row per (seed, p_b, budget fraction, method): welfare, cost, stall, seconds, and the MILP optimum."""
+    bad = sorted(set(cache_policies) - set(io_unaware.CACHE_POLICIES))
+    if bad:
+        raise ValueError(f"unknown cache policy {bad[0]!r}; known: {', '.join(io_unaware.CACHE_POLICIES)}")
     rows = []
     names = methods.names("welfare")
     warm = generate_welfare(2, 1, 0)
@@ -51,6 +83,9 @@ def run(
                     jobs, datasets, seed, budget_fraction=budget, prices=(DEFAULT_PRICES[0], DEFAULT_PRICES[1], p_b)
                 )
                 docs = {name: methods.run(inst, "welfare", name) for name in names}
+                for policy in cache_policies:
+                    if policy != "silod":
+                        docs.update({f"{n}[{policy}]": _with_policy(inst, n, policy) for n in BASELINES})
                 milp = docs["milp"][0]
                 if milp["status"] != "optimal":
                     raise RuntimeError(f"MILP not proven optimal (seed {seed}, p_b {p_b}, budget {budget})")
@@ -77,24 +112,28 @@ def run(
 
 
 def table(df: pd.DataFrame) -> str:
-    """The summary printed by :func:`main`: per (p_b, budget), MILP welfare and time, every method's ratio."""
-    df = df.copy()
-    df["ratio"] = df["welfare"] / df["optimum"]
-    lp = df[df["method"] == "lp"]
-    lp_ratio = (lp["bound"] / lp["optimum"]).groupby([lp["bandwidth_price"], lp["budget_fraction"]]).mean()
-    names = [m for m in df["method"].unique() if m not in ("milp", "lp")]
-    lines = []
-    head = f"{'p_b':>5} {'budget':>6} {'MILP welfare':>12} {'MILP s':>7} {'LP/opt':>6}"
-    head += "".join(f" {n:>17}" for n in names)
-    lines += [head, "-" * len(head)]
-    for (p_b, budget), g in df.groupby(["bandwidth_price", "budget_fraction"]):
-        milp = g[g["method"] == "milp"]
-        line = f"{p_b:>5g} {budget:>6g} {milp['optimum'].mean():>12.1f} {milp['solve_seconds'].mean():>7.2f}"
-        line += f" {lp_ratio[(p_b, budget)]:>6.3f}"
-        for n in names:
-            r = g[g["method"] == n]["ratio"]
-            line += f" {f'{r.mean():.3f} ({r.min():.3f})':>17}"
-        lines.append(line)
+    """The summary printed by :func:`main`: one column per (p_b, budget), one row per method (ratio to the MILP).
+
+    The first rows are the MILP's mean welfare and solve seconds and the LP bound over the optimum.
+    """
+    df = df.assign(ratio=df["welfare"] / df["optimum"], lp_ratio=df["bound"] / df["optimum"])
+    keys = list(df.groupby(["bandwidth_price", "budget_fraction"]).groups)
+    width = 15
+    lines = [f"{'p_b / budget':<26}" + "".join(f"{f'{p:g} / {b:g}':>{width}}" for p, b in keys)]
+    lines.append("-" * len(lines[0]))
+
+    def cell(method: str, key: tuple, what: str) -> str:
+        g = df[(df["method"] == method) & (df["bandwidth_price"] == key[0]) & (df["budget_fraction"] == key[1])]
+        if what == "ratio":
+            return f"{g['ratio'].mean():.3f} ({g['ratio'].min():.3f})"
+        digits = {"optimum": 1, "solve_seconds": 2, "lp_ratio": 4}[what]
+        return f"{g[what].mean():.{digits}f}"
+
+    lines.append(f"{'MILP welfare (mean)':<26}" + "".join(f"{cell('milp', k, 'optimum'):>{width}}" for k in keys))
+    lines.append(f"{'MILP seconds (mean)':<26}" + "".join(f"{cell('milp', k, 'solve_seconds'):>{width}}" for k in keys))
+    lines.append(f"{'LP bound / optimum':<26}" + "".join(f"{cell('lp', k, 'lp_ratio'):>{width}}" for k in keys))
+    for name in (m for m in df["method"].unique() if m not in ("milp", "lp")):
+        lines.append(f"{name:<26}" + "".join(f"{cell(name, k, 'ratio'):>{width}}" for k in keys))
     return "\n".join(lines)
 
 
@@ -106,9 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--budgets", type=_floats, default=[0.05, 0.1, 0.2, 0.35, 0.5, 1.0])
     p.add_argument("--bandwidth-prices", type=_floats, default=[DEFAULT_PRICES[2], 27.0])
+    p.add_argument("--cache-policies", type=lambda t: [x for x in t.split(",") if x], default=[])
     p.add_argument("--out")
     args = p.parse_args(argv)
-    df = run(args.jobs, args.datasets, args.seeds, args.budgets, args.bandwidth_prices)
+    df = run(args.jobs, args.datasets, args.seeds, args.budgets, args.bandwidth_prices, args.cache_policies)
     print(
         f"{args.jobs} jobs x 4 options, {args.datasets} datasets, seeds 0..{args.seeds - 1}; "
         "welfare / MILP optimum, mean (min)"
