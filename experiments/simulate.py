@@ -257,6 +257,7 @@ def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
     done = 0
 
     inv_demand = np.zeros(K)
+    idle = 0
     any_stall = any_grow = odd = orphan = False
     with np.errstate(divide="ignore", invalid="ignore"):
         while done < n:
@@ -293,14 +294,20 @@ def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
                     work += dt
                 if any_grow:
                     cache = np.minimum(target, cache + grow * dt)
+            idle = idle + 1 if t_next == t else 0
             t = t_next
             changed = False
+            # What is left of a fill or of a job's work in less than the clock's resolution at t is done: t + gap
+            # would round to t, and the slot would never end.
+            tick_s = 4.0 * math.ulp(max(1.0, abs(t)))
+            if any_grow:
+                cache = np.where(grow * tick_s >= target - cache, target, cache)
             # ---- departures: every job whose work clock has reached its target
             if t_dep <= t:
-                due = np.flatnonzero(heads - work <= _TOL * np.maximum(1.0, np.abs(heads)))
+                due = np.flatnonzero(heads - work <= np.maximum(_TOL * np.maximum(1.0, np.abs(heads)), speed * tick_s))
                 for k in due:
                     heap = heaps[k]
-                    limit = work[k] + _TOL * max(1.0, abs(work[k]))
+                    limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
                     while heap and heap[0][0] <= limit:
                         _, j = heapq.heappop(heap)
                         end[j] = max(t, start[j] + dur[j])  # never before its unstalled run time, to the last ulp
@@ -340,6 +347,8 @@ def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
             if t >= tick:
                 tick = t + cfg.period_s
                 changed = True
+            if idle > K + 2 and not changed:
+                raise RuntimeError(f"the replay makes no progress at t = {t!r} s (a zero-length slot repeats)")
             # ---- re-allocate: the policy's targets for the running jobs
             if changed:
                 busy = cfg.gpus - free

@@ -196,3 +196,12 @@ def test_replay_table_runs_every_policy_on_one_workload(tmp_path) -> None:
     frame = pd.read_csv(out)
     assert frame["policy"].tolist() == ["cba", "silod"] and (frame["io_vs_cba"] >= -1e-12).all()
     assert frame.loc[0, "io_vs_cba"] == 0.0
+
+
+def test_slots_shorter_than_the_clock_resolution_still_end() -> None:
+    """At t ≈ 1.5e9 s (epoch timestamps) a 1e-7 GB cache fills in less than one ulp of t; the replay must go on."""
+    w = _workload([1.5e9, 1.5e9, 1.5e9 + 7], [100.0, 100.0, 0.5], [1, 1, 1], [0, 0, 1], [1.0, 1.0, 0.2], [1e-7, 50.0])
+    res = simulate(w, SimConfig(policy="cba", gpus=3, cache_gb=100.0, bandwidth_gbps=0.5))
+    assert res.jobs["end_s"].notna().all()
+    assert (res.jobs["end_s"] >= res.jobs["submit_s"] + res.jobs["duration_s"]).all()
+    assert res.summary["events"] < 20
