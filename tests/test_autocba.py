@@ -215,7 +215,9 @@ def test_counterexample_without_group_moves(n: int) -> None:
     naive = _check_feasible(inst, autocba(inst, group_moves=False, swaps=0))
     full = _check_feasible(inst, autocba(inst))
     assert naive == pytest.approx(2.0)
-    assert full == pytest.approx(float(n)) == brute_force(inst)
+    assert full == pytest.approx(float(n))
+    if n <= 10:  # 2^(n+1) choices; for larger n the optimum n is the proof's (every job is worth 1, X excluded)
+        assert brute_force(inst) == pytest.approx(float(n))
 
 
 def test_non_concave_table_jumps_past_a_flat_step() -> None:
