@@ -52,7 +52,7 @@ from algorithms.cba import feed
 from models.evaluate import RTOL, Allocation
 from models.instance import Instance, InstanceError
 
-#: Relative slack that keeps accepted moves safely inside the referee's tolerance (models/evaluate.RTOL).
+#: Relative slack a move may use on the budget and on B (floating point only: far inside the referee's RTOL = 1e-9).
 _SAFE = 1e-12
 #: Relative tolerance by which an option may exceed a limit alone and still count in the bound (solver slack).
 _BOUND_SLACK = 1e-7
@@ -407,7 +407,7 @@ class _Greedy:
         self.w = weights
         self.group_moves = group_moves
         self.p_g = inst.price_gpu
-        self.budget = inst.budget_per_hour * (1.0 - _SAFE) if math.isfinite(inst.budget_per_hour) else math.inf
+        self.budget = inst.budget_per_hour + _SAFE * max(1.0, inst.budget_per_hour)
         self.G = math.inf if inst.gpus is None else inst.gpus
         self.jd = inst.job_dataset.tolist()
         rows = np.flatnonzero(keep)

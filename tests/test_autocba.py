@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, target
 from hypothesis import strategies as st
 
-from algorithms.autocba import autocba, welfare_bound
+from algorithms.autocba import _Greedy, autocba, fits_alone, standalone_cost, welfare_bound
 from algorithms.cba import feed
 from experiments.workload import generate_welfare
 from models.evaluate import RTOL, evaluate
@@ -123,17 +123,11 @@ def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
         return
     ratio = welfare / opt
     target(-ratio, label="AutoCBA / OPT (pushed down)")
-    keep = _fits_alone_rows(inst)
-    top_g = _sum_of_job_max(inst, keep, inst.option_gpus.astype(float))
-    g_can_bind = inst.gpus is not None and top_g > inst.gpus
-    d = 2 if g_can_bind else 1
-    assert ratio >= 1.0 / (2 * d) - 1e-9
-
-
-def _fits_alone_rows(inst: Instance) -> np.ndarray:
-    from algorithms.autocba import fits_alone
-
-    return fits_alone(inst)
+    keep = fits_alone(inst)
+    cost, _ = standalone_cost(inst)
+    d = int(_sum_of_job_max(inst, keep, cost) > inst.budget_per_hour)
+    d += int(inst.gpus is not None and _sum_of_job_max(inst, keep, inst.option_gpus.astype(float)) > inst.gpus)
+    assert ratio >= (1.0 / (2 * d) if d else 1.0) - 1e-9
 
 
 def _sum_of_job_max(inst: Instance, keep: np.ndarray, values: np.ndarray) -> float:
@@ -218,6 +212,24 @@ def test_counterexample_without_group_moves(n: int) -> None:
     assert full == pytest.approx(float(n))
     if n <= 10:  # 2^(n+1) choices; for larger n the optimum n is the proof's (every job is worth 1, X excluded)
         assert brute_force(inst) == pytest.approx(float(n))
+
+
+@pytest.mark.parametrize("n", [4, 16, 64])
+def test_counterexample_dollar_greedy_with_gpus_binding(n: int) -> None:
+    """Counterexample 3 of proofs/autocba_guarantee.md: per-dollar greedy gets n of n(K − ε) when G binds too.
+
+    n jobs A (1 GPU, 1 $/h, worth 1) and n jobs B (1 GPU, 1 $/h of GPU + K − 1 $/h of IO, worth K − ε),
+    K = n, G = n, budget n K.  AutoCBA's normalised run (Theorem C, d = 2) finds the optimum.
+    """
+    k = float(n)
+    tables = [[(1, 0.0, 1.0)]] * n + [[(1, k - 1.0, k - 0.01)]] * n
+    inst = _instance([1.0] * (2 * n), list(range(2 * n)), tables, prices=(1.0, 0.0, 1.0), budget=n * k, gpus=n)
+    dollar = _Greedy(inst, fits_alone(inst), (1.0, 0.0, 0.0), True)
+    dollar.run()
+    assert dollar.welfare == pytest.approx(float(n))
+    full = _check_feasible(inst, autocba(inst))
+    assert full == pytest.approx(n * (k - 0.01))
+    assert dollar.welfare / full <= 1.0 / (k - 0.01) + 1e-12
 
 
 def test_non_concave_table_jumps_past_a_flat_step() -> None:
