@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=60, deadline=None)
-settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True)
+settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True, derandomize=True)
 settings.register_profile("thorough", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("CBALAB_HYPOTHESIS_PROFILE", "dev"))
 

@@ -91,7 +91,10 @@ def test_every_cache_policy_feeds_within_budget(inst: Instance, policy: str, spl
         assert np.all(ev.stall_factor >= factor * (1 - 1e-9))
         if policy in ("silod", "io-only", "cba"):
             need = ev.rate_gbps * (1.0 - ev.hit_ratio[inst.job_dataset])
-            assert np.allclose(ev.stall_factor[need > 0], factor, rtol=1e-9, atol=1e-12)
+            # the referee ignores a shortfall within its slack (e.g. a fully cached dataset's rounding residue)
+            short = need * (1.0 - factor) > RTOL * np.maximum(1.0, need)
+            assert np.allclose(ev.stall_factor[short], factor, rtol=1e-9, atol=1e-12)
+            assert np.all(ev.stall_factor[~short] == 1.0)
 
 
 @given(
