@@ -17,7 +17,7 @@ The algorithm (proofs/autocba_guarantee.md):
    price × Δg plus the exact change of the least feeding cost, computed
    incrementally by :class:`_Feeder` (cache the dataset from free capacity,
    then by displacing cached bytes of lower IO density, as CBA's threshold rule
-   does; O(1) amortised per evaluation, no re-solve).  Under a finite B a move
+   does, Lemma B2; no re-solve).  Under a finite B a move
    whose incremental feeding would exceed B is re-priced by a full CBA solve,
    which may cache past profitability as B forces.  The "unit of cost" is the
    dollar, and, when the GPU capacity or the IO cap can bind as well, a second
@@ -31,8 +31,11 @@ The algorithm (proofs/autocba_guarantee.md):
    answer (the safeguard of the classic ½ guarantee).
 5. **CBA pass.**  The chosen options are fed at least cost by
    :func:`algorithms.cba.feed`; if that frees money, the greedy resumes from
-   the optimal feeding, then a swap pass tries to drop one job's option to
-   fund better upgrades.
+   the optimal feeding, then (up to 500 jobs) a swap pass tries to drop one
+   job's option to fund better upgrades.  Above 2,000 jobs only one greedy
+   runs (the normalised one when G or B can bind), to stay near-linear.
+   Group moves and the swap pass are heuristics: Theorem C needs neither, and
+   outside its assumption no constant factor is claimed.
 
 Every answer carries a proven upper bound on the P2 optimum, the Lagrangian
 dual of :func:`welfare_bound` (proofs/autocba_certificate.md), so the gap
