@@ -106,22 +106,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = [
         methods.run(inst, args.problem, name, time_limit=args.time_limit)[0] for name in methods.names(args.problem)
     ]
-    exact = [r["objective"] for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
+    exact = [r for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
     ref = exact[0] if exact else None
+    cost_problem = args.problem == "cost"
+    value = _io_cost if cost_problem else _welfare
+    what = "io $/h" if cost_problem else "welfare"
     header = (
-        f"{'method':<18}{'status':<12}{'objective':>14}{'vs milp':>10}{'cache $/h':>12}{'bw $/h':>10}{'seconds':>10}"
+        f"{'method':<18}{'status':<12}{what:>12}{'vs milp':>10}{'bound':>12}"
+        f"{'total $/h':>12}{'cache $/h':>11}{'bw $/h':>10}{'seconds':>10}"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
-        obj = r["objective"]
+        x, x_ref = value(r), None if ref is None else value(ref)
+        gap = "" if x is None or not x_ref else f"{(x - x_ref) / abs(x_ref):+.2%}"
         cost = r["cost_per_hour"] or {}
-        gap = "" if obj is None or ref is None or ref == 0 else f"{(obj - ref) / abs(ref):+.2%}"
         print(
-            f"{r['method']:<18}{r['status']:<12}{_fmt(obj):>14}{gap:>10}"
-            f"{_fmt(cost.get('cache')):>12}{_fmt(cost.get('bandwidth')):>10}{r['solve_seconds']:>10.4f}"
+            f"{r['method']:<18}{r['status']:<12}{_fmt(x):>12}{gap:>10}{_fmt(r['bound']):>12}"
+            f"{_fmt(cost.get('total')):>12}{_fmt(cost.get('cache')):>11}{_fmt(cost.get('bandwidth')):>10}"
+            f"{r['solve_seconds']:>10.4f}"
         )
+    if cost_problem:
+        print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum.")
+    else:
+        print("welfare as the referee scores it (a stalled job earns U x/r); bound: the method's proven upper bound.")
     return EXIT_OK
+
+
+def _io_cost(doc: dict) -> float | None:
+    cost = doc["cost_per_hour"]
+    return None if cost is None or doc["status"] == "infeasible" else cost["cache"] + cost["bandwidth"]
+
+
+def _welfare(doc: dict) -> float | None:
+    return None if doc["status"] == "infeasible" else doc["welfare"]
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
