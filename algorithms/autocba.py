@@ -404,7 +404,7 @@ class _Greedy:
     """One greedy run (step 2-3 of the module docstring) with weights (dollars, GPUs, remote IO)."""
 
     def __init__(
-        self, inst: Instance, keep: np.ndarray, weights: tuple[float, float, float], group_moves: bool
+        self, inst: Instance, keep: np.ndarray, weights: tuple[float, float, float, float], group_moves: bool
     ) -> None:
         self.inst = inst
         self.w = weights
@@ -446,8 +446,8 @@ class _Greedy:
         """Tracked total cost $/h: GPUs plus the current (feasible) feeding."""
         return self.p_g * self.gpus_used + self.feeder.io_cost
 
-    def _weight(self, dcost: float, dgpu: int, drem: float) -> float:
-        return self.w[0] * dcost + self.w[1] * dgpu + self.w[2] * drem
+    def _weight(self, dcost: float, dgpu: int, drem: float, drate: float) -> float:
+        return self.w[0] * dcost + self.w[1] * dgpu + self.w[2] * drem + self.w[3] * drate
 
     def _price(self, k: int, dR: float, jobs: list[tuple[int, int]]) -> tuple | None:
         """(ΔF, Δremote, incremental pricing or None, full cache or None) of raising R_k by dR with these moves."""
@@ -484,7 +484,7 @@ class _Greedy:
         feeder = self.feeder
         miss = 1.0 - feeder.c[k] / feeder.d[k]
         p_g, p_b = self.p_g, feeder.p_b
-        w0, w1, w2 = self.w
+        w0, w1, w2, w3 = self.w
         room_money = self.budget - (p_g * self.gpus_used + feeder.io_cost)
         room_gpus = self.G - self.gpus_used
         room_remote = feeder.B_lim - feeder.remote
@@ -510,7 +510,7 @@ class _Greedy:
             dcost = p_g * dg + dF
             if dcost > room_money:
                 continue
-            wgt = w0 * dcost + w1 * dg + w2 * drem
+            wgt = w0 * dcost + w1 * dg + w2 * drem + w3 * dR
             ratio = du / wgt if wgt > 0 else math.inf
             if (ratio, du) > best_key:
                 best_key = (ratio, du)
@@ -534,7 +534,7 @@ class _Greedy:
                 if du <= 0:
                     continue
                 dg = self.og[o] - g0
-                wgt = self._weight(self.p_g * dg, dg, 0.0)
+                wgt = self._weight(self.p_g * dg, dg, 0.0, 0.0)
                 ratio = du / wgt if wgt > 0 else math.inf
                 if best is None or (ratio, du) > best[:2]:
                     best = (ratio, du, dg, self.orate[o] - r0, j, o)
@@ -567,7 +567,7 @@ class _Greedy:
             dcost = self.p_g * dg + dF
             if base + dcost > self.budget:
                 continue
-            wgt = self._weight(dcost, dg, drem)
+            wgt = self._weight(dcost, dg, drem, dR)
             ratio = du / wgt if wgt > 0 else math.inf
             if out is None or (ratio, du) > (out.ratio, out.gain):
                 out = _Candidate(ratio, du, moves, dcost, dg, dR, inc, full)
@@ -695,15 +695,18 @@ def _prefix_sizes(n: int) -> list[int]:
 # ------------------------------------------------------------------ AutoCBA
 
 
-def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, float]]:
-    """The greedy's units of cost (dollars, GPUs, remote IO): dollars, and the normalised sum when G or B can bind.
+def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, float, float]]:
+    """The greedy's units of cost: weights of (Δ dollars, Δ GPUs, Δ remote IO, Δ rate) per run.
 
-    A limit *can bind* when the jobs' largest uses of it among the options
-    that fit alone add up to more than it (for the budget: their standalone
-    costs, which bound the joint cost because the feeding cost is
-    subadditive, proofs/feeding_cost_concave.md).  The normalised weight sums
-    use/limit over the limits that can bind: Theorem C of
-    proofs/autocba_guarantee.md.
+    Always dollars (the brief's criterion).  When G or B can bind, also the
+    normalised sum of use/limit over the limits that can bind (Theorem C of
+    proofs/autocba_guarantee.md).  When B can bind, also a run that charges
+    the raw rate against B: near the cap, remote IO is held at B by forced
+    caching, so Δ remote understates what a move uses up.  A limit *can bind*
+    when the jobs' largest uses of it among the options that fit alone add up
+    to more than it (for the budget, their standalone costs: exact under
+    Theorem C's linear feeding, a heuristic otherwise, since the feeding cost
+    is not subadditive across datasets, proofs/feeding_cost_concave.md (iv)).
     """
     rows = np.flatnonzero(keep)
     jobs = inst.option_job()[rows]
@@ -717,15 +720,14 @@ def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, fl
     money = math.isfinite(inst.budget_per_hour) and top(cost) > inst.budget_per_hour
     gpus = inst.gpus is not None and top(inst.option_gpus.astype(float)) > inst.gpus
     io = math.isfinite(inst.bandwidth_gbps) and top(inst.option_io_gbps) > inst.bandwidth_gbps
-    runs = [(1.0, 0.0, 0.0)]
+    w_money = 1.0 / inst.budget_per_hour if money and inst.budget_per_hour > 0 else 0.0
+    w_gpus = 1.0 / inst.gpus if gpus and inst.gpus > 0 else 0.0
+    w_io = 1.0 / inst.bandwidth_gbps if io and inst.bandwidth_gbps > 0 else 0.0
+    runs = [(1.0, 0.0, 0.0, 0.0)]
     if gpus or io:
-        runs.append(
-            (
-                1.0 / inst.budget_per_hour if money and inst.budget_per_hour > 0 else 0.0,
-                1.0 / inst.gpus if gpus and inst.gpus > 0 else 0.0,
-                1.0 / inst.bandwidth_gbps if io and inst.bandwidth_gbps > 0 else 0.0,
-            )
-        )
+        runs.append((w_money, w_gpus, w_io, 0.0))
+    if io and w_io > 0:
+        runs.append((w_money, w_gpus, 0.0, w_io))
     return runs
 
 
@@ -781,17 +783,17 @@ def autocba(
     *,
     group_moves: bool = True,
     best_single: bool = True,
-    swaps: int = 8,
+    swaps: int | None = None,
     certify: bool = True,
 ) -> Allocation:
     """Registered method ``autocba`` for the welfare problem P2 (MODEL.md §5); see the module docstring.
 
     ``group_moves`` and ``best_single`` switch off the two safeguards (the
     counterexamples of proofs/autocba_guarantee.md use that); ``swaps`` is the
-    number of drop-and-refill trials of the local-improvement pass.  The
-    answer never exceeds the budget, G, C or B and never stalls a job;
-    ``bound`` is the certificate of :func:`welfare_bound` (None if
-    ``certify`` is False).
+    number of drop-and-refill trials of the local-improvement pass (default
+    24 up to 100 jobs, else 8; none above 500 jobs).  The answer never
+    exceeds the budget, G, C or B and never stalls a job; ``bound`` is the
+    certificate of :func:`welfare_bound` (None if ``certify`` is False).
     """
     inst.require_options()
     require_continuous(inst)
@@ -799,15 +801,16 @@ def autocba(
     best: _Greedy | None = None
     weightings = _weightings(inst, keep)
     if inst.n_jobs > _LARGE:
-        weightings = weightings[-1:]
+        weightings = weightings[1:2] or weightings[:1]
     for weights in weightings:
         greedy = _Greedy(inst, keep, weights, group_moves)
         for _ in range(3):
             greedy.run()
             if not greedy.resync():
                 break
-        if swaps and inst.n_jobs <= _LARGE // 4:
-            _swap_pass(greedy, swaps)
+        trials = swaps if swaps is not None else (24 if inst.n_jobs <= 100 else 8)
+        if trials and inst.n_jobs <= _LARGE // 4:
+            _swap_pass(greedy, trials)
         if best is None or greedy.welfare > best.welfare:
             best = greedy
     assert best is not None

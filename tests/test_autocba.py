@@ -224,7 +224,7 @@ def test_counterexample_dollar_greedy_with_gpus_binding(n: int) -> None:
     k = float(n)
     tables = [[(1, 0.0, 1.0)]] * n + [[(1, k - 1.0, k - 0.01)]] * n
     inst = _instance([1.0] * (2 * n), list(range(2 * n)), tables, prices=(1.0, 0.0, 1.0), budget=n * k, gpus=n)
-    dollar = _Greedy(inst, fits_alone(inst), (1.0, 0.0, 0.0), True)
+    dollar = _Greedy(inst, fits_alone(inst), (1.0, 0.0, 0.0, 0.0), True)
     dollar.run()
     assert dollar.welfare == pytest.approx(float(n))
     full = _check_feasible(inst, autocba(inst))
