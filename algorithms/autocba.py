@@ -22,7 +22,8 @@ The algorithm (proofs/autocba_guarantee.md):
    which may cache past profitability as B forces.  The "unit of cost" is the
    dollar, and, when the GPU capacity or the IO cap can bind as well, a second
    run normalises dollars, GPUs and remote IO by their limits and adds them
-   (the 1/(2d) guarantee of proofs/autocba_guarantee.md needs that run).
+   (the 1/(2d) guarantee of proofs/autocba_guarantee.md needs that run); when
+   B can bind, a third run charges the raw rate against B.  The best run wins.
 3. **Group moves.**  For a dataset that is not fully cached, the jobs on it
    propose jointly: the best prefix of them (ranked by utility per GPU dollar,
    as if the dataset were cached) priced with the exact joint feeding change,
