@@ -67,6 +67,9 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
     # The referee's own slack on B (models/evaluate.py): infeasible exactly when no allocation passes it.
     if min_remote > inst.bandwidth_gbps + RTOL * max(1.0, inst.bandwidth_gbps):
         return _infeasible(inst, min_remote)
+    if min_remote > inst.bandwidth_gbps:
+        # Within the slack: the answer is the fill of C, feasible for B' = min_remote; fill and bound use B'.
+        inst = inst.replace(bandwidth_gbps=min_remote)
 
     c_s = np.zeros_like(d_s)
     c_s[:profitable] = full[:profitable]
