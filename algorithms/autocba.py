@@ -54,7 +54,7 @@ import numpy as np
 
 from algorithms.cba import feed
 from models.evaluate import RTOL, Allocation
-from models.instance import Instance, InstanceError
+from models.instance import Instance
 
 #: Relative slack a move may use on the budget and on B (floating point only: far inside the referee's RTOL = 1e-9).
 _SAFE = 1e-12
@@ -65,24 +65,6 @@ _HUGE = 1e150
 #: Above this many jobs AutoCBA runs one greedy (the normalised one when G or B can bind, the one with a
 #: guarantee) instead of two, and the swap pass only below a quarter of it: it stays near-linear in time.
 _LARGE = 2000
-
-
-def require_continuous(inst: Instance) -> None:
-    """Raise InstanceError unless cache and bandwidth are continuous: the P2 of MODEL.md §5 that cbalab models."""
-    if inst.cache_granularity != "continuous":
-        value = {"block_gb": inst.block_gb} if inst.cache_granularity == "block" else inst.cache_granularity
-        raise InstanceError(
-            "cluster.cache_granularity", value, 'the welfare problem is modelled for "continuous" caching only'
-        )
-    if inst.bandwidth_step_gbps is not None:
-        raise InstanceError(
-            "cluster.bandwidth_step_gbps",
-            inst.bandwidth_step_gbps,
-            "the welfare problem is modelled for continuous bandwidth only (null)",
-        )
-
-
-# ------------------------------------------------------------------ options that fit alone
 
 
 def standalone_cost(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
@@ -797,7 +779,7 @@ def autocba(
     certificate of :func:`welfare_bound` (None if ``certify`` is False).
     """
     inst.require_options()
-    require_continuous(inst)
+    inst.require_continuous("the welfare problem is modelled")
     keep = fits_alone(inst)
     best: _Greedy | None = None
     weightings = _weightings(inst, keep)

@@ -132,6 +132,18 @@ class Instance:
                 f"jobs[{j}].options", None, f"job {self.job_ids[j]!r} has no options, which the welfare problem needs"
             )
 
+    def require_continuous(self, purpose: str) -> None:
+        """Raise InstanceError unless cache and bandwidth are continuous (no integer variant of MODEL.md §4).
+
+        ``purpose`` completes the message, e.g. "the welfare problem is modelled".
+        """
+        if self.cache_granularity != "continuous":
+            value = {"block_gb": self.block_gb} if self.cache_granularity == "block" else self.cache_granularity
+            raise InstanceError("cluster.cache_granularity", value, f'{purpose} for "continuous" caching only')
+        if self.bandwidth_step_gbps is not None:
+            step = self.bandwidth_step_gbps
+            raise InstanceError("cluster.bandwidth_step_gbps", step, f"{purpose} for continuous bandwidth only (null)")
+
     def dataset_demand(self, rates: np.ndarray) -> np.ndarray:
         """R_k = sum of rates of the jobs reading dataset k (MODEL.md §3)."""
         return np.bincount(self.job_dataset, weights=rates, minlength=self.n_datasets)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from models.evaluate import Allocation, evaluate, option_lookup
-from models.instance import Instance, InstanceError
+from models.instance import Instance
 
 #: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7): the cost-problem methods, by name.
 CACHE_POLICIES = {
@@ -86,22 +86,6 @@ def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
     return out
 
 
-def require_continuous(inst: Instance) -> None:
-    """Raise InstanceError unless cache and bandwidth are continuous: P2 as MODEL.md §5 states it (as the MILP)."""
-    if inst.cache_granularity != "continuous":
-        raise InstanceError(
-            "cluster.cache_granularity",
-            inst.cache_granularity,
-            'the welfare problem is modelled for "continuous" caching only',
-        )
-    if inst.bandwidth_step_gbps is not None:
-        raise InstanceError(
-            "cluster.bandwidth_step_gbps",
-            inst.bandwidth_step_gbps,
-            "the welfare problem is modelled for continuous bandwidth only (null)",
-        )
-
-
 def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
     """The cache per dataset and bandwidth per job that cost-problem ``policy`` gives the jobs at ``rates``.
 
@@ -133,7 +117,7 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
     that factor (1: no job stalls).  ``gpus`` must already respect G and the
     budget (see :func:`gpu_cap`).
     """
-    require_continuous(inst)
+    inst.require_continuous("the welfare problem is modelled")
     gpus = np.asarray(gpus, dtype=np.int64)
     _, rates, _ = option_lookup(inst, gpus)
     d = inst.dataset_size_gb
@@ -163,7 +147,7 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
 def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
     """The IO-unaware scheduler as it is: every GPU the budget and G allow, then fed by ``policy``."""
     inst.require_options()
-    require_continuous(inst)
+    inst.require_continuous("the welfare problem is modelled")
     alloc = feed_within_budget(inst, schedule(inst, gpu_cap(inst, 1.0)), policy)
     alloc.extra["split"] = 1.0
     return alloc
@@ -172,7 +156,7 @@ def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocat
 def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
     """The scheduler with its best fixed GPU/IO split of the budget over :data:`SPLITS`, scored by the referee."""
     inst.require_options()
-    require_continuous(inst)
+    inst.require_continuous("the welfare problem is modelled")
     best: Allocation | None = None
     best_welfare = -math.inf
     seen: dict[int, float] = {}

@@ -32,28 +32,13 @@ import math
 
 import pyomo.environ as pyo
 
-from models.instance import Instance, InstanceError
-
-
-def require_continuous(inst: Instance) -> None:
-    """Raise InstanceError unless ``inst`` has continuous cache and bandwidth, the P2 that cbalab models."""
-    if inst.cache_granularity != "continuous":
-        value = {"block_gb": inst.block_gb} if inst.cache_granularity == "block" else inst.cache_granularity
-        raise InstanceError(
-            "cluster.cache_granularity", value, 'the welfare problem is modelled for "continuous" caching only'
-        )
-    if inst.bandwidth_step_gbps is not None:
-        raise InstanceError(
-            "cluster.bandwidth_step_gbps",
-            inst.bandwidth_step_gbps,
-            "the welfare problem is modelled for continuous bandwidth only (null)",
-        )
+from models.instance import Instance
 
 
 def build_welfare_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:
     """P2 of MODEL.md §5 for ``inst`` (every job needs options); ``relax`` gives the LP relaxation."""
     inst.require_options()
-    require_continuous(inst)
+    inst.require_continuous("the welfare problem is modelled")
     m = pyo.ConcreteModel(name="cbalab-P2")
     m.K = pyo.RangeSet(0, inst.n_datasets - 1)
     m.J = pyo.RangeSet(0, inst.n_jobs - 1)
