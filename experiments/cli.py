@@ -142,6 +142,15 @@ def _welfare(doc: dict) -> float | None:
     return None if doc["status"] == "infeasible" else doc["welfare"]
 
 
+def cmd_methods(args: argparse.Namespace) -> int:
+    """``cbalab methods``: the registry, by problem (what ``--method`` accepts)."""
+    for problem in ("cost", "welfare"):
+        print(f"{problem}:")
+        for name in methods.names(problem):
+            print(f"  {name:<18}{methods.get(problem, name).summary}")
+    return EXIT_OK
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
     from experiments.simulate import run_command
@@ -214,6 +223,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=_seconds, default=None)
     _welfare_arguments(c)
     c.set_defaults(run=cmd_compare)
+
+    m = sub.add_parser("methods", help="list the registered methods of each problem")
+    m.set_defaults(run=cmd_methods)
 
     m = sub.add_parser("simulate", help="replay a job trace under a cost policy (MODEL.md §6)")
     source = m.add_mutually_exclusive_group(required=True)

@@ -14,3 +14,15 @@ def test_every_cost_method_scores_and_exact_ones_agree_with_cba() -> None:
     ref = docs["milp"]["objective"]
     assert abs(docs["cba"]["objective"] - ref) <= 1e-7 * ref
     assert abs(docs["lp"]["objective"] - ref) <= 1e-7 * ref
+
+
+def test_methods_command_lists_every_registered_method(capsys) -> None:
+    """`cbalab methods` prints each problem's registry, so a user can see what --method accepts."""
+    from experiments.cli import main
+
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    for problem in ("cost", "welfare"):
+        assert f"{problem}:" in out
+        for name in methods.names(problem):
+            assert f"  {name} " in out
