@@ -19,7 +19,7 @@ from algorithms.cba import cba
 from models.evaluate import Allocation, evaluate
 from models.flow import cost_flow, flow_cache
 from models.instance import Instance, InstanceError, build
-from models.solve import cost_milp
+from models.solve import cost_lp, cost_milp
 from tests.strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
 
 #: Relative agreement required between CBA and an exact optimum (the brief's 1e-7).
@@ -407,3 +407,26 @@ def test_regression_bound_within_the_slack_on_b() -> None:
     a = cba(inst)
     assert_optimal_and_certified(inst, a)
     assert a.bound == 0.0
+
+
+def test_regression_lp_keeps_tiny_feeding_coefficients() -> None:
+    """Theorem 1 of proofs/cba_optimality.md on a slow job over a huge dataset: LP, MILP and CBA all feasible.
+
+    r_j / d_k = 1e-11 is below HiGHS's small-matrix-value (1e-9); with the cache in GB the LP dropped that
+    coefficient and called this instance infeasible. The builder now uses hit ratios (coefficient r_j).
+    """
+    inst = build(
+        dataset_size_gb=[1e5],
+        job_dataset=[0],
+        job_gpus=[1],
+        job_io_gbps=[1e-6],
+        cache_gb=1e5,
+        bandwidth_gbps=0.0,
+        prices=(1.0, 1e-3, 1.0),
+    )
+    for method in (cost_lp, cost_milp, cba):
+        alloc = method(inst)
+        assert alloc.status == "optimal", (method.__name__, alloc.reason)
+        ev = evaluate(inst, alloc, "cost")
+        assert ev.feasible, ev.violations
+        assert ev.cost_cache == pytest.approx(1e-3 * 1e5)

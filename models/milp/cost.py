@@ -3,17 +3,24 @@
 The model is assembled from one builder per group of constraints, each named
 for what it states:
 
-* :func:`define_cache`      c_k ∈ [0, d_k]; whole datasets c_k = d_k z_k; or
-                            whole blocks c_k = u n_k serving s_k ≤ min(u n_k, d_k);
+* :func:`define_cache`      hit ratio h_k ∈ [0, 1] and c_k = d_k h_k; whole datasets
+                            h_k = z_k binary; or whole blocks c_k = u n_k serving
+                            d_k h_k ≤ u n_k, h_k ≤ 1;
 * :func:`define_bandwidth`  b_j ≥ 0; under tiers a whole number m of tiers,
                             Σ_j b_j ≤ β m ≤ B;
-* :func:`define_feeding`    b_j ≥ r_j (1 - s_k(j)/d_k(j)), every job unstalled;
+* :func:`define_feeding`    b_j ≥ r_j (1 - h_k(j)), every job unstalled;
 * :func:`define_capacity`   Σ_k c_k ≤ C and Σ_j b_j ≤ B;
 * :func:`define_cost`       minimise p_g Σ g_j + p_c Σ c_k + p_b (Σ b_j or β m).
 
 ``relax=True`` drops integrality (z, n, m continuous) and gives the LP
 relaxation from the same builder.  For a ``continuous`` instance without tiers
 the model is the LP of P1 whatever ``relax`` says.
+
+The served cache enters the model as the hit ratio h_k = s_k / d_k rather
+than as GB, so that the feeding rows carry the coefficients r_j and not
+r_j / d_k: HiGHS drops matrix entries below 1e-9, and r_j / d_k is that small
+for a slow job on a large dataset (1e-6 GB/s on 1e5 GB), which made a
+feasible instance look infeasible.
 """
 
 from __future__ import annotations
@@ -42,20 +49,19 @@ def build_cost_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteMode
 
 
 def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
-    """Occupied cache c_k and served cache s_k per dataset (MODEL.md §4, cache granularity).
+    """Occupied cache c_k and hit ratio h_k = s_k / d_k per dataset (MODEL.md §3-§4, cache granularity).
 
-    continuous: s_k = c_k ∈ [0, d_k].  dataset: c_k = s_k = d_k z_k, z_k ∈ {0, 1}.
-    block of size u: c_k = u n_k with n_k ∈ {0, …, ⌈d_k/u⌉}, and s_k ≤ c_k,
-    s_k ≤ d_k (a last, partly filled block is paid in full).
+    continuous: h_k ∈ [0, 1], c_k = d_k h_k.  dataset: h_k = z_k ∈ {0, 1}, c_k = d_k z_k.
+    block of size u: c_k = u n_k with n_k ∈ {0, …, ⌈d_k/u⌉}, and d_k h_k ≤ c_k, h_k ≤ 1
+    (a last, partly filled block is paid in full but serves only what the dataset has).
     """
     d = inst.dataset_size_gb
     if inst.cache_granularity == "continuous":
-        m.cache = pyo.Var(m.K, bounds=lambda _, k: (0.0, float(d[k])))
-        m.served = pyo.Expression(m.K, rule=lambda mm, k: mm.cache[k])
+        m.hit = pyo.Var(m.K, bounds=(0.0, 1.0))
+        m.cache = pyo.Expression(m.K, rule=lambda mm, k: float(d[k]) * mm.hit[k])
     elif inst.cache_granularity == "dataset":
-        m.whole = pyo.Var(m.K, domain=pyo.UnitInterval if relax else pyo.Binary)
-        m.cache = pyo.Expression(m.K, rule=lambda mm, k: float(d[k]) * mm.whole[k])
-        m.served = pyo.Expression(m.K, rule=lambda mm, k: mm.cache[k])
+        m.hit = pyo.Var(m.K, domain=pyo.UnitInterval if relax else pyo.Binary)
+        m.cache = pyo.Expression(m.K, rule=lambda mm, k: float(d[k]) * mm.hit[k])
     else:
         u = float(inst.block_gb)
         # ⌈d_k/u⌉ with the referee's slack (models/evaluate.py), so that both agree when d_k/u is a whole number
@@ -67,8 +73,8 @@ def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
             bounds=lambda _, k: (0, float(top[k])),
         )
         m.cache = pyo.Expression(m.K, rule=lambda mm, k: u * mm.blocks[k])
-        m.served = pyo.Var(m.K, bounds=lambda _, k: (0.0, float(d[k])))
-        m.served_in_blocks = pyo.Constraint(m.K, rule=lambda mm, k: mm.served[k] <= mm.cache[k])
+        m.hit = pyo.Var(m.K, bounds=(0.0, 1.0))
+        m.served_in_blocks = pyo.Constraint(m.K, rule=lambda mm, k: float(d[k]) * mm.hit[k] <= mm.cache[k])
 
 
 def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
@@ -83,16 +89,14 @@ def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
 
 
 def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """No stalls: b_j ≥ r_j (1 - s_k(j) / d_k(j)) for every job (MODEL.md §3-§4)."""
+    """No stalls: b_j ≥ r_j (1 - h_k(j)) for every job (MODEL.md §3-§4)."""
     r = inst.job_io_gbps
     k_of = inst.job_dataset
-    d = inst.dataset_size_gb
 
     def rule(mm: pyo.ConcreteModel, j: int) -> pyo.Expression:
-        k = int(k_of[j])
         if r[j] == 0:
             return pyo.Constraint.Skip
-        return mm.bw[j] >= float(r[j]) - float(r[j] / d[k]) * mm.served[k]
+        return mm.bw[j] >= float(r[j]) * (1 - mm.hit[int(k_of[j])])
 
     m.feed = pyo.Constraint(m.J, rule=rule)
 
