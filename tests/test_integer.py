@@ -20,18 +20,10 @@ from hypothesis import strategies as st
 from algorithms.cba import cba, feed
 from experiments import methods
 from experiments.cli import main
+from experiments.integer_gaps import VARIANTS
 from models.evaluate import evaluate
 from models.instance import Instance, InstanceError, build, from_dict
 from models.solve import cost_lp, cost_milp
-
-#: The integer variants: (cache granularity, bandwidth sold in tiers?).
-VARIANTS = {
-    "dataset": ("dataset", False),
-    "block": ("block", False),
-    "tiers": ("continuous", True),
-    "block+tiers": ("block", True),
-    "dataset+tiers": ("dataset", True),
-}
 
 #: Equality tolerance between exact answers (HiGHS's feasibility tolerance is 1e-7).
 TOL = 1e-6
