@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.evaluate import RTOL, Allocation
+from models.evaluate import RTOL, Allocation, least_feeding
 from models.instance import Instance
 
 
@@ -93,8 +93,7 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
 
     cache = np.empty_like(c_s)
     cache[order] = c_s
-    hit = cache / d
-    bw = rates * (1.0 - hit[inst.job_dataset])
+    bw = least_feeding(inst, rates, cache)
     io_cost = p_c * float(cache.sum()) + p_b * float(bw.sum())
     lam_mu = [(0.0, 0.0)]
     if t_c is not None:
@@ -622,11 +621,10 @@ def cba_integer(inst: Instance) -> Allocation:
         return Allocation.none(status, ans.reason or status, bound=bound)
     io = _io_cost(s, ans.cache, ans.provisioned)
     proven = io <= ans.io_bound + RTOL * max(1.0, abs(io))
-    hit = np.minimum(ans.cache, s.d) / s.d
     return Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=ans.cache,
-        bandwidth_gbps=inst.job_io_gbps * (1.0 - hit[inst.job_dataset]),
+        bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
         provisioned_gbps=ans.provisioned,
         status="optimal" if proven else "feasible",
         bound=bound,

@@ -42,7 +42,7 @@ import numpy as np
 from algorithms.cba import cba
 from experiments.bench_cost import highs_lp
 from experiments.workload import generate_cost
-from models.evaluate import Allocation, Evaluation, evaluate
+from models.evaluate import Allocation, Evaluation, evaluate, least_feeding
 from models.instance import Instance, build
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
@@ -108,9 +108,7 @@ def rescored(inst: Instance, cache: np.ndarray) -> Evaluation:
     comparable to CBA's.
     """
     c = np.clip(cache, 0.0, inst.dataset_size_gb)
-    hit = c / inst.dataset_size_gb
-    bw = inst.job_io_gbps * (1.0 - hit[inst.job_dataset])
-    return evaluate(inst, Allocation(inst.job_gpus.copy(), c, bw), "cost")
+    return evaluate(inst, Allocation(inst.job_gpus.copy(), c, least_feeding(inst, inst.job_io_gbps, c)), "cost")
 
 
 def sweep(n: int, seed: int) -> dict:

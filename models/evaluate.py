@@ -115,6 +115,17 @@ def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndar
     return found, rate, util
 
 
+def least_feeding(inst: Instance, rates: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """b_j = r_j (1 - h_k(j)) with h_k = min(c_k, d_k) / d_k: the least bandwidth that keeps every job unstalled.
+
+    MODEL.md §3; any feasible bandwidth dominates it (Lemma 1 of proofs/cba_optimality.md), so methods that
+    decide only the cache complete their allocation with it.
+    """
+    d = inst.dataset_size_gb
+    hit = np.minimum(cache, d) / d
+    return rates * (1.0 - hit[inst.job_dataset])
+
+
 def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     """Score ``alloc`` on ``inst`` for ``problem`` ("cost" = P1, "welfare" = P2), listing every violation.
 

@@ -61,7 +61,7 @@ from fractions import Fraction
 import networkx as nx
 import numpy as np
 
-from models.evaluate import RTOL, Allocation
+from models.evaluate import RTOL, Allocation, least_feeding
 from models.instance import Instance, InstanceError
 
 
@@ -152,8 +152,7 @@ def cost_flow(inst: Instance) -> Allocation:
         return Allocation.none("error", str(err))
     cache = flow_cache(inst)
     R = inst.dataset_demand(inst.job_io_gbps)
-    hit = np.minimum(cache, inst.dataset_size_gb) / inst.dataset_size_gb
-    bw = inst.job_io_gbps * (1.0 - hit[inst.job_dataset])
+    bw = least_feeding(inst, inst.job_io_gbps, cache)
     io_cost = inst.price_cache * float(cache.sum()) + inst.price_bandwidth * float(bw.sum())
     io_bound = _lower_bound(inst, cache, R)
     proven = io_bound >= io_cost - RTOL * max(1.0, abs(io_cost))

@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from models.evaluate import Allocation
+from models.evaluate import Allocation, least_feeding
 from models.instance import Instance
 from models.milp.cost import build_cost_model
 from models.milp.welfare import build_welfare_model
@@ -105,8 +105,7 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     return Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=cache,
-        bandwidth_gbps=inst.job_io_gbps
-        * (1.0 - np.minimum(cache, inst.dataset_size_gb)[inst.job_dataset] / inst.dataset_size_gb[inst.job_dataset]),
+        bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, cache),
         provisioned_gbps=provisioned,
         status=out.status,
         bound=bound,
@@ -183,8 +182,7 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
     cache = d * hit
     if cache.sum() > inst.cache_gb:
         cache *= inst.cache_gb / cache.sum()
-    bw = rates * (1.0 - (cache / d)[inst.job_dataset])
-    bw = np.maximum(bw, 0.0)
+    bw = least_feeding(inst, rates, cache)
     need = float(bw.sum())
     factor = 1.0
     if need > 0:
