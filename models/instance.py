@@ -18,6 +18,7 @@ Every bad input raises :class:`InstanceError`, whose message names the field
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -155,10 +156,20 @@ class Instance:
         return self._cache["option_job"]
 
     def replace(self, **changes: Any) -> Instance:
-        """A copy with some fields changed (arrays are shared, not copied)."""
-        fields = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "_cache"}
-        fields.update(changes)
-        return Instance(**fields)
+        """A copy with some fields changed (arrays are shared, not copied; no re-validation).
+
+        A shallow copy with the fields set in place, so that the simulator can
+        afford one per event (150,000 on the Philly replay); derived data is
+        not carried over.
+        """
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"Instance has no field {sorted(unknown)[0]!r}")
+        inst = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(inst, name, value)
+        object.__setattr__(inst, "_cache", {})
+        return inst
 
     def to_dict(self) -> dict:
         """The JSON-ready dict of schema ``cbalab/instance@1``."""
