@@ -51,10 +51,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from algorithms.cba import feed
-from models.evaluate import RTOL, Allocation
-from models.instance import Instance
+from cbalab.algorithms.cba import feed
+from cbalab.models.evaluate import RTOL, Allocation
+from cbalab.models.instance import Instance
 
 #: Relative slack a move may use on the budget and on B (floating point only: far inside the referee's RTOL = 1e-9).
 _SAFE = 1e-12

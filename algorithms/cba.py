@@ -24,9 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-from models.evaluate import RTOL, Allocation, least_feeding
-from models.instance import Instance
+from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.instance import Instance
 
 
 @dataclass

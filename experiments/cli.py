@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from experiments import methods
-from models.instance import Instance, InstanceError, load
+from cbalab.algorithms import registry as methods
+from cbalab.models.instance import Instance, InstanceError, load
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -70,7 +70,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _generated(args: argparse.Namespace) -> Instance:
-    from experiments.workload import generate_cost, generate_welfare
+    from cbalab.experiments.workload import generate_cost, generate_welfare
 
     if args.datasets < 1:
         raise BadInputError(f"--datasets: must be >= 1, got {args.datasets}")
@@ -153,7 +153,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
-    from experiments.simulate import run_command
+    from cbalab.experiments.simulate import run_command
 
     try:
         methods.get("cost", args.policy)
@@ -179,7 +179,7 @@ def _fraction(text: str) -> float:
 
 def _welfare_arguments(p: argparse.ArgumentParser) -> None:
     """Options of generated welfare instances (experiments.workload.generate_welfare)."""
-    from models.options import SHAPES
+    from cbalab.models.options import SHAPES
 
     p.add_argument(
         "--utility", default="mixed", choices=[*SHAPES, "mixed"], help="utility shape of every job (welfare)"

@@ -51,11 +51,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from experiments import methods
-from experiments.workload import DEFAULT_PRICES, Workload
-from models.evaluate import Allocation
-from models.instance import Instance, InstanceError, check
+from cbalab.algorithms import registry as methods
+from cbalab.experiments.workload import DEFAULT_PRICES, Workload
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance, InstanceError, check
 
 SCHEMA = "cbalab/simulation@1"
 
@@ -130,7 +129,7 @@ class _Policy:
         self.fn = method.function()
         self.options = None
         if method.exact:
-            from models.solve import SolveOptions
+            from cbalab.models.solve import SolveOptions
 
             self.options = SolveOptions()
         self.aggregate = name in AGGREGABLE
@@ -465,7 +464,7 @@ def _progress(total: int, enabled: bool) -> Any:
 
 def run_command(args: Any) -> dict:
     """What ``cbalab simulate`` does: build the workload, replay it, write ``--out``; return the summary."""
-    from experiments.workload import assign, generate_trace, load_trace
+    from cbalab.experiments.workload import assign, generate_trace, load_trace
 
     trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
     workload = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets, gpu_type=args.gpu_type)

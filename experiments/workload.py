@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from models.instance import Instance, InstanceError, build
-from models.options import SHAPES, OptionTable, Utility, amdahl_throughput, option_table, stack
+from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.options import SHAPES, OptionTable, Utility, amdahl_throughput, option_table, stack
 
 #: GPUs per job in the Philly trace (share of the 82,247 jobs of
 #: ../shared/data/philly/philly_jobs.csv at 1, 2, 4, 8, 16 GPUs; the few

@@ -27,8 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from models.instance import Instance
+from cbalab.models.instance import Instance
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
 RTOL = 1e-9

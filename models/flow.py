@@ -60,9 +60,8 @@ from fractions import Fraction
 
 import networkx as nx
 import numpy as np
-
-from models.evaluate import RTOL, Allocation, least_feeding
-from models.instance import Instance, InstanceError
+from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.instance import Instance, InstanceError
 
 
 def _scale(values: list[float]) -> tuple[list[int], int]:

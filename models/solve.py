@@ -17,22 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
+from cbalab.models.evaluate import Allocation, least_feeding
+from cbalab.models.instance import Instance
+from cbalab.models.milp.cost import build_cost_model
+from cbalab.models.milp.welfare import build_welfare_model
+from cbalab.models.types import SolveOptions
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
-
-from models.evaluate import Allocation, least_feeding
-from models.instance import Instance
-from models.milp.cost import build_cost_model
-from models.milp.welfare import build_welfare_model
-
-
-@dataclass(frozen=True)
-class SolveOptions:
-    """How to call HiGHS: ``time_limit`` in seconds (None: none), ``mip_gap`` relative (0: exact)."""
-
-    time_limit: float | None = None
-    mip_gap: float = 0.0
-    threads: int = 1
 
 
 @dataclass

@@ -13,14 +13,13 @@ import math
 
 import numpy as np
 import pytest
+from cbalab.algorithms.autocba import _Greedy, autocba, fits_alone, standalone_cost, welfare_bound
+from cbalab.algorithms.cba import feed
+from cbalab.experiments.workload import generate_welfare
+from cbalab.models.evaluate import RTOL, evaluate
+from cbalab.models.instance import Instance, InstanceError, build
 from hypothesis import given, target
 from hypothesis import strategies as st
-
-from algorithms.autocba import _Greedy, autocba, fits_alone, standalone_cost, welfare_bound
-from algorithms.cba import feed
-from experiments.workload import generate_welfare
-from models.evaluate import RTOL, evaluate
-from models.instance import Instance, InstanceError, build
 
 TOL = 1e-7
 
@@ -148,7 +147,7 @@ def test_autocba_below_milp_below_certificate(
     seed: int, n_jobs: int, bandwidth: float | None, budget: float, mix: str
 ) -> None:
     """On generated instances: AutoCBA's welfare ≤ the MILP optimum ≤ AutoCBA's certified bound (Theorem D)."""
-    from models.solve import welfare_milp
+    from cbalab.models.solve import welfare_milp
 
     inst = generate_welfare(
         n_jobs, max(1, n_jobs // 4), seed, bandwidth_fraction=bandwidth, budget_fraction=budget, utility_mix=mix
@@ -261,7 +260,7 @@ def test_integer_variants_are_rejected_with_the_field() -> None:
 
 def test_registered_and_scored_by_the_referee() -> None:
     """``autocba`` is registered for the welfare problem and its result document reports the certificate."""
-    from experiments import methods
+    from cbalab.algorithms import registry as methods
 
     inst = generate_welfare(30, 6, seed=3)
     doc, ev = methods.run(inst, "welfare", "autocba")
@@ -313,7 +312,7 @@ def test_finite_bandwidth_makes_the_feasible_demands_non_convex() -> None:
 @given(demands(), st.data())
 def test_incremental_pricing_is_cba_exact(case: tuple[Instance, np.ndarray, np.ndarray, float], data) -> None:
     """Lemma B2: from CBA's optimum, raising one R_k is priced exactly as re-solving P1 from scratch (B = ∞)."""
-    from algorithms.autocba import _Feeder
+    from cbalab.algorithms.autocba import _Feeder
 
     inst, r1, r2, _ = case
     k = data.draw(st.integers(0, inst.n_datasets - 1))

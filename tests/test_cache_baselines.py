@@ -11,13 +11,12 @@ import math
 
 import numpy as np
 import pytest
+from cbalab.algorithms import registry as methods
+from cbalab.experiments.workload import generate_cost
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import build
 from hypothesis import given
 from hypothesis import strategies as st
-
-from experiments import methods
-from experiments.workload import generate_cost
-from models.evaluate import evaluate
-from models.instance import build
 
 BASELINES = ("io-only", "cache-all", "coordl", "quiver", "silod")
 

@@ -16,9 +16,8 @@ import math
 
 import numpy as np
 import pytest
-
-from models.evaluate import Allocation, evaluate, result
-from models.instance import Instance, build
+from cbalab.models.evaluate import Allocation, evaluate, result
+from cbalab.models.instance import Instance, build
 
 
 def base(**changes: object) -> Instance:

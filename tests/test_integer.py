@@ -14,16 +14,15 @@ import math
 
 import numpy as np
 import pytest
+from cbalab.algorithms import registry as methods
+from cbalab.algorithms.cba import cba, feed
+from cbalab.experiments.cli import main
+from cbalab.experiments.runs.integer_gaps import VARIANTS
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance, InstanceError, build, from_dict
+from cbalab.models.solve import cost_lp, cost_milp
 from hypothesis import given
 from hypothesis import strategies as st
-
-from algorithms.cba import cba, feed
-from experiments import methods
-from experiments.cli import main
-from experiments.integer_gaps import VARIANTS
-from models.evaluate import evaluate
-from models.instance import Instance, InstanceError, build, from_dict
-from models.solve import cost_lp, cost_milp
 
 #: Equality tolerance between exact answers (HiGHS's feasibility tolerance is 1e-7).
 TOL = 1e-6

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from experiments.cli import main
-from experiments.workload import DEFAULT_PRICES, generate_welfare
-from models.evaluate import Allocation, evaluate
-from models.instance import InstanceError, build, load, loads
-from models.options import (
+from cbalab.experiments.cli import main
+from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
+from cbalab.models.evaluate import Allocation, evaluate
+from cbalab.models.instance import InstanceError, build, load, loads
+from cbalab.models.options import (
     SHAPES,
     OptionTable,
     Utility,
@@ -24,6 +21,8 @@ from models.options import (
     stack,
     table_throughput,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 GPUS = (1, 2, 4, 8)
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import math
 
+import cbalab.experiments.simulate as sim
 import numpy as np
 import pandas as pd
 import pytest
-
-import experiments.simulate as sim
-from experiments import methods
-from experiments.cli import main
-from experiments.simulate import SimConfig, simulate
-from experiments.workload import Workload, assign, generate_trace
-from models.instance import InstanceError, build
+from cbalab.algorithms import registry as methods
+from cbalab.experiments.cli import main
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import Workload, assign, generate_trace
+from cbalab.models.instance import InstanceError, build
 
 PRICES = (2.5, 0.0004, 0.9)
 
@@ -189,7 +188,7 @@ def test_cli_writes_the_three_files(tmp_path) -> None:
 
 
 def test_replay_table_runs_every_policy_on_one_workload(tmp_path) -> None:
-    from experiments.replay_table import main as table_main
+    from cbalab.experiments.runs.replay_table import main as table_main
 
     out = tmp_path / "table.csv"
     assert table_main(["--generate", "80", "--gpus", "32", "--policies", "cba", "silod", "--out", str(out)]) == 0

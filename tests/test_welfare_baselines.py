@@ -7,16 +7,15 @@ import math
 
 import numpy as np
 import pytest
+from cbalab.algorithms import registry as methods
+from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
+from cbalab.experiments.workload import generate_welfare
+from cbalab.models.evaluate import RTOL, evaluate
+from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.options import SHAPES
+from cbalab.models.solve import welfare_milp
 from hypothesis import given
 from hypothesis import strategies as st
-
-from algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
-from experiments import methods
-from experiments.workload import generate_welfare
-from models.evaluate import RTOL, evaluate
-from models.instance import Instance, InstanceError
-from models.options import SHAPES
-from models.solve import welfare_milp
 
 BASELINES = ("gavel-tput", "gavel-fair", "optimus")
 ALLOCATORS = {"gavel-tput": gavel_tput.allocate, "gavel-fair": gavel_fair.allocate, "optimus": optimus.allocate}
@@ -198,7 +197,7 @@ def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypat
 
 def test_welfare_baselines_script_rows_and_table() -> None:
     """experiments/welfare_baselines.py: one row per method and instance, every ratio against a proven optimum."""
-    from experiments import welfare_baselines
+    from cbalab.experiments.runs import welfare_baselines
 
     df = welfare_baselines.run(6, 2, 2, [0.2], [0.9], cache_policies=["io-only"])
     per_instance = len(methods.names("welfare")) + len(welfare_baselines.BASELINES)

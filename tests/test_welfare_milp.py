@@ -15,16 +15,15 @@ from fractions import Fraction
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from cbalab.algorithms.cba import feed
+from cbalab.experiments.workload import generate_welfare
+from cbalab.models.evaluate import RTOL, Allocation, evaluate
+from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.milp.welfare import build_welfare_model
+from cbalab.models.options import SHAPES
+from cbalab.models.solve import solve_model, welfare_lp, welfare_milp
 from hypothesis import given
 from hypothesis import strategies as st
-
-from algorithms.cba import feed
-from experiments.workload import generate_welfare
-from models.evaluate import RTOL, Allocation, evaluate
-from models.instance import Instance, InstanceError, build
-from models.milp.welfare import build_welfare_model
-from models.options import SHAPES
-from models.solve import solve_model, welfare_lp, welfare_milp
 
 
 def brute_force(inst: Instance) -> float:

@@ -7,9 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments.cli import main
-from experiments.workload import (
+from cbalab.experiments.cli import main
+from cbalab.experiments.workload import (
     PHILLY_GPU_SHARES,
     PHILLY_LOG_DURATION,
     Catalog,
@@ -20,7 +19,8 @@ from experiments.workload import (
     load_trace,
     workload_datasets,
 )
-from models.instance import InstanceError
+from cbalab.models.instance import InstanceError
+
 from tests.conftest import SHARED_DATA
 
 PHILLY = SHARED_DATA / "philly" / "philly_jobs.csv"

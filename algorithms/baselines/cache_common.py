@@ -11,9 +11,8 @@ referee (models/evaluate.py) reports the allocation infeasible.
 from __future__ import annotations
 
 import numpy as np
-
-from models.evaluate import RTOL, Allocation
-from models.instance import Instance
+from cbalab.models.evaluate import RTOL, Allocation
+from cbalab.models.instance import Instance
 
 
 def fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:

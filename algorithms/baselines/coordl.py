@@ -29,10 +29,9 @@ baseline's favour:
 from __future__ import annotations
 
 import numpy as np
-
-from algorithms.baselines.cache_common import feed_unstalled
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 
 def coordl(inst: Instance) -> Allocation:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-
-from algorithms.baselines.io_unaware import naive, speedup, tuned
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.io_unaware import naive, speedup, tuned
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 
 def allocate(inst: Instance, cap: int) -> np.ndarray:

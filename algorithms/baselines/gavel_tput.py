@@ -18,10 +18,9 @@ describes.
 from __future__ import annotations
 
 import numpy as np
-
-from algorithms.baselines.io_unaware import naive, speedup, tuned
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.io_unaware import naive, speedup, tuned
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 #: Largest DP choice table (jobs × (cap + 1) cells, 4 bytes each) before the LP-hull greedy takes over.
 DP_CELLS = 10**8

@@ -7,10 +7,9 @@ There is no open choice to make in its favour.
 from __future__ import annotations
 
 import numpy as np
-
-from algorithms.baselines.cache_common import feed_unstalled
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 
 def io_only(inst: Instance) -> Allocation:

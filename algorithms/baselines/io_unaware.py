@@ -26,18 +26,17 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-
-from models.evaluate import Allocation, evaluate, option_lookup
-from models.instance import Instance
+from cbalab.models.evaluate import Allocation, evaluate, option_lookup
+from cbalab.models.instance import Instance
 
 #: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7): the cost-problem methods, by name.
 CACHE_POLICIES = {
-    "silod": "algorithms.baselines.silod:silod",
-    "io-only": "algorithms.baselines.io_only:io_only",
-    "cache-all": "algorithms.baselines.cache_all:cache_all",
-    "coordl": "algorithms.baselines.coordl:coordl",
-    "quiver": "algorithms.baselines.quiver:quiver",
-    "cba": "algorithms.cba:cba",
+    "silod": "cbalab.algorithms.baselines.silod:silod",
+    "io-only": "cbalab.algorithms.baselines.io_only:io_only",
+    "cache-all": "cbalab.algorithms.baselines.cache_all:cache_all",
+    "coordl": "cbalab.algorithms.baselines.coordl:coordl",
+    "quiver": "cbalab.algorithms.baselines.quiver:quiver",
+    "cba": "cbalab.algorithms.cba:cba",
 }
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).

@@ -22,10 +22,9 @@ Open choices, made in the baseline's favour:
 from __future__ import annotations
 
 import numpy as np
-
-from algorithms.baselines.cache_common import feed_unstalled, fill
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 
 def quiver(inst: Instance) -> Allocation:

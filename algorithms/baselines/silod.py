@@ -16,10 +16,9 @@ order (as CBA does), so the two differ only by the price rule.
 from __future__ import annotations
 
 import numpy as np
-
-from algorithms.baselines.cache_common import feed_unstalled, fill
-from models.evaluate import Allocation
-from models.instance import Instance
+from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 
 def silod(inst: Instance) -> Allocation:

@@ -29,9 +29,8 @@ import math
 
 import numpy as np
 import pyomo.environ as pyo
-
-from models.evaluate import RTOL
-from models.instance import Instance
+from cbalab.models.evaluate import RTOL
+from cbalab.models.instance import Instance
 
 
 def build_cost_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:

@@ -31,8 +31,7 @@ from __future__ import annotations
 import math
 
 import pyomo.environ as pyo
-
-from models.instance import Instance
+from cbalab.models.instance import Instance
 
 
 def build_welfare_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:

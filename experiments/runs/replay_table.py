@@ -1,7 +1,7 @@
 """Every cache policy on one trace replay: IO cost and total cost side by side (the acceptance table of the simulator).
 
-    python -m experiments.replay_table --trace ../shared/data/philly/philly_jobs.csv --out replay.csv
-    python -m experiments.replay_table --generate 5000 --quick
+    python -m cbalab.experiments.runs.replay_table --trace ../shared/data/philly/philly_jobs.csv --out replay.csv
+    python -m cbalab.experiments.runs.replay_table --generate 5000 --quick
 
 Each policy replays the same workload (same seeded model and dataset
 assignment, same cluster, same prices) through experiments.simulate; the CSV
@@ -17,9 +17,8 @@ import time
 from collections.abc import Sequence
 
 import pandas as pd
-
-from experiments.simulate import SimConfig, simulate
-from experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
 
 POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
 
@@ -75,7 +74,9 @@ def table(args: argparse.Namespace) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: run the table, print it, write ``--out`` (CSV)."""
-    p = argparse.ArgumentParser(prog="python -m experiments.replay_table", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m cbalab.experiments.runs.replay_table", description=__doc__.splitlines()[0]
+    )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--trace")
     src.add_argument("--generate", type=int)

@@ -7,7 +7,7 @@ it measures CBA's rounding against the exact MILP (Pyomo + HiGHS, MIP gap 0, no 
 the referee, and checks every proven claim on the way (bound ≤ optimum ≤ CBA ≤ optimum + a-priori gap bound).
 Then, per variant, it times the MILP and CBA on ``--big-jobs`` × ``--big-datasets`` instances.
 
-    nice -n 10 python -m experiments.integer_gaps [--instances 1000] [--out results/integer_gaps]
+    nice -n 10 python -m cbalab.experiments.runs.integer_gaps [--instances 1000] [--out results/integer_gaps]
 
 Writes ``gaps.csv`` (one row per instance and variant, every parameter a column), ``timing.csv`` and prints
 the summary tables.  Deterministic: instance i of every variant uses seed i.
@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
-from algorithms.cba import cba
-from experiments.workload import DEFAULT_PRICES, generate_cost
-from models.evaluate import Allocation, evaluate
-from models.instance import Instance
-from models.solve import SolveOptions, cost_milp
+from cbalab.algorithms.cba import cba
+from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost
+from cbalab.models.evaluate import Allocation, evaluate
+from cbalab.models.instance import Instance
+from cbalab.models.solve import SolveOptions, cost_milp
 
 #: variant name -> (cache granularity, bandwidth sold in tiers?)
 VARIANTS = {

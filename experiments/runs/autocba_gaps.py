@@ -7,7 +7,7 @@ MIP gap 0, no time limit) with the referee and reports AutoCBA's gap to the opti
 the slack of its certificate, bound/OPT − 1, checking welfare ≤ OPT ≤ bound on every instance.  Then it
 times AutoCBA (greedy, CBA pass and certificate together) on ``--big-jobs`` jobs × 4 options.
 
-    nice -n 10 python -m experiments.autocba_gaps [--instances 1000] [--out results/autocba_gaps]
+    nice -n 10 python -m cbalab.experiments.runs.autocba_gaps [--instances 1000] [--out results/autocba_gaps]
 
 Writes ``gaps.csv`` (one row per instance, every parameter a column) and ``timing.csv`` under ``--out`` and
 prints the summary.  Deterministic: instance i uses seed i.
@@ -21,12 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from algorithms.autocba import autocba
-from experiments.workload import DEFAULT_PRICES, generate_welfare
-from models.evaluate import evaluate
-from models.instance import Instance
-from models.solve import welfare_milp
+from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance
+from cbalab.models.solve import welfare_milp
 
 #: Swept parameters (instance i takes entry i mod len of each, with co-prime lengths so they mix).
 BUDGET_FRACTIONS = (0.2, 0.35, 0.5, 0.8, 0.1)

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.evaluate import Allocation, Evaluation, result
-from models.instance import Instance
+from cbalab.models.evaluate import Allocation, Evaluation, result
+from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,12 @@ def register(name: str, problem: str, target: str, summary: str, *, exact: bool 
     _METHODS[key] = Method(name, problem, target, summary, exact)
 
 
-register("cba", "cost", "algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
-register("lp", "cost", "models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
-register("milp", "cost", "models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
-register("flow", "cost", "models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified")
+register("cba", "cost", "cbalab.algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
+register("lp", "cost", "cbalab.models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
+register("milp", "cost", "cbalab.models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+register(
+    "flow", "cost", "cbalab.models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified"
+)
 for _name, _module, _summary in (
     ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)"),
     ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)"),
@@ -58,24 +61,35 @@ for _name, _module, _summary in (
     ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job"),
     ("silod", "silod", "SiloD-like: fill C by IO density, price-blind"),
 ):
-    register(_name, "cost", f"algorithms.baselines.{_module}:{_module}", _summary)
+    register(_name, "cost", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary)
 register(
-    "lp", "welfare", "models.solve:welfare_lp", "LP relaxation of P2: its optimum as bound, rounded down", exact=True
+    "lp",
+    "welfare",
+    "cbalab.models.solve:welfare_lp",
+    "LP relaxation of P2: its optimum as bound, rounded down",
+    exact=True,
 )
-register("milp", "welfare", "models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
-register("autocba", "welfare", "algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate")
+register("milp", "welfare", "cbalab.models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
+register(
+    "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
+)
 for _name, _module, _summary in (
     ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
     ("gavel-fair", "gavel_fair", "Gavel max-min fair GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
     ("optimus", "optimus", "Optimus/Pollux marginal-gain greedy GPUs, IO-unaware, SiloD cache, rest to IO"),
 ):
-    register(_name, "welfare", f"algorithms.baselines.{_module}:{_module}", _summary)
+    register(_name, "welfare", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary)
     register(
         f"{_name}-tuned",
         "welfare",
-        f"algorithms.baselines.{_module}:{_module}_tuned",
+        f"cbalab.algorithms.baselines.{_module}:{_module}_tuned",
         _summary.split(",")[0] + " with its best GPU/IO budget split (grid search, referee-scored)",
     )
+
+
+def all_methods() -> list[Method]:
+    """Every registered method, in registration order."""
+    return list(_METHODS.values())
 
 
 def names(problem: str) -> list[str]:
@@ -96,11 +110,6 @@ def run(inst: Instance, problem: str, name: str, *, time_limit: float | None = N
     method = get(problem, name)
     fn = method.function()
     start = time.perf_counter()
-    if method.exact:
-        from models.solve import SolveOptions
-
-        alloc = fn(inst, SolveOptions(time_limit=time_limit))
-    else:
-        alloc = fn(inst)
+    alloc = fn(inst, SolveOptions(time_limit=time_limit)) if method.exact else fn(inst)
     seconds = time.perf_counter() - start
     return result(inst, problem, name, alloc, seconds)

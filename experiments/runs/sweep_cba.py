@@ -28,7 +28,7 @@ feeding bandwidth, in both directions, each with the instance that gave it
 ("relative to the objective" is floored at 1e-9 of the cost scale, the referee's tolerance, so that
 an optimum of 0 against a re-scored 2e-18 counts as agreement).
 
-Run:  nice -n 10 /work/venv/bin/python -m experiments.sweep_cba --instances 10000 --seed 0
+Run:  nice -n 10 python -m cbalab.experiments.runs.sweep_cba --instances 10000 --seed 0
 """
 
 from __future__ import annotations
@@ -38,12 +38,11 @@ import math
 import time
 
 import numpy as np
-
-from algorithms.cba import cba
-from experiments.bench_cost import highs_lp
-from experiments.workload import generate_cost
-from models.evaluate import Allocation, Evaluation, evaluate, least_feeding
-from models.instance import Instance, build
+from cbalab.algorithms.cba import cba
+from cbalab.experiments.runs.bench_cost import highs_lp
+from cbalab.experiments.workload import generate_cost
+from cbalab.models.evaluate import Allocation, Evaluation, evaluate, least_feeding
+from cbalab.models.instance import Instance, build
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 

@@ -1,6 +1,6 @@
 """Welfare of the IO-unaware GPU baselines (naive and tuned) against the proven P2 optimum, tight to loose budgets.
 
-    python -m experiments.welfare_baselines [--jobs 100] [--datasets 20] [--seeds 3]
+    python -m cbalab.experiments.runs.welfare_baselines [--jobs 100] [--datasets 20] [--seeds 3]
         [--budgets 0.05,0.1,0.2,0.35,0.5,1.0] [--bandwidth-prices 0.9,27]
         [--cache-policies silod,io-only,...] [--out rows.csv]
 
@@ -28,12 +28,11 @@ import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
-
-from algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
-from experiments import methods
-from experiments.workload import DEFAULT_PRICES, generate_welfare
-from models.evaluate import Allocation, Evaluation, result
-from models.instance import Instance
+from cbalab.algorithms import registry as methods
+from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
+from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
+from cbalab.models.evaluate import Allocation, Evaluation, result
+from cbalab.models.instance import Instance
 
 #: The baselines by registered name, for runs with another cache policy than the registered default.
 BASELINES: dict[str, Callable[..., Allocation]] = {
@@ -139,7 +138,9 @@ def table(df: pd.DataFrame) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the sweep, print the table, optionally write the tidy rows as CSV."""
-    p = argparse.ArgumentParser(prog="python -m experiments.welfare_baselines", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m cbalab.experiments.runs.welfare_baselines", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--jobs", type=int, default=100)
     p.add_argument("--datasets", type=int, default=20)
     p.add_argument("--seeds", type=int, default=3)

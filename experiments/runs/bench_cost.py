@@ -17,7 +17,7 @@ and times ``models.instance.load`` of the largest instance's JSON file.
 Acceptance target (issue #2): CBA on 100k jobs × 10k datasets under 20 ms and
 at least 500× faster than HiGHS on the same LP.
 
-Run:  nice -n 10 /work/venv/bin/python -m experiments.bench_cost [--repeats 7]
+Run:  nice -n 10 python -m cbalab.experiments.runs.bench_cost [--repeats 7]
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from pathlib import Path
 
 import highspy
 import numpy as np
-
-from algorithms.cba import cba
-from experiments.workload import generate_cost
-from models.evaluate import evaluate
-from models.instance import Instance, load
+from cbalab.algorithms.cba import cba
+from cbalab.experiments.workload import generate_cost
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance, load
 
 #: (jobs, datasets) of the benchmark instances.
 SIZES = ((1_000, 100), (10_000, 1_000), (100_000, 10_000))
@@ -151,8 +150,8 @@ def best_of(fn, repeats: int) -> float:
 
 def bench(n_jobs: int, n_datasets: int, repeats: int) -> dict:
     """Time every method on one instance; return the row of the table."""
-    from models.milp.cost import build_cost_model
-    from models.solve import SolveOptions, solve_model
+    from cbalab.models.milp.cost import build_cost_model
+    from cbalab.models.solve import SolveOptions, solve_model
 
     inst = binding_instance(n_jobs, n_datasets, seed=n_jobs)
     ours = cba(inst)
