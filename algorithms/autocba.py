@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from cbalab.algorithms.cba import feed
 from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance

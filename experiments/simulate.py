@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from cbalab.models.instance import Instance, InstanceError, build
 from cbalab.models.options import SHAPES, OptionTable, Utility, amdahl_throughput, option_table, stack
 

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from cbalab.models.instance import Instance
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).

@@ -60,6 +60,7 @@ from fractions import Fraction
 
 import networkx as nx
 import numpy as np
+
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance, InstanceError
 

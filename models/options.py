@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
 from cbalab.models.instance import InstanceError
 
 #: The utility shapes of MODEL.md §5, by the names the CLI and the generator use.

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.contrib.solver.common.results import TerminationCondition
+from pyomo.contrib.solver.solvers.highs import Highs
+
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.milp.welfare import build_welfare_model
 from cbalab.models.types import SolveOptions
-from pyomo.contrib.solver.common.results import TerminationCondition
-from pyomo.contrib.solver.solvers.highs import Highs
 
 
 @dataclass

@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from cbalab.models.instance import Instance, build
 from hypothesis import strategies as st
+
+from cbalab.models.instance import Instance, build
 
 #: Bandwidth-cap modes of :func:`cost_instances`.
 BANDWIDTH_MODES = ("unlimited", "loose", "tight", "below", "zero")

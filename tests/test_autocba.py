@@ -13,13 +13,14 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, target
+from hypothesis import strategies as st
+
 from cbalab.algorithms.autocba import _Greedy, autocba, fits_alone, standalone_cost, welfare_bound
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, evaluate
 from cbalab.models.instance import Instance, InstanceError, build
-from hypothesis import given, target
-from hypothesis import strategies as st
 
 TOL = 1e-7
 

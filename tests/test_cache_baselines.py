@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import build
-from hypothesis import given
-from hypothesis import strategies as st
 
 BASELINES = ("io-only", "cache-all", "coordl", "quiver", "silod")
 

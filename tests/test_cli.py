@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from cbalab.experiments.cli import main
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.instance import build, load

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+
 from cbalab.models.evaluate import Allocation, evaluate, result
 from cbalab.models.instance import Instance, build
 

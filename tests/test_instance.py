@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cbalab.experiments.workload import generate_cost
-from cbalab.models.instance import Instance, InstanceError, build, from_dict, load, loads
 from hypothesis import given
 
+from cbalab.experiments.workload import generate_cost
+from cbalab.models.instance import Instance, InstanceError, build, from_dict, load, loads
 from tests.strategies import cost_instances
 
 

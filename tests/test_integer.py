@@ -14,6 +14,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.cba import cba, feed
 from cbalab.experiments.cli import main
@@ -21,8 +24,6 @@ from cbalab.experiments.runs.integer_gaps import VARIANTS
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance, InstanceError, build, from_dict
 from cbalab.models.solve import cost_lp, cost_milp
-from hypothesis import given
-from hypothesis import strategies as st
 
 #: Equality tolerance between exact answers (HiGHS's feasibility tolerance is 1e-7).
 TOL = 1e-6

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cbalab.experiments.cli import main
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
 from cbalab.models.evaluate import Allocation, evaluate
@@ -21,8 +24,6 @@ from cbalab.models.options import (
     stack,
     table_throughput,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 GPUS = (1, 2, 4, 8)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-import cbalab.experiments.simulate as sim
 import numpy as np
 import pandas as pd
 import pytest
+
+import cbalab.experiments.simulate as sim
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.cli import main
 from cbalab.experiments.simulate import SimConfig, simulate

@@ -7,6 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from cbalab.experiments.workload import generate_welfare
@@ -14,8 +17,6 @@ from cbalab.models.evaluate import RTOL, evaluate
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.options import SHAPES
 from cbalab.models.solve import welfare_milp
-from hypothesis import given
-from hypothesis import strategies as st
 
 BASELINES = ("gavel-tput", "gavel-fair", "optimus")
 ALLOCATORS = {"gavel-tput": gavel_tput.allocate, "gavel-fair": gavel_fair.allocate, "optimus": optimus.allocate}

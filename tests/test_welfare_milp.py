@@ -15,6 +15,9 @@ from fractions import Fraction
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
@@ -22,8 +25,6 @@ from cbalab.models.instance import Instance, InstanceError, build
 from cbalab.models.milp.welfare import build_welfare_model
 from cbalab.models.options import SHAPES
 from cbalab.models.solve import solve_model, welfare_lp, welfare_milp
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def brute_force(inst: Instance) -> float:

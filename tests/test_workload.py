@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
 from cbalab.experiments.cli import main
 from cbalab.experiments.workload import (
     PHILLY_GPU_SHARES,
@@ -20,7 +21,6 @@ from cbalab.experiments.workload import (
     workload_datasets,
 )
 from cbalab.models.instance import InstanceError
-
 from tests.conftest import SHARED_DATA
 
 PHILLY = SHARED_DATA / "philly" / "philly_jobs.csv"

@@ -18,6 +18,7 @@ Open choices, made in the baseline's favour:
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, whole_first_fit
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

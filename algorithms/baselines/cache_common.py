@@ -11,6 +11,7 @@ referee (models/evaluate.py) reports the allocation infeasible.
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance
 

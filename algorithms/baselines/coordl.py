@@ -29,6 +29,7 @@ baseline's favour:
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

@@ -18,6 +18,7 @@ describes.
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.io_unaware import naive, speedup, tuned
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

@@ -7,6 +7,7 @@ There is no open choice to make in its favour.
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+
 from cbalab.models.evaluate import Allocation, evaluate, option_lookup
 from cbalab.models.instance import Instance
 

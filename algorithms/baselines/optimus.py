@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+
 from cbalab.algorithms.baselines.io_unaware import naive, tuned
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

@@ -22,6 +22,7 @@ Open choices, made in the baseline's favour:
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

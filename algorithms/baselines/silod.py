@@ -16,6 +16,7 @@ order (as CBA does), so the two differ only by the price rule.
 from __future__ import annotations
 
 import numpy as np
+
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance

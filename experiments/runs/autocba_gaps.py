@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from cbalab.algorithms.autocba import autocba
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
 from cbalab.models.evaluate import evaluate

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import highspy
 import numpy as np
+
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost
 from cbalab.models.evaluate import Allocation, evaluate

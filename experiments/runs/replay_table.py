@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 import pandas as pd
+
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
 

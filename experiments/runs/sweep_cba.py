@@ -38,6 +38,7 @@ import math
 import time
 
 import numpy as np
+
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.runs.bench_cost import highs_lp
 from cbalab.experiments.workload import generate_cost

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
+
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 import pyomo.environ as pyo
+
 from cbalab.models.evaluate import RTOL
 from cbalab.models.instance import Instance
 

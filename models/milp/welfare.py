@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 import pyomo.environ as pyo
+
 from cbalab.models.instance import Instance
 
 
