@@ -19,7 +19,7 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 project = "cbalab"
 author = "the cbalab developers"
-copyright = "the cbalab developers"  # noqa: A001 (Sphinx's name for the setting)
+copyright = "the cbalab developers"
 release = cbalab.__version__
 version = release
 
