@@ -41,7 +41,6 @@ output": jobs.csv, timeseries.csv and summary.json (schema
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import time
 from collections import deque
@@ -55,6 +54,7 @@ import pandas as pd
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation
+from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError, check
 
 SCHEMA = "cbalab/simulation@1"
@@ -112,12 +112,18 @@ class SimResult:
     summary: dict = field(default_factory=dict)
 
     def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir`` (created if missing)."""
+        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir`` (created if missing), each atomically.
+
+        summary.json is written last and records the sha256 of the two tables
+        under ``"files"``, so a reader can tell a complete, matching set from
+        one interrupted half-way.
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(out / "jobs.csv", index=False)
-        self.timeseries.to_csv(out / "timeseries.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=1) + "\n")
+        files = {}
+        for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
+            files[name] = sha256_file(atomic_write_csv(out / name, frame))
+        atomic_write_json(out / "summary.json", {**self.summary, "files": files})
         return out
 
 
@@ -531,30 +537,3 @@ def _progress(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, unit="job", desc="replay", mininterval=0.5)
-
-
-def run_command(args: Any) -> dict:
-    """What ``cbalab simulate`` does: build the workload, replay it, write ``--out``; return the summary."""
-    from cbalab.experiments.workload import assign, generate_trace, load_trace
-
-    trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
-    workload = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets, gpu_type=args.gpu_type)
-    prices = tuple(
-        DEFAULT_PRICES[i] if value is None else value
-        for i, value in enumerate((args.price_gpu, args.price_cache, args.price_bandwidth))
-    )
-    cfg = SimConfig(
-        policy=args.policy,
-        gpus=args.gpus,
-        cache_gb=args.cache_gb,
-        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=prices,
-        warmup=not args.no_warmup,
-        period_s=args.period,
-        seed=args.seed,
-        progress=not args.quiet and len(trace) >= 10_000,
-    )
-    result = simulate(workload, cfg)
-    if args.out:
-        result.write(args.out)
-    return result.summary

@@ -6,7 +6,7 @@
 - :mod:`.assign`: giving every job of a trace a model, a dataset and its rate r_j(g_j).
 """
 
-from cbalab.experiments.workload.assign import Workload, assign, workload_datasets
+from cbalab.experiments.workload.assign import Workload, assign, make_workload, workload_datasets
 from cbalab.experiments.workload.catalog import (
     CATALOG_DATASETS,
     CATALOG_MODELS,
@@ -66,6 +66,7 @@ __all__ = [
     "generate_trace",
     "generate_welfare",
     "load_trace",
+    "make_workload",
     "philly_gpus",
     "workload_datasets",
     "zipf_draw",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from cbalab.experiments.workload.catalog import Catalog
-from cbalab.experiments.workload.generate import zipf_draw
-from cbalab.experiments.workload.traces import TraceError
+from cbalab.experiments.workload.generate import generate_trace, zipf_draw
+from cbalab.experiments.workload.traces import TraceError, load_trace
 from cbalab.models.instance import InstanceError
 
 
@@ -111,3 +112,23 @@ def assign(
     datasets = pd.DataFrame({"dataset": ids, "size_gb": [cat.dataset(k).size_gb for k in ids]})
     settings = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type or "model default"}
     return Workload(jobs, datasets, settings)
+
+
+def make_workload(
+    *,
+    trace: str | Path | None = None,
+    n_jobs: int | None = None,
+    seed: int = 0,
+    skew: float = 1.0,
+    n_datasets: int = 48,
+    gpu_type: str | None = None,
+) -> Workload:
+    """The workload of a replay: a trace file (``trace``) or ``n_jobs`` generated jobs, then :func:`assign`.
+
+    Exactly one of ``trace`` and ``n_jobs`` is given; ``seed`` seeds both the
+    generator and the assignment.
+    """
+    if (trace is None) == (n_jobs is None):
+        raise InstanceError("trace, n_jobs", (trace, n_jobs), "give exactly one: a trace file or a number of jobs")
+    jobs = load_trace(trace) if trace is not None else generate_trace(n_jobs, seed)
+    return assign(jobs, seed, skew=skew, n_datasets=n_datasets, gpu_type=gpu_type)
