@@ -3,7 +3,7 @@
 Checks Theorem 1 of proofs/cba_optimality.md at scale: (i) CBA's cost equals
 the LP optimum, (ii) CBA says infeasible exactly when HiGHS does.  The LP is
 built from numpy arrays and solved by highspy directly
-(:func:`experiments.bench_cost.highs_lp`), since Pyomo's model building would
+(models.milp.cost_highspy.solve_cost_lp, the hit-ratio form of models/milp/cost.py), since Pyomo's model building would
 dominate 10,000 small solves.
 
 Instance ``i`` is drawn from ``numpy.random.default_rng([seed, i])``:
@@ -40,10 +40,10 @@ import time
 import numpy as np
 
 from cbalab.algorithms.cba import cba
-from cbalab.experiments.runs.bench_cost import highs_lp
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import Allocation, Evaluation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
+from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 
@@ -135,7 +135,7 @@ def sweep(n: int, seed: int) -> dict:
         stats["instances"] += 1
         stats["modes"][mode] += 1
         ours = cba(inst)
-        exact = highs_lp(inst)
+        exact = solve_cost_lp(inst)
         cba_inf = not ours.has_allocation
         highs_inf = exact.objective is None
         stats["cba_infeasible"] += cba_inf
