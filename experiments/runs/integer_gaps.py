@@ -10,7 +10,8 @@ Then, per variant, it times the MILP and CBA on ``--big-jobs`` × ``--big-datase
     nice -n 10 python -m cbalab.experiments.runs.integer_gaps [--instances 1000] [--out results/integer_gaps]
 
 Writes ``gaps.csv`` (one row per instance and variant, every parameter a column), ``timing.csv`` (each with
-its ``.meta.json``, experiments/runs/common.py) and prints the summary tables.  Deterministic: instance i of every variant uses seed i.
+its ``.meta.json``, experiments/runs/common.py) and prints the summary tables.  Deterministic: instance i of
+every variant uses seed i.
 """
 
 from __future__ import annotations
