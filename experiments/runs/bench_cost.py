@@ -18,7 +18,7 @@ and times ``models.instance.load`` of the largest instance's JSON file.
 Acceptance target (issue #2): CBA on 100k jobs × 10k datasets under 20 ms and
 at least 500× faster than HiGHS on the same LP.
 
-Run:  nice -n 10 python -m cbalab.experiments.runs.bench_cost [--repeats 7]
+Run:  nice -n 10 python -m cbalab.experiments.runs.bench_cost [--repeats 7] [--out bench_cost.csv]
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from cbalab.algorithms.cba import cba
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance, load
@@ -93,6 +95,7 @@ def bench(n_jobs: int, n_datasets: int, repeats: int) -> dict:
     return {
         "jobs": n_jobs,
         "datasets": n_datasets,
+        "seed": n_jobs,
         "cba_status": ours.status,
         "pyomo_status": out.status,
         "highspy_status": hs.status,
@@ -123,8 +126,20 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--largest", type=int, default=len(SIZES), help="how many of the sizes to run (1..3)")
+    ap.add_argument("--out", help="also write the rows as a tidy CSV (with its .meta.json)")
     args = ap.parse_args(argv)
     rows = [bench(n, k, args.repeats) for n, k in SIZES[: args.largest]]
+    if args.out:
+        tidy = pd.DataFrame(
+            [
+                {
+                    **{k: v for k, v in r.items() if k not in ("objectives", "missing")},
+                    **{f"objective_{k}": v for k, v in r["objectives"].items()},
+                }
+                for r in rows
+            ]
+        )
+        write_results(args.out, tidy, script="cbalab.experiments.runs.bench_cost", seed=None, arguments=vars(args))
     head = (
         f"{'jobs':>8} {'datasets':>8} {'cba ms':>9} {'pyomo b+s s':>12} {'pyomo s s':>10} {'highspy b+s s':>14}"
         f" {'highspy s s':>12} {'pyomo/cba':>10} {'highspy/cba':>12} {'max rel diff':>13}"
