@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from cbalab.algorithms import registry as methods
 from cbalab.models.files import atomic_write_text
@@ -25,7 +26,7 @@ class BadInputError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors: exit 2, no traceback
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors: exit 2, no traceback
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
 

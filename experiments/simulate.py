@@ -167,7 +167,7 @@ class _Policy:
         self, demand: np.ndarray, run: np.ndarray | None, kj: np.ndarray, g: np.ndarray, r: np.ndarray
     ) -> Allocation:
         """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k)."""
-        if self.aggregate:
+        if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:
             n = run.size
@@ -274,7 +274,7 @@ class Replay:
                 self.integrate(t_next)
                 changed = self.depart(t_dep)
                 changed = self.admit() or changed
-                if self.t >= self.tick:
+                if self.cfg.period_s is not None and self.t >= self.tick:
                     self.tick = self.t + self.cfg.period_s
                     changed = True
                 if self.idle > self.K + 2 and not changed:

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows = []
+    rows: list[dict] = []
     for variant in args.variants:
         rows.extend(compare(variant, i) for i in range(args.instances))
         print(f"{variant}: {args.instances} instances done at {time.perf_counter() - start:.0f} s", flush=True)

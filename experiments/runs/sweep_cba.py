@@ -127,7 +127,7 @@ def sweep(n: int, seed: int) -> dict:
         "disagreements": [],
         "rows": [],
     }
-    worst = {
+    worst: dict[str, tuple[float, tuple[int, str] | None]] = {
         "objective_vs_scale": (0.0, None),
         "objective_vs_optimum": (0.0, None),
         "cba_above_rescored": (0.0, None),

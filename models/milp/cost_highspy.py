@@ -73,17 +73,17 @@ def build_cost_lp(inst: Instance) -> highspy.HighsLp:
     value[0::2] = r[fed]
     index[1::2] = K + fed
     value[1::2] = 1.0
-    starts = [2 * np.arange(n_fed), [2 * n_fed]]
-    indices = [index, np.arange(K, dtype=np.int32)]
-    values = [value, d]
-    lower = [r[fed], [-highspy.kHighsInf]]
-    upper = [np.full(n_fed, highspy.kHighsInf), [float(inst.cache_gb)]]
+    starts: list[np.ndarray] = [2 * np.arange(n_fed), np.array([2 * n_fed])]
+    indices: list[np.ndarray] = [index, np.arange(K, dtype=np.int32)]
+    values: list[np.ndarray] = [value, d]
+    lower: list[np.ndarray] = [r[fed], np.array([-highspy.kHighsInf])]
+    upper: list[np.ndarray] = [np.full(n_fed, highspy.kHighsInf), np.array([float(inst.cache_gb)])]
     if math.isfinite(inst.bandwidth_gbps) and J:
-        starts.append([2 * n_fed + K])
+        starts.append(np.array([2 * n_fed + K]))
         indices.append(K + np.arange(J, dtype=np.int32))
         values.append(np.ones(J))
-        lower.append([-highspy.kHighsInf])
-        upper.append([float(inst.bandwidth_gbps)])
+        lower.append(np.array([-highspy.kHighsInf]))
+        upper.append(np.array([float(inst.bandwidth_gbps)]))
     lp = highspy.HighsLp()
     lp.num_col_ = K + J
     lp.num_row_ = n_fed + len(starts) - 1
@@ -94,7 +94,7 @@ def build_cost_lp(inst: Instance) -> highspy.HighsLp:
     lp.row_upper_ = np.concatenate(upper).astype(float)
     lp.offset_ = inst.price_gpu * float(inst.job_gpus.sum())
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([*starts, [sum(x.size for x in indices)]]).astype(np.int32)
+    lp.a_matrix_.start_ = np.concatenate([*starts, np.array([sum(x.size for x in indices)])]).astype(np.int32)
     lp.a_matrix_.index_ = np.concatenate(indices).astype(np.int32)
     lp.a_matrix_.value_ = np.concatenate(values)
     return lp
