@@ -55,6 +55,7 @@ import numpy as np
 from cbalab.algorithms.cba import feed
 from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 #: Relative slack a move may use on the budget and on B (floating point only: far inside the referee's RTOL = 1e-9).
 _SAFE = 1e-12
@@ -763,6 +764,7 @@ def _adopt(dst: _Greedy, src: _Greedy) -> None:
 
 def autocba(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
     *,
     group_moves: bool = True,
     best_single: bool = True,

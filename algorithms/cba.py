@@ -27,6 +27,7 @@ import numpy as np
 
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
 @dataclass
@@ -636,7 +637,7 @@ def _variant_name(key: tuple[str, bool]) -> str:
     return key[0] + ("+tiers" if key[1] else "")
 
 
-def cba(inst: Instance) -> Allocation:
+def cba(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """The registered method ``cba`` for the cost problem: dispatch on the instance's variant (MODEL.md §4).
 
     Continuous cache and bandwidth: the closed form, :func:`cba_continuous`.  Any integer variant:

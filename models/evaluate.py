@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cbalab.models.instance import Instance
+from cbalab.models.types import Problem, Status
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
 RTOL = 1e-9
 
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
-PROBLEMS = ("cost", "welfare")
+STATUSES = tuple(Status)
+PROBLEMS = tuple(Problem)
 
 
 @dataclass

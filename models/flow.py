@@ -63,6 +63,7 @@ import numpy as np
 
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.types import SolveOptions
 
 
 def _scale(values: list[float]) -> tuple[list[int], int]:
@@ -137,7 +138,7 @@ def _lower_bound(inst: Instance, cache: np.ndarray, R: np.ndarray) -> float:
     return float(terms.sum()) - lam * inst.cache_gb
 
 
-def cost_flow(inst: Instance) -> Allocation:
+def cost_flow(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``flow`` for the cost problem: uncapped continuous P1 as a min-cost flow.
 
     A finite bandwidth cap, integer cache granularity or bandwidth tiers are

@@ -7,7 +7,7 @@ on the welfare problem P2 (MODEL.md §5) it is given
   min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
   has ``split = 1`` — it knows nothing of IO, so nothing is held back for it;
 * a cache policy that feeds the chosen GPUs: one of the cost-problem methods
-  of :data:`CACHE_POLICIES`, default ``silod``, the SiloD-like price-blind
+  of the registry (kind ``cache-policy``), default ``silod``, the SiloD-like price-blind
   fill of C by IO density;
 * whatever money is left after GPUs and cache, which buys bandwidth.  If it is
   short (or B is), every job's bandwidth is cut by the same factor and the
@@ -21,24 +21,15 @@ grid includes 1, so a tuned scheduler is never worse than its naive self.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 
 import numpy as np
 
+from cbalab.algorithms import registry
 from cbalab.models.evaluate import Allocation, evaluate, option_lookup
 from cbalab.models.instance import Instance
-
-#: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7): the cost-problem methods, by name.
-CACHE_POLICIES = {
-    "silod": "cbalab.algorithms.baselines.silod:silod",
-    "io-only": "cbalab.algorithms.baselines.io_only:io_only",
-    "cache-all": "cbalab.algorithms.baselines.cache_all:cache_all",
-    "coordl": "cbalab.algorithms.baselines.coordl:coordl",
-    "quiver": "cbalab.algorithms.baselines.quiver:quiver",
-    "cba": "cbalab.algorithms.cba:cba",
-}
+from cbalab.models.types import SolveOptions
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
 SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -89,7 +80,7 @@ def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
 def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
     """The cache per dataset and bandwidth per job that cost-problem ``policy`` gives the jobs at ``rates``.
 
-    The policy is one of the cost methods of :data:`CACHE_POLICIES`, run on
+    The policy is a registered cache policy (algorithms/registry.py), run on
     the instance with the scheduler's GPUs and rates as the fixed allocation
     of P1.  ``silod`` (the default of every scheduler) fills C by decreasing
     IO density, price-blind.  ``cba``, when P1 is infeasible under B (no
@@ -97,11 +88,9 @@ def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: 
     stalls least.  The bandwidth is what keeps every job unstalled; B and the
     budget are applied by :func:`feed_within_budget`.
     """
-    if policy not in CACHE_POLICIES:
-        raise ValueError(f"cache policy must be one of {tuple(CACHE_POLICIES)}, got {policy!r}")
+    method = registry.cache_policy(policy)
     fixed = inst.replace(job_gpus=np.asarray(gpus, dtype=np.int64), job_io_gbps=np.asarray(rates, dtype=float))
-    module, func = CACHE_POLICIES[policy].split(":")
-    alloc = getattr(importlib.import_module(module), func)(fixed)
+    alloc = method(fixed, SolveOptions())
     if not alloc.has_allocation:
         return policy_feeding(inst, gpus, rates, "silod")
     return np.asarray(alloc.cache_gb, dtype=float), np.asarray(alloc.bandwidth_gbps, dtype=float)

@@ -26,9 +26,10 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
-def quiver(inst: Instance) -> Allocation:
+def quiver(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Cache the datasets of the jobs with the highest r_j / d_k(j) that pay alone, until C is full."""
     inst.require_fixed()
     d = inst.dataset_size_gb

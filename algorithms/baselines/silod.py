@@ -20,9 +20,10 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
-def silod(inst: Instance) -> Allocation:
+def silod(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Cache datasets by decreasing IO density until C is full, whatever the prices; feed every job unstalled."""
     inst.require_fixed()
     d = inst.dataset_size_gb

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from cbalab.algorithms import registry as methods
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
 
-POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
+POLICIES = tuple(methods.cache_policies())
 
 
 def table(args: argparse.Namespace) -> pd.DataFrame:
