@@ -1,1 +1,5 @@
-"""Everything that runs over many instances or over time, and the `cbalab` command line."""
+"""Everything that runs over many instances or over time (installed as ``cbalab.experiments``).
+
+Workload generation and the trace simulator (library code), the ``cbalab``
+command line (``cli.py``), and one module per measurement script under ``runs/``.
+"""
