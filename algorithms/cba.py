@@ -26,6 +26,7 @@ import numpy as np
 
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill, weak_dual
 from cbalab.models.types import SolveOptions
 
 
@@ -60,7 +61,7 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
 
     profitable = int(np.count_nonzero(p_b * R_s > p_c * d_s))
     cum_d = np.cumsum(d_s)
-    full = np.clip(inst.cache_gb - (cum_d - d_s), 0.0, d_s)
+    full = prefix_fill(d, order, inst.cache_gb)[order]
     # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
     # against a large Σ R_k (which would cost the small remainders their precision).
     min_remote = float(np.dot(R_s, 1.0 - full / d_s))
@@ -100,21 +101,8 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
         lam_mu.append((max(0.0, p_b * rho_s[t_c] - p_c), 0.0))
     if t_b is not None and rho_s[t_b] > 0:
         lam_mu.append((0.0, max(0.0, p_c / rho_s[t_b] - p_b)))
-    bound = max(_dual(inst, R, rho, lam, mu) for lam, mu in lam_mu)
+    bound = max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu)
     return Feeding(cache, bw, io_cost, bound)
-
-
-def _dual(inst: Instance, R: np.ndarray, rho: np.ndarray, lam: float, mu: float) -> float:
-    """Weak-dual value D(λ, μ) of the substituted LP: a lower bound on the least IO cost for any λ, μ ≥ 0.
-
-    D(λ, μ) = p_b Σ R_k + μ (Σ R_k − B) − λ C − Σ_k d_k max(0, (p_b + μ) ρ_k − p_c − λ), evaluated in
-    the equal form Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, which has no cancellation
-    between p_b Σ R_k and the savings of a nearly free cache (μ B is taken as 0 when μ = 0).
-    """
-    p_c, p_b = inst.price_cache, inst.price_bandwidth
-    terms = np.minimum((p_b + mu) * R, (p_c + lam) * inst.dataset_size_gb)
-    cap = mu * inst.bandwidth_gbps if mu > 0 else 0.0
-    return float(terms.sum()) - cap - lam * inst.cache_gb
 
 
 def _infeasible(inst: Instance, remote: float) -> Feeding:

@@ -16,6 +16,7 @@ import numpy as np
 from cbalab.algorithms.cba import Feeding, feed
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
 
 # ------------------------------------------------- integer variants (spec/MODEL.md §4, proofs/cba_integer_gap.md)
 #
@@ -402,8 +403,7 @@ def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
     """The tier counts m that can cost less than ``best``: m·β at least the least remote IO any cache within C
     leaves (ρ-ordered fill of C), m·β ≤ B̃ (or ≤ ⌈Σ R/β⌉·β, enough for everything, when B is unlimited), and
     p_b·m·β ≤ best (Theorem I4 (ii))."""
-    d_s = s.d[s.order]
-    fill = np.clip(s.cap_c - (np.cumsum(d_s) - d_s), 0.0, d_s)
+    fill = prefix_fill(s.d, s.order, s.cap_c)[s.order]
     least = (s.total - float(np.dot(s.rho[s.order], fill))) / step
     lo = max(0, int(np.ceil(least - _tol(least))))
     top = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else float(np.ceil(s.total / step))

@@ -11,7 +11,7 @@ from cbalab.algorithms.autocba.feeder import _Feeder
 from cbalab.algorithms.autocba.greedy import _Greedy
 from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
 from cbalab.algorithms.cba import feed
-from cbalab.models.evaluate import RTOL, Allocation
+from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
 
@@ -176,7 +176,7 @@ def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | 
         candidates.append((f.cache_gb, f.bandwidth_gbps))
     if feeder is not None:
         cache = np.asarray(feeder.c)
-        candidates.append((cache, rates * (1.0 - (cache / inst.dataset_size_gb)[inst.job_dataset])))
+        candidates.append((cache, least_feeding(inst, rates, cache)))
     for cache, bw in candidates:
         spend = inst.price_gpu * float(gpus.sum()) + inst.price_cache * float(cache.sum())
         spend += inst.price_bandwidth * float(bw.sum())

@@ -27,8 +27,9 @@ from collections.abc import Callable
 import numpy as np
 
 from cbalab.algorithms import registry
-from cbalab.models.evaluate import Allocation, evaluate, option_lookup
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding, option_lookup
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import bandwidth_factor, prefix_fill
 from cbalab.models.types import SolveOptions
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
@@ -65,16 +66,6 @@ def speedup(inst: Instance) -> np.ndarray:
     by_rate = inst.option_io_gbps / np.where(base_rate > 0, base_rate, 1.0)
     by_gpus = inst.option_gpus / inst.option_gpus[base_rows]
     return np.where(base_rate > 0, by_rate, by_gpus)
-
-
-def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
-    """Take ``amount`` in ``order`` until ``cap`` is used (the last one in part)."""
-    a = amount[order]
-    before = np.cumsum(a) - a
-    taken = np.clip(cap - before, 0.0, a)
-    out = np.zeros_like(amount)
-    out[order] = taken
-    return out
 
 
 def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -115,15 +106,10 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
     if inst.price_cache > 0 and math.isfinite(money) and inst.price_cache * float(cache.sum()) > money:
         R = inst.dataset_demand(rates)
         order = np.argsort(-(R / d), kind="stable")
-        cache = _fill(cache, order, max(money, 0.0) / inst.price_cache)
+        cache = prefix_fill(cache, order, max(money, 0.0) / inst.price_cache)
     money -= inst.price_cache * float(cache.sum())
-    need = np.maximum(policy_bw, rates * (1.0 - (np.minimum(cache, d) / d)[inst.job_dataset]))
-    total = float(need.sum())
-    factor = 1.0
-    if total > 0:
-        factor = min(1.0, inst.bandwidth_gbps / total)
-        if inst.price_bandwidth > 0 and math.isfinite(money):
-            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * total))
+    need = np.maximum(policy_bw, least_feeding(inst, rates, cache))
+    factor = bandwidth_factor(inst, float(need.sum()), money)
     return Allocation(
         gpus=gpus,
         cache_gb=cache,

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
 from cbalab.models.types import SolveOptions
 
 
@@ -38,4 +39,4 @@ def quiver(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation
     np.maximum.at(best, inst.job_dataset, density)
     worth = np.flatnonzero(inst.price_bandwidth * best > inst.price_cache)
     order = worth[np.argsort(-best[worth], kind="stable")]
-    return feed_unstalled(inst, fill(d, order, inst.cache_gb), judged="per job")
+    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb), judged="per job")

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
 from cbalab.models.types import SolveOptions
 
 
@@ -30,4 +31,4 @@ def silod(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     rho = inst.dataset_demand(inst.job_io_gbps) / d
     read = np.flatnonzero(rho > 0)
     order = read[np.argsort(-rho[read], kind="stable")]
-    return feed_unstalled(inst, fill(d, order, inst.cache_gb))
+    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb))

@@ -44,6 +44,7 @@ from cbalab.experiments.runs.bench_cost import highs_lp
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import Allocation, Evaluation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
+from cbalab.models.kernels import prefix_fill
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 
@@ -53,7 +54,7 @@ def least_remote(inst: Instance) -> float:
     R = inst.dataset_demand(inst.job_io_gbps)
     d = inst.dataset_size_gb
     order = np.lexsort((np.arange(d.size), -(R / d)))
-    cached = np.clip(inst.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
+    cached = prefix_fill(d, order, inst.cache_gb)[order]
     return float(np.sum(R[order] * (1.0 - cached / d[order])))
 
 
