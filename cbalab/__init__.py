@@ -16,7 +16,6 @@ from cbalab.api import (
     Allocation,
     Evaluation,
     Instance,
-    InstanceError,
     Problem,
     Result,
     SolveOptions,
@@ -30,6 +29,7 @@ from cbalab.api import (
     save,
     solve,
 )
+from cbalab.models.instance import InstanceError
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ from cbalab.algorithms import registry
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
-from cbalab.models.instance import SCHEMA, Instance, InstanceError, from_dict
+from cbalab.models.instance import SCHEMA, Instance, from_dict
 from cbalab.models.instance import load as _load
 from cbalab.models.instance import loads as _loads
 from cbalab.models.types import Problem, SolveOptions, Status
@@ -284,23 +284,3 @@ def solve(
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
     """The referee (docs/model.md §6): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
     return _referee(instance, allocation, Problem(problem))
-
-
-__all__ = [
-    "Allocation",
-    "Evaluation",
-    "Instance",
-    "InstanceError",
-    "Problem",
-    "Result",
-    "SolveOptions",
-    "Status",
-    "build_instance",
-    "evaluate",
-    "generate",
-    "load",
-    "loads",
-    "methods",
-    "save",
-    "solve",
-]
