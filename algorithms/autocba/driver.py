@@ -8,7 +8,7 @@ import numpy as np
 
 from cbalab.algorithms.autocba.certificate import welfare_bound
 from cbalab.algorithms.autocba.feeder import _Feeder
-from cbalab.algorithms.autocba.greedy import _Greedy
+from cbalab.algorithms.autocba.greedy import Weights, _Greedy
 from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
 from cbalab.algorithms.cba import feed
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
@@ -16,7 +16,7 @@ from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
 
 
-def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, float, float]]:
+def _weightings(inst: Instance, keep: np.ndarray) -> list[Weights]:
     """The greedy's units of cost: weights of (Δ dollars, Δ GPUs, Δ remote IO, Δ rate) per run.
 
     Always dollars (the brief's criterion).  When G or B can bind, also the
@@ -44,11 +44,11 @@ def _weightings(inst: Instance, keep: np.ndarray) -> list[tuple[float, float, fl
     w_money = 1.0 / inst.budget_per_hour if money and inst.budget_per_hour > 0 else 0.0
     w_gpus = 1.0 / inst.gpus if gpus and inst.gpus > 0 else 0.0
     w_io = 1.0 / inst.bandwidth_gbps if io and inst.bandwidth_gbps > 0 else 0.0
-    runs = [(1.0, 0.0, 0.0, 0.0)]
+    runs = [Weights(1.0, 0.0, 0.0, 0.0)]
     if gpus or io:
-        runs.append((w_money, w_gpus, w_io, 0.0))
+        runs.append(Weights(w_money, w_gpus, w_io, 0.0))
     if io and w_io > 0:
-        runs.append((w_money, w_gpus, 0.0, w_io))
+        runs.append(Weights(w_money, w_gpus, 0.0, w_io))
     return runs
 
 

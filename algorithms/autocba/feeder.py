@@ -5,10 +5,21 @@ Why it is exact and why sharing a cached dataset gets cheaper: proofs/feeding_co
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cbalab.algorithms.autocba.limits import _SAFE
 from cbalab.models.instance import Instance
+
+
+class Change(NamedTuple):
+    """What raising one dataset's demand does: Δ io cost ($/h), Δ remote IO (Gbps), cache added (GB), displaced."""
+
+    io_cost: float
+    remote_gbps: float
+    cache_added_gb: float
+    displaced: list[tuple[int, float]]
 
 
 class _Feeder:
@@ -58,7 +69,7 @@ class _Feeder:
             self._stale = 0
         return self._profile
 
-    def change(self, k: int, dR: float) -> tuple[float, float, float, list[tuple[int, float]]] | None:
+    def change(self, k: int, dR: float) -> Change | None:
         """Price raising R_k by ``dR``: (Δ io cost, Δ remote IO, cache added to k, displaced [(i, GB)]).
 
         None when the resulting remote IO would exceed B.
@@ -97,7 +108,7 @@ class _Feeder:
                             break
         if self.remote + drem > self.B_lim:
             return None
-        return dF, drem, added, moved
+        return Change(dF, drem, added, moved)
 
     def apply(self, k: int, dR: float, priced: tuple[float, float, float, list[tuple[int, float]]]) -> bool:
         """Commit a priced change; True when the cached set changed (jobs on k then re-price)."""

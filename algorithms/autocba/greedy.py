@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,6 +13,15 @@ from cbalab.algorithms.autocba.feeder import _Feeder
 from cbalab.algorithms.autocba.limits import _SAFE
 from cbalab.algorithms.cba import feed
 from cbalab.models.instance import Instance
+
+
+class Weights(NamedTuple):
+    """One greedy run's unit of cost: weights of Δ dollars, Δ GPUs, Δ remote IO and Δ rate (driver._weightings)."""
+
+    dollars: float
+    gpus: float
+    remote: float
+    rate: float
 
 
 @dataclass
@@ -30,9 +40,7 @@ class _Candidate:
 class _Greedy:
     """One greedy run (step 2-3 of the module docstring) with weights (dollars, GPUs, remote IO)."""
 
-    def __init__(
-        self, inst: Instance, keep: np.ndarray, weights: tuple[float, float, float, float], group_moves: bool
-    ) -> None:
+    def __init__(self, inst: Instance, keep: np.ndarray, weights: Weights, group_moves: bool) -> None:
         self.inst = inst
         self.w = weights
         self.group_moves = group_moves
