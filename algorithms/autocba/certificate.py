@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from cbalab.algorithms.autocba.limits import _BOUND_SLACK, _HUGE, _TINY, fits_alone
 from cbalab.models.instance import Instance
+
+
+class Multipliers(NamedTuple):
+    """The Lagrange multipliers of the certificate: μ budget, ν GPUs, λ cache, β bandwidth."""
+
+    budget: float
+    gpus: float
+    cache: float
+    bandwidth: float
 
 
 @dataclass
@@ -20,7 +31,7 @@ class Certificate:
     """
 
     bound: float
-    multipliers: tuple[float, float, float, float]
+    multipliers: Multipliers
     evaluations: int
 
 
@@ -139,10 +150,12 @@ def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30)
                     lo = y[t]
     bound = min(best_value, dual.top)
     bound += 1e-9 * (1.0 + abs(bound))
-    return Certificate(bound, tuple(float(v) for v in best_x), dual.count)
+    return Certificate(bound, Multipliers(*(float(v) for v in best_x)), dual.count)
 
 
-def _bracket(probe, y: np.ndarray, t: int, start: float) -> tuple[float, float]:
+def _bracket(
+    probe: Callable[[np.ndarray], tuple[float, np.ndarray]], y: np.ndarray, t: int, start: float
+) -> tuple[float, float]:
     """[lo, hi] with a negative subgradient in coordinate t at lo (or lo = 0) and a non-negative one at hi.
 
     Doubles or halves from ``start`` (a point of the right magnitude), so the

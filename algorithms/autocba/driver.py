@@ -42,7 +42,7 @@ def _weightings(inst: Instance, keep: np.ndarray) -> list[Weights]:
     gpus = inst.gpus is not None and top(inst.option_gpus.astype(float)) > inst.gpus
     io = math.isfinite(inst.bandwidth_gbps) and top(inst.option_io_gbps) > inst.bandwidth_gbps
     w_money = 1.0 / inst.budget_per_hour if money and inst.budget_per_hour > 0 else 0.0
-    w_gpus = 1.0 / inst.gpus if gpus and inst.gpus > 0 else 0.0
+    w_gpus = 1.0 / inst.gpus if gpus and inst.gpus is not None and inst.gpus > 0 else 0.0
     w_io = 1.0 / inst.bandwidth_gbps if io and inst.bandwidth_gbps > 0 else 0.0
     runs = [Weights(1.0, 0.0, 0.0, 0.0)]
     if gpus or io:
