@@ -118,3 +118,17 @@ def test_bad_arguments_name_the_field() -> None:
         examples.shared_dataset(readers=0)
     with pytest.raises(ValueError, match="price_ratio"):
         examples.threshold_demo(math.nan)
+
+
+def test_examples_through_the_facade() -> None:
+    """``import cbalab`` alone reaches the teaching instances, and solve infers their problem."""
+    import cbalab
+
+    assert "examples" in cbalab.__all__
+    res = cbalab.solve(cbalab.examples.toy_cluster(), "cba")
+    assert res.status == "optimal"
+    frame = res.datasets_frame()
+    assert frame.set_index("dataset")["cache_gb"].to_dict() == pytest.approx(
+        {"openwebtext": 0.0, "imagenet": 140.0, "kinetics": 160.0}
+    )
+    assert cbalab.solve(cbalab.examples.elastic_toy(), "autocba").objective == pytest.approx(78.0, rel=1e-9)
