@@ -58,6 +58,8 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_preserve_defaults = True
 
+templates_path = ["_templates"]
+
 html_theme = "furo"
 html_title = f"cbalab {release}"
 html_static_path: list[str] = []
