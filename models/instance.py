@@ -278,7 +278,7 @@ def _integer(v: Any, path: str, *, minimum: int = 0, allow_null: bool = False) -
 
 def _object(v: Any, path: str, keys: set[str], required: set[str]) -> dict:
     if not isinstance(v, dict):
-        raise InstanceError(path, v, "must be an object")
+        raise InstanceError(path or "document", v, "must be an object")
     unknown = sorted(set(v) - keys)
     if unknown:
         raise InstanceError(f"{path}.{unknown[0]}" if path else unknown[0], v[unknown[0]], "is not a known field")

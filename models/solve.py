@@ -5,6 +5,20 @@
 * A run that stops on its time limit is ``time_limit`` with its incumbent (if
   any) and HiGHS's dual bound; it is never reported as ``optimal``.
 * Proven infeasibility is an answer (``infeasible`` with a reason), not a crash.
+* ``optimal`` is claimed only when the referee agrees: every exact answer is
+  re-scored by models/evaluate.py and compared with HiGHS's objective and
+  bound (:func:`cross_checked`); a disagreement beyond :data:`AGREEMENT_RTOL`
+  downgrades the status, drops the bound and says why.
+* Magnitudes that HiGHS cannot represent (a matrix entry of 1e15 or more, a
+  cost of 1e20 or more, its ``large_matrix_value`` and ``infinite_cost``) are
+  refused before solving, as ``error`` naming the field (:func:`beyond_highs`):
+  HiGHS would otherwise solve another model and call it optimal.  A
+  bandwidth price of 1e308 is such a case; CBA, which needs no solver, still
+  answers it.
+* ``time_limit`` bounds the whole call: the Pyomo build, the translation to
+  HiGHS and the solve.  HiGHS gets only what is left (:func:`solve_model`),
+  and a call that ran out is ``time_limit``.  HiGHS checks its clock coarsely
+  in presolve, so a solve can still overrun by part of one presolve.
 
 The registered methods ``lp`` and ``milp`` of the cost and welfare problems live here, since
 only models/milp and this module may import Pyomo (spec/DESIGN.md).
@@ -13,18 +27,44 @@ only models/milp and this module may import Pyomo (spec/DESIGN.md).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from cbalab.models.evaluate import Allocation, least_feeding
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.milp.welfare import build_welfare_model
 from cbalab.models.types import SolveOptions
+
+#: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
+HIGHS_LARGE_MATRIX_VALUE = 1e15
+
+#: HiGHS's default ``infinite_cost``: an objective coefficient this large or larger is taken as infinite.
+HIGHS_INFINITE_COST = 1e20
+
+#: Largest relative disagreement between the referee's score and HiGHS's objective or bound that still counts as
+#: agreement (HiGHS's tolerances are 1e-7 on rows and the solution is re-fed; 1e-6 leaves room, nothing more).
+AGREEMENT_RTOL = 1e-6
+
+#: Pyomo's change detection is not needed between set_instance and solve (nothing changes): turned off, so that the
+#: solve does not walk the model again.
+_NO_UPDATES = {
+    "check_for_new_or_removed_constraints": False,
+    "check_for_new_or_removed_vars": False,
+    "check_for_new_or_removed_params": False,
+    "check_for_new_objective": False,
+    "update_constraints": False,
+    "update_vars": False,
+    "update_parameters": False,
+    "update_named_expressions": False,
+    "update_objective": False,
+}
 
 
 @dataclass
@@ -38,35 +78,209 @@ class Outcome:
     has_solution: bool
 
 
+@dataclass(frozen=True)
+class Budget(SolveOptions):
+    """SolveOptions plus the moment (``time.perf_counter()``) the call began, so the build counts against the limit."""
+
+    started: float = 0.0
+
+
+def budgeted(options: SolveOptions) -> Budget:
+    """``options`` with the clock started now (kept if it already runs): the registered methods call this first."""
+    if isinstance(options, Budget):
+        return options
+    return Budget(**{f.name: getattr(options, f.name) for f in fields(options)}, started=time.perf_counter())
+
+
 def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()) -> Outcome:
-    """Solve ``model`` with HiGHS and map its termination to a cbalab status; loads the solution if any."""
+    """Solve ``model`` with HiGHS and map its termination to a cbalab status; loads the solution if any.
+
+    ``options.time_limit`` is a budget for the whole call: with a :class:`Budget`
+    the time since it started (the model build) counts, then the translation to
+    HiGHS is timed, and HiGHS is given only what is left.  When nothing is left
+    HiGHS is not started and the answer is ``time_limit`` without incumbent; a
+    call that ends past its limit without a proof of optimality is ``time_limit``.
+    A Ctrl-C that HiGHS reports as an interruption is raised as KeyboardInterrupt.
+    """
+    started = options.started if isinstance(options, Budget) else time.perf_counter()
+    limit = options.time_limit
+    solver = Highs()
+    solver.set_instance(model)
+    built = time.perf_counter() - started
+    if limit is not None and built >= limit:
+        message = f"the time limit of {limit:g} s ran out building the model ({built:.3g} s), before HiGHS started"
+        return Outcome("time_limit", None, None, message, False)
     solver_options = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
     if options.mip_gap == 0.0:
         solver_options["mip_abs_gap"] = 0.0
-    res = Highs().solve(
+    res = solver.solve(
         model,
         tee=False,
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
-        time_limit=options.time_limit,
+        time_limit=None if limit is None else limit - built,
         solver_options=solver_options,
+        auto_updates=_NO_UPDATES,
     )
     tc = res.termination_condition
+    if tc == TerminationCondition.interrupted:
+        raise KeyboardInterrupt
     objective = res.incumbent_objective
     has_solution = objective is not None
     if has_solution:
         res.solution_loader.load_vars()
     bound = res.objective_bound
+    elapsed = time.perf_counter() - started
     if tc == TerminationCondition.convergenceCriteriaSatisfied:
         return Outcome("optimal", objective, bound if bound is not None else objective, "HiGHS: optimal", has_solution)
     if tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
         return Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({tc.name})", False)
-    if tc == TerminationCondition.maxTimeLimit:
-        return Outcome(
-            "time_limit", objective, bound, f"HiGHS stopped at the time limit of {options.time_limit} s", has_solution
-        )
+    if tc == TerminationCondition.maxTimeLimit or (limit is not None and elapsed >= limit):
+        message = f"the time limit of {limit:g} s ran out (model build {built:.3g} s, whole call {elapsed:.3g} s)"
+        return Outcome("time_limit", objective, bound, message, has_solution)
     status = "feasible" if has_solution else "error"
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
+
+
+def beyond_highs(inst: Instance, problem: str) -> str | None:
+    """Why HiGHS cannot take ``inst`` as it is (naming the field and the value), or None when it can.
+
+    The coefficients of the models/milp models come from the instance: P1
+    (docs/model.md §4) has the rates r_j and the sizes d_k (and the block and
+    tier sizes) in its matrix and p_c d_k, p_b (p_b β) in its objective; P2
+    (§5) has r_o, g_o, d_k and, in its budget row, p_g g_o, p_c d_k, p_b in
+    its matrix and U_o in its objective.  A matrix entry of at least
+    :data:`HIGHS_LARGE_MATRIX_VALUE` or a cost of at least
+    :data:`HIGHS_INFINITE_COST` is not represented faithfully.
+    """
+    d = inst.dataset_size_gb
+    matrix: list[tuple[str, np.ndarray, Callable[[int], str]]] = [
+        ("size", d, lambda k: f"datasets[{k}].size_gb = {d[k]:.6g}")
+    ]
+    costs: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
+    if problem == "cost":
+        r = np.where(inst.has_fixed, inst.job_io_gbps, 0.0)
+        matrix.append(("rate", r, lambda j: f"jobs[{j}].io_gbps = {r[j]:.6g}"))
+        for name, x in (
+            ("cache_granularity.block_gb", inst.block_gb),
+            ("bandwidth_step_gbps", inst.bandwidth_step_gbps),
+        ):
+            if x is not None:
+                matrix.append(("size", np.array([x]), lambda _, n=name, v=x: f"cluster.{n} = {v:.6g}"))
+        p_c, p_b = inst.price_cache, inst.price_bandwidth
+        costs.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
+        costs.append(("bandwidth price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
+    else:
+        ptr, job = inst.option_ptr, inst.option_job()
+
+        def option(o: int, key: str, x: np.ndarray) -> str:
+            return f"jobs[{job[o]}].options[{o - ptr[job[o]]}].{key} = {x[o]:.6g}"
+
+        r, g, u = inst.option_io_gbps, inst.option_gpus.astype(float), inst.option_utility
+        matrix.append(("rate", r, lambda o: option(o, "io_gbps", r)))
+        matrix.append(("GPU count", g, lambda o: option(o, "gpus", g)))
+        if math.isfinite(inst.budget_per_hour):
+            p_g, p_c, p_b = inst.price_gpu, inst.price_cache, inst.price_bandwidth
+            matrix.append(("GPU cost", p_g * g, lambda o: f"prices.gpu_per_hour = {p_g:.6g} (× {g[o]:.0f} GPUs)"))
+            matrix.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
+            matrix.append(("price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
+        costs.append(("utility", u, lambda o: option(o, "utility", u)))
+    for groups, limit, where in (
+        (matrix, HIGHS_LARGE_MATRIX_VALUE, "a matrix entry"),
+        (costs, HIGHS_INFINITE_COST, "an objective coefficient"),
+    ):
+        for what, values, name in groups:
+            if values.size and float(values.max()) >= limit:
+                i = int(np.argmax(values))
+                return (
+                    f"{name(i)}: this {what} becomes {where} of at least {limit:g}, beyond what HiGHS represents "
+                    f"faithfully; the exact methods refuse it (express the instance in other units)"
+                )
+    return None
+
+
+def cross_checked(inst: Instance, problem: str, alloc: Allocation, options: SolveOptions) -> Allocation:
+    """``alloc`` with its status and bound kept only if the referee agrees with HiGHS (docs/model.md §4-§5).
+
+    The referee (models/evaluate.py) scores the allocation; its cost (P1) or
+    welfare (P2) must match HiGHS's objective (``extra["highs_objective"]``
+    when the method recorded it) and must not beat HiGHS's bound (a lower
+    bound for cost, an upper bound for welfare); an ``optimal`` claim must
+    also meet the bound within the MIP gap.  Each comparison allows
+    :data:`AGREEMENT_RTOL` relative (at least 1e-6 absolute).  On a
+    disagreement the model HiGHS solved was not the instance (a coefficient
+    dropped or clipped): ``optimal`` and ``feasible`` become ``feasible``,
+    the bound is dropped, and the reason gives the numbers and the largest
+    input.  An allocation the referee finds infeasible is left to
+    :func:`cbalab.models.evaluate.result`, which reports it so.
+    """
+    if not alloc.has_allocation:
+        return alloc
+    ev = evaluate(inst, alloc, problem)
+    if not ev.feasible:
+        return alloc
+    score = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+    sign = 1.0 if problem == "cost" else -1.0  # cost: score >= bound; welfare: score <= bound
+
+    def tol(*xs: float) -> float:
+        return AGREEMENT_RTOL * max(1.0, *(abs(x) for x in xs))
+
+    objective = alloc.extra.get("highs_objective")
+    problems = []
+    if objective is not None and abs(score - objective) > tol(score, objective):
+        problems.append(f"HiGHS's objective is {objective:.9g}")
+    if alloc.bound is not None:
+        if sign * (score - alloc.bound) < -tol(score, alloc.bound):
+            problems.append(f"HiGHS's bound {alloc.bound:.9g} is beaten")
+        elif alloc.status == "optimal" and abs(score - alloc.bound) > options.mip_gap * abs(alloc.bound) + tol(
+            score, alloc.bound
+        ):
+            problems.append(f"HiGHS's bound is {alloc.bound:.9g}")
+    if not problems:
+        return alloc
+    what = "cost" if problem == "cost" else "welfare"
+    alloc.reason = (
+        f"the referee scores this allocation's {what} at {score:.9g} but {' and '.join(problems)}: the model HiGHS "
+        f"solved is not this instance at these magnitudes (largest input: {largest_input(inst)}); "
+        f"status downgraded from {alloc.status}, bound dropped"
+    )
+    alloc.status = "feasible" if alloc.status in ("optimal", "feasible") else alloc.status
+    alloc.bound = None
+    return alloc
+
+
+def largest_input(inst: Instance) -> str:
+    """The field and value of the instance's largest number (sizes, rates, utilities, prices, capacities)."""
+    candidates: list[tuple[float, str]] = [
+        (inst.cache_gb, "cluster.cache_gb"),
+        (inst.price_gpu, "prices.gpu_per_hour"),
+        (inst.price_cache, "prices.cache_gb_per_hour"),
+        (inst.price_bandwidth, "prices.bandwidth_gbps_per_hour"),
+    ]
+    for x, name in ((inst.bandwidth_gbps, "cluster.bandwidth_gbps"), (inst.budget_per_hour, "budget_per_hour")):
+        if math.isfinite(x):
+            candidates.append((x, name))
+    ptr, job = inst.option_ptr, inst.option_job()
+    for values, name in (
+        (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb"),
+        (np.where(inst.has_fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps"),
+        (inst.option_io_gbps, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].io_gbps"),
+        (inst.option_utility, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].utility"),
+    ):
+        if values.size:
+            i = int(np.argmax(values))
+            candidates.append((float(values[i]), name(i)))
+    value, name = max(candidates)
+    return f"{name} = {value:.6g}"
+
+
+def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[..., Allocation]) -> Allocation:
+    """Run one exact method under this module's rules: clock started, magnitudes checked, answer cross-checked."""
+    options = budgeted(options)
+    refused = beyond_highs(inst, problem)
+    if refused is not None:
+        return Allocation.none("error", refused)
+    return cross_checked(inst, problem, solve(inst, options=options), options)
 
 
 def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -102,17 +316,18 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         status=out.status,
         bound=bound,
         reason=None if out.status == "optimal" else out.message,
+        extra={"highs_objective": out.objective},
     )
 
 
 def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the cost problem: the continuous relaxation of P1, solved by HiGHS."""
-    return solve_cost(inst, relax=True, options=options)
+    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=True, options=options))
 
 
 def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the cost problem: P1 exactly as written (integer variants included)."""
-    return solve_cost(inst, relax=False, options=options)
+    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=False, options=options))
 
 
 def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -187,9 +402,9 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
 
 def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the welfare problem: the LP relaxation's optimum as ``bound``, rounded down."""
-    return solve_welfare(inst, relax=True, options=options)
+    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=True, options=options))
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (MODEL.md §5)."""
-    return solve_welfare(inst, relax=False, options=options)
+    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=False, options=options))
