@@ -177,7 +177,11 @@ def mutated_documents(draw: st.DrawFn) -> bytes:
         elif kind == "non-finite":
             parent[key] = draw(st.sampled_from(sorted(NON_FINITE)))
         elif kind == "scale" and isinstance(parent[key], (int, float)) and not isinstance(parent[key], bool):
-            parent[key] = parent[key] * draw(st.sampled_from([1e-300, 1e-12, 1e6, 1e14, 1e15, 1e100, 1e300]))
+            factor = draw(st.sampled_from([1e-300, 1e-12, 1e6, 1e14, 1e15, 1e100, 1e300]))
+            try:
+                parent[key] = parent[key] * factor
+            except OverflowError:  # a huge int times a float: the product is +-inf, written as (-)Infinity
+                parent[key] = math.copysign(math.inf, parent[key])
     try:
         text = json.dumps(doc, indent=draw(st.sampled_from([None, 1])))
     except RecursionError:  # json.dumps's own limit: write the nesting by hand
