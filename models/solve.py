@@ -96,20 +96,24 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     """Solve ``model`` with HiGHS and map its termination to a cbalab status; loads the solution if any.
 
     ``options.time_limit`` is a budget for the whole call: with a :class:`Budget`
-    the time since it started (the model build) counts, then the translation to
-    HiGHS is timed, and HiGHS is given only what is left.  When nothing is left
-    HiGHS is not started and the answer is ``time_limit`` without incumbent; a
-    call that ends past its limit without a proof of optimality is ``time_limit``.
+    the time since it started (the model build) counts, the clock is checked
+    after the build and after the translation to HiGHS, and HiGHS is given only
+    what is left.  When nothing is left HiGHS is not started and the answer is
+    ``time_limit`` without incumbent; a call that ends past its limit without a
+    proof of optimality is ``time_limit``.  Neither the translation nor HiGHS's
+    presolve can be cut short, so a call can overrun by one of them.
     A Ctrl-C that HiGHS reports as an interruption is raised as KeyboardInterrupt.
     """
     started = options.started if isinstance(options, Budget) else time.perf_counter()
     limit = options.time_limit
     solver = Highs()
-    solver.set_instance(model)
-    built = time.perf_counter() - started
-    if limit is not None and built >= limit:
-        message = f"the time limit of {limit:g} s ran out building the model ({built:.3g} s), before HiGHS started"
-        return Outcome("time_limit", None, None, message, False)
+    for step in ("building the Pyomo model", "translating the model to HiGHS"):
+        if step.startswith("translating"):
+            solver.set_instance(model)
+        built = time.perf_counter() - started
+        if limit is not None and built >= limit:
+            message = f"the time limit of {limit:g} s ran out {step} ({built:.3g} s), before HiGHS started"
+            return Outcome("time_limit", None, None, message, False)
     solver_options = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
     if options.mip_gap == 0.0:
         solver_options["mip_abs_gap"] = 0.0
