@@ -163,6 +163,8 @@ def mutated_documents(draw: st.DrawFn) -> bytes:
             parent[key]  # the slot may have gone with an earlier mutation
         except (KeyError, IndexError, TypeError):
             continue
+        if not isinstance(parent, dict if isinstance(key, str) else list):
+            continue  # an earlier mutation replaced the container (a string can be indexed too)
         if kind == "replace":
             parent[key] = draw(st.one_of(st.sampled_from(REPLACEMENTS), st.floats(), st.integers()))
         elif kind == "number":
@@ -181,7 +183,7 @@ def mutated_documents(draw: st.DrawFn) -> bytes:
             try:
                 parent[key] = parent[key] * factor
             except OverflowError:  # a huge int times a float: the product is +-inf, written as (-)Infinity
-                parent[key] = math.copysign(math.inf, parent[key])
+                parent[key] = math.inf if parent[key] > 0 else -math.inf
     try:
         text = json.dumps(doc, indent=draw(st.sampled_from([None, 1])))
     except RecursionError:  # json.dumps's own limit: write the nesting by hand

@@ -21,7 +21,7 @@ from cbalab.experiments.cli import main
 from cbalab.models import instance as instance_module
 from cbalab.models.evaluate import Allocation, evaluate
 from cbalab.models.instance import MAX_COUNT, InstanceError, build, from_dict, load, loads
-from cbalab.models.solve import Budget, cost_milp, cross_checked, solve_cost, welfare_milp
+from cbalab.models.solve import Budget, cost_milp, cross_checked, solve_cost, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
 from tests.test_fuzz import BASE
 
@@ -290,6 +290,25 @@ def test_regression_issue9_4_an_optimal_claim_the_referee_scores_differently_is_
     fake = Allocation(good.gpus, good.cache_gb, good.bandwidth_gbps, status="optimal", bound=score * 0.9)
     checked = cross_checked(inst, "cost", fake, SolveOptions())
     assert checked.status == "feasible" and checked.bound is None and "bound" in checked.reason
+
+
+def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again() -> None:
+    """HiGHS 1.15.1's presolve reduced this 31-row welfare MILP to an empty one, "optimal" at 0 (optimum 54).
+
+    Found by tests/test_fuzz.py (cache price 400 $/GB-h, a 160,000 GB dataset).  The cross-check's simple
+    allocation (one job alone) beats the claimed bound, so the MILP is solved again without presolve.
+    """
+    d = doc()
+    d["prices"]["cache_gb_per_hour"] = 400.0
+    d["datasets"][1]["size_gb"] = 160000.0
+    inst = from_dict(d)
+    raw = solve_welfare(inst, relax=False, options=SolveOptions())
+    assert raw.status == "optimal" and raw.bound == 0.0  # HiGHS's wrong claim
+    result, _ = registry.run(inst, "welfare", "milp")
+    assert result["status"] == "optimal" and result["objective"] == pytest.approx(54.0, rel=1e-6)
+    assert "solved again without HiGHS's presolve" in result["reason"]
+    auto, _ = registry.run(inst, "welfare", "autocba")
+    assert auto["objective"] <= result["bound"] + 1e-9
 
 
 @pytest.mark.parametrize("rate", [1e12, 1e14, 9.9e14])
