@@ -266,14 +266,14 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
     """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
 
     Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
-    Welfare (§5): the single option o with the largest U_o that fits alone
-    without cache (g_o ≤ G, r_o ≤ B, p_g g_o + p_b r_o within the budget).
-    Either is scored by the referee and used only if it finds it feasible.
+    Welfare (§5): without cache, options taken greedily by utility per
+    dollar U_o / (p_g g_o + p_b r_o), at most one per job, while G, B and the
+    budget allow (:func:`_greedy_without_cache`).  Either is scored by the
+    referee and used only if it finds it feasible.
     This catches a solver whose bound is self-consistent but wrong, e.g. a
     presolve that reduces a MILP with optimum 54 to an empty one with
     optimum 0 (found by tests/test_fuzz.py with HiGHS 1.15.1).
     """
-    n = inst.n_jobs
     if problem == "cost":
         if not inst.has_fixed.all():
             return None
@@ -281,23 +281,36 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
         alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
         what = "no cache with every job on remote IO"
     else:
-        g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
-        cost = inst.price_gpu * g + inst.price_bandwidth * r
-        fits = (cost <= inst.budget_per_hour) & (r <= inst.bandwidth_gbps)
-        if inst.gpus is not None:
-            fits &= g <= inst.gpus
-        if not fits.any():
-            return None
-        o = int(np.flatnonzero(fits)[np.argmax(u[fits])])
-        j = int(inst.option_job()[o])
-        gpus, bw = np.zeros(n, dtype=np.int64), np.zeros(n)
-        gpus[j], bw[j] = g[o], r[o]
+        gpus, bw = _greedy_without_cache(inst)
         alloc = Allocation(gpus, np.zeros(inst.n_datasets), bw)
-        what = f"job {inst.job_ids[j]!r} alone at {int(g[o])} GPUs without cache"
+        what = f"a greedy choice of {int((gpus > 0).sum())} jobs without cache"
     ev = evaluate(inst, alloc, problem)
     if not ev.feasible:
         return None
     return what, ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+
+
+def _greedy_without_cache(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`."""
+    g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
+    cost = inst.price_gpu * g + inst.price_bandwidth * r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = np.where(cost > 0, u / cost, np.inf)
+    order = np.lexsort((-u, -density))
+    job = inst.option_job()
+    gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
+    money, gpu_left, bw_left = (
+        inst.budget_per_hour,
+        inst.gpus if inst.gpus is not None else math.inf,
+        inst.bandwidth_gbps,
+    )
+    for o in order:
+        j = job[o]
+        if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
+            continue
+        gpus[j], bw[j] = g[o], r[o]
+        money, gpu_left, bw_left = money - cost[o], gpu_left - g[o], bw_left - r[o]
+    return gpus, bw
 
 
 def largest_input(inst: Instance) -> str:
