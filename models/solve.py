@@ -266,9 +266,9 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
     """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
 
     Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
-    Welfare (§5): without cache, options taken greedily by utility per
-    dollar U_o / (p_g g_o + p_b r_o), at most one per job, while G, B and the
-    budget allow (:func:`_greedy_without_cache`).  Either is scored by the
+    Welfare (§5): without cache, options taken greedily (by utility per
+    dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
+    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either is scored by the
     referee and used only if it finds it feasible.
     This catches a solver whose bound is self-consistent but wrong, e.g. a
     presolve that reduces a MILP with optimum 54 to an empty one with
@@ -291,26 +291,32 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
 
 
 def _greedy_without_cache(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
-    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`."""
+    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`.
+
+    Two greedy orders, by utility per dollar and by utility, each taking at
+    most one option per job while G, B and the budget allow; the one with the
+    larger total utility is returned.
+    """
     g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
     cost = inst.price_gpu * g + inst.price_bandwidth * r
     with np.errstate(divide="ignore", invalid="ignore"):
         density = np.where(cost > 0, u / cost, np.inf)
-    order = np.lexsort((-u, -density))
     job = inst.option_job()
-    gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
-    money, gpu_left, bw_left = (
-        inst.budget_per_hour,
-        inst.gpus if inst.gpus is not None else math.inf,
-        inst.bandwidth_gbps,
-    )
-    for o in order:
-        j = job[o]
-        if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
-            continue
-        gpus[j], bw[j] = g[o], r[o]
-        money, gpu_left, bw_left = money - cost[o], gpu_left - g[o], bw_left - r[o]
-    return gpus, bw
+    best: tuple[float, np.ndarray, np.ndarray] = (-1.0, np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_jobs))
+    for order in (np.lexsort((-u, -density)), np.lexsort((cost, -u))):
+        gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
+        money, bw_left = inst.budget_per_hour, inst.bandwidth_gbps
+        gpu_left = math.inf if inst.gpus is None else inst.gpus
+        total = 0.0
+        for o in order:
+            j = job[o]
+            if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
+                continue
+            gpus[j], bw[j] = g[o], r[o]
+            money, gpu_left, bw_left, total = money - cost[o], gpu_left - g[o], bw_left - r[o], total + u[o]
+        if total > best[0]:
+            best = (total, gpus, bw)
+    return best[1], best[2]
 
 
 def largest_input(inst: Instance) -> str:

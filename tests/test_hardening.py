@@ -311,6 +311,19 @@ def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again
     assert auto["objective"] <= result["bound"] + 1e-9
 
 
+def test_regression_issue9_4_a_wrong_optimum_even_without_presolve_is_downgraded() -> None:
+    """With a 8e8 GB dataset at 400 $/GB-h (budget-row coefficient 3.2e11) HiGHS claims 40, or 31 without
+    presolve, where 54 fits: the greedy no-cache witness beats the bound, so the answer is ``feasible``, no bound."""
+    d = doc()
+    d["prices"]["cache_gb_per_hour"] = 400.0
+    d["datasets"][2]["size_gb"] = 8e8
+    inst = from_dict(d)
+    result, _ = registry.run(inst, "welfare", "milp")
+    assert result["status"] == "feasible" and result["bound"] is None
+    assert "greedy choice of 3 jobs without cache scores 54" in result["reason"]
+    assert "datasets[2].size_gb = 8e+08" in result["reason"]
+
+
 @pytest.mark.parametrize("rate", [1e12, 1e14, 9.9e14])
 @pytest.mark.parametrize("method", ["lp", "milp"])
 def test_regression_issue9_4_below_the_limit_optimal_always_agrees_with_cba(method: str, rate: float) -> None:
