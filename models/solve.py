@@ -27,9 +27,11 @@ only models/milp and this module may import Pyomo (spec/DESIGN.md).
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -105,8 +107,8 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     what is left.  When nothing is left HiGHS is not started and the answer is
     ``time_limit`` without incumbent; a call that ends past its limit without a
     proof of optimality is ``time_limit``.  Neither the translation nor HiGHS's
-    presolve can be cut short, so a call can overrun by one of them.
-    A Ctrl-C that HiGHS reports as an interruption is raised as KeyboardInterrupt.
+    presolve can be cut short, so a call can overrun by one of them.  HiGHS
+    runs in a worker thread so that Ctrl-C reaches Python (:func:`_interruptible`).
     """
     started = options.started if isinstance(options, Budget) else time.perf_counter()
     limit = options.time_limit
@@ -123,18 +125,19 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
         solver_options["mip_abs_gap"] = 0.0
     if isinstance(options, Budget) and not options.presolve:
         solver_options["presolve"] = "off"
-    res = solver.solve(
-        model,
-        tee=False,
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-        time_limit=None if limit is None else limit - built,
-        solver_options=solver_options,
-        auto_updates=_NO_UPDATES,
+    res = _interruptible(
+        solver,
+        lambda: solver.solve(
+            model,
+            tee=False,
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            time_limit=None if limit is None else limit - built,
+            solver_options=solver_options,
+            auto_updates=_NO_UPDATES,
+        ),
     )
     tc = res.termination_condition
-    if tc == TerminationCondition.interrupted:
-        raise KeyboardInterrupt
     objective = res.incumbent_objective
     has_solution = objective is not None
     if has_solution:
@@ -150,6 +153,44 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
         return Outcome("time_limit", objective, bound, message, has_solution)
     status = "feasible" if has_solution else "error"
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
+
+
+#: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
+CANCEL_GRACE_S = 2.0
+
+
+def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
+    """``solve()`` (a HiGHS run) in a worker thread, so that Ctrl-C reaches the main thread at once.
+
+    HiGHS runs in C++ and never returns to Python's signal handling, so a
+    Ctrl-C in the main thread would wait for the whole solve.  Here the main
+    thread waits in short joins; on KeyboardInterrupt it asks HiGHS to stop
+    (highspy's cancelSolve, reached through Pyomo's ``_solver_model``), gives
+    it :data:`CANCEL_GRACE_S` seconds, and re-raises.  A thread HiGHS has not
+    left yet is a daemon: it ends with the process (the CLI exits 130).
+    """
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = solve()
+        except BaseException as e:  # handed to the caller's thread below
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="cbalab-highs", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        cancel = getattr(getattr(solver, "_solver_model", None), "cancelSolve", None)
+        if cancel is not None:
+            cancel()
+        worker.join(CANCEL_GRACE_S)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def beyond_highs(inst: Instance, problem: str) -> str | None:
