@@ -396,6 +396,8 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
     refused = beyond_highs(inst, problem)
     if refused is not None:
         return Allocation.none("error", refused)
+    if inst.n_jobs == 0:
+        return _no_jobs(inst, problem)
     alloc = solve(inst, options=options)
     claimed = alloc.status
     alloc = cross_checked(inst, problem, alloc, options)
@@ -404,6 +406,18 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
         if retry.status == "optimal":
             retry.reason = f"solved again without HiGHS's presolve, because the first answer failed: {alloc.reason}"
             return retry
+    return alloc
+
+
+def _no_jobs(inst: Instance, problem: str) -> Allocation:
+    """With no job the only allocation is the empty one (no cache, no bandwidth): optimal, its score its bound.
+
+    The models need at least one job (an empty sum makes a capacity row a
+    constant), and nothing is left to decide anyway.
+    """
+    alloc = Allocation(np.zeros(0, dtype=np.int64), np.zeros(inst.n_datasets), np.zeros(0), status="optimal")
+    ev = evaluate(inst, alloc, problem)
+    alloc.bound = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
     return alloc
 
 

@@ -172,7 +172,10 @@ def mutated_documents(draw: st.DrawFn) -> bytes:
         elif kind == "delete":
             del parent[key]
         elif kind == "duplicate" and isinstance(parent, list):
-            parent.insert(key, json.loads(json.dumps(parent[key])))
+            try:
+                parent.insert(key, json.loads(json.dumps(parent[key])))
+            except RecursionError:  # an entry nested too deeply for json.dumps: not duplicated
+                continue
         elif kind == "nest":
             for _ in range(draw(st.sampled_from([1, 2, 5, 70, 2000]))):
                 parent[key] = [parent[key]]

@@ -366,3 +366,17 @@ def test_regression_issue9_5_a_tiny_limit_through_the_cli_reports_time_limit(tmp
         capsys, "solve", str(write(tmp_path, doc())), "--problem", "welfare", "--method", "milp", "--time-limit", "1e-6"
     )
     assert code == 0 and json.loads(out)["status"] == "time_limit"
+
+
+@pytest.mark.parametrize("problem", ["cost", "welfare"])
+@pytest.mark.parametrize("method", ["lp", "milp"])
+def test_regression_issue9_4_an_instance_without_jobs_is_answered_not_crashed(problem: str, method: str) -> None:
+    """Found by the fuzz test: ``"jobs": []`` made the welfare MILP's capacity row a constant (a Pyomo error, exit 1).
+
+    The empty allocation is the only one: ``optimal`` at welfare 0 / the cost of nothing.
+    """
+    d = doc()
+    d["jobs"] = []
+    result, ev = registry.run(from_dict(d), problem, method)
+    assert result["status"] == "optimal" and ev is not None and ev.feasible
+    assert result["objective"] == 0.0 and result["bound"] == 0.0
