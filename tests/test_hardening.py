@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,8 +21,10 @@ import pytest
 
 from cbalab.algorithms import registry
 from cbalab.experiments.cli import main
+from cbalab.experiments.workload import generate_welfare
 from cbalab.models import instance as instance_module
 from cbalab.models.evaluate import Allocation, evaluate
+from cbalab.models.files import sha256_file
 from cbalab.models.instance import MAX_COUNT, InstanceError, build, from_dict, load, loads
 from cbalab.models.solve import Budget, cost_milp, cross_checked, solve_cost, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
@@ -380,3 +385,192 @@ def test_regression_issue9_4_an_instance_without_jobs_is_answered_not_crashed(pr
     result, ev = registry.run(from_dict(d), problem, method)
     assert result["status"] == "optimal" and ev is not None and ev.feasible
     assert result["objective"] == 0.0 and result["bound"] == 0.0
+
+
+def test_regression_issue9_5_tuned_baselines_stop_their_grid_search_at_the_time_limit() -> None:
+    """``gavel-tput-tuned`` with 1 s ran 1.9 s and said ``feasible``; now it stops between splits with ``time_limit``.
+
+    The naive split is scored first, so the stopped answer is never worse than the naive scheduler.
+    """
+    inst = generate_welfare(60, 8, seed=3, budget_fraction=0.3)
+    for name in ("gavel-tput", "gavel-fair", "optimus"):
+        stopped, ev = registry.run(inst, "welfare", f"{name}-tuned", time_limit=1e-9)
+        naive, _ = registry.run(inst, "welfare", name)
+        full, _ = registry.run(inst, "welfare", f"{name}-tuned")
+        assert stopped["status"] == "time_limit" and "GPU/IO splits" in stopped["reason"], name
+        assert ev is not None and ev.feasible
+        assert naive["welfare"] <= stopped["welfare"] <= full["welfare"]
+        assert full["status"] == "feasible"
+
+
+# ---------------------------------------------------------------- item 1 (traces), 8 and 9: the replay's input
+
+
+def trace(tmp_path: Path, rows: str, name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("submit_time_s,duration_s,gpus\n" + rows)
+    return path
+
+
+def test_regression_issue9_1_a_trace_gpu_count_of_1e20_is_refused_naming_line_and_column(tmp_path, capsys) -> None:
+    """The row ``5,100,100000000000000000000`` under ``--gpus 8`` gave negative GPUs and a cost of −$6.6e17."""
+    path = trace(tmp_path, "0,100,2\n5,100,100000000000000000000\n")
+    code, out, err = cli(capsys, "simulate", "--trace", str(path), "--policy", "cba", "--gpus", "8", "--quiet")
+    assert code == 2 and out == ""
+    assert "line 3, column 'gpus': must be a whole number in [1, 2147483647]" in err
+    assert "100000000000000000000" in err
+
+
+def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
+    """``--bandwidth-gbps 0`` gave exit 1 "internal error: RuntimeError"; now exit 2 naming the setting."""
+    code, out, err = cli(capsys, "simulate", "--generate", "10", "--policy", "cba", "--bandwidth-gbps", "0", "--quiet")
+    assert code == 2 and out == ""
+    assert err.startswith("cbalab: error: bandwidth_gbps: no job can progress")
+
+
+def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
+    """``--out`` into a missing folder exited 1 after printing the result; now exit 2 and nothing is printed."""
+    missing = tmp_path / "no" / "such" / "result.json"
+    code, out, err = cli(
+        capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(missing)
+    )
+    assert code == 2 and out == "" and "--out: the folder" in err and "does not exist" in err
+    code, out, err = cli(
+        capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(tmp_path)
+    )
+    assert code == 2 and out == "" and "is a folder" in err
+
+
+def test_regression_issue9_8_simulate_out_onto_a_file_is_refused_before_the_replay(tmp_path, capsys) -> None:
+    """``simulate --out`` naming an existing file is refused before the replay runs."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    code, out, err = cli(capsys, "simulate", "--generate", "5", "--policy", "cba", "--quiet", "--out", str(blocker))
+    assert code == 2 and out == "" and "exists and is not a folder" in err
+
+
+def test_regression_issue9_9_negative_submit_times_are_accepted_as_written(tmp_path, capsys) -> None:
+    """Negative submit times ("seconds from any origin") replay like the same trace shifted to start at 0."""
+    args = ("--policy", "cba", "--gpus", "8", "--quiet", "--no-timing")
+    code_neg, out_neg, _ = cli(
+        capsys, "simulate", "--trace", str(trace(tmp_path, "-50,100,2\n5,300,8\n", "a.csv")), *args
+    )
+    code_pos, out_pos, _ = cli(
+        capsys, "simulate", "--trace", str(trace(tmp_path, "0,100,2\n55,300,8\n", "b.csv")), *args
+    )
+    assert code_neg == code_pos == 0
+    neg, pos = json.loads(out_neg), json.loads(out_pos)
+    for key in ("mean_jct_s", "p99_jct_s", "makespan_s", "mean_queue_s", "cost"):
+        assert neg[key] == pytest.approx(pos[key], rel=1e-12), key
+
+
+@pytest.mark.parametrize(
+    ("rows", "column"), [("0,100,2\n1e308,3600,1\n", "submit_time_s"), ("0,1e300,2\n", "duration_s")]
+)
+def test_regression_issue9_9_times_beyond_1e12_seconds_are_refused(tmp_path, capsys, rows: str, column: str) -> None:
+    """A job submitted at 1e308 got a JCT of 0 (1e308 + 3600 == 1e308); now the line and the column are named."""
+    code, out, err = cli(capsys, "simulate", "--trace", str(trace(tmp_path, rows)), "--policy", "cba", "--quiet")
+    assert code == 2 and out == "" and f"column '{column}': must be a number in" in err
+
+
+def test_regression_issue9_9_no_timing_makes_outputs_byte_identical(tmp_path, capsys) -> None:
+    """Identical solves differed in ``solve_seconds`` and replays in ``wall_seconds``; ``--no-timing`` nulls both."""
+    path = str(write(tmp_path, doc()))
+    texts = [cli(capsys, "solve", path, "--problem", "cost", "--method", "milp", "--no-timing")[1] for _ in range(2)]
+    assert texts[0] == texts[1] and json.loads(texts[0])["solve_seconds"] is None
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        code, text, _ = cli(
+            capsys, "simulate", "--generate", "40", "--policy", "cba", "--quiet", "--no-timing", "--out", str(out)
+        )
+        assert code == 0
+        runs.append((text, *((out / f).read_bytes() for f in ("jobs.csv", "timeseries.csv", "summary.json"))))
+    assert runs[0] == runs[1]
+    assert json.loads(runs[0][0])["wall_seconds"] is None
+
+
+# ---------------------------------------------------------------- item 6: Ctrl-C
+
+
+def _interrupt(argv: list[str], after_s: float) -> subprocess.CompletedProcess:
+    """Run ``cbalab argv`` and send it SIGINT after ``after_s`` seconds (it must still be running then)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbalab.experiments.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(after_s)
+    assert proc.poll() is None, "the command ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def test_regression_issue9_6_ctrl_c_in_a_replay_is_one_line_and_exit_130(tmp_path) -> None:
+    """Ctrl-C in ``simulate`` printed a KeyboardInterrupt traceback; now one line and exit 130, no partial files."""
+    out = tmp_path / "run"
+    done = _interrupt(["simulate", "--generate", "150000", "--policy", "cba", "--quiet", "--out", str(out)], 4.0)
+    assert done.returncode == 130
+    assert done.stderr == "cbalab: interrupted\n" and done.stdout == ""
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_regression_issue9_6_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp_path) -> None:
+    """Ctrl-C in a ``milp`` solve waited for HiGHS or printed a traceback; now one line and exit 130 at once.
+
+    HiGHS runs in a worker thread (models/solve.py), so the interrupt reaches Python while HiGHS works.
+    """
+    path = tmp_path / "w.json"
+    generate_welfare(3000, 100, seed=5, budget_fraction=0.2).save(path)
+    for after_s in (1.5, 8.0):  # in the model build, then in HiGHS
+        start = time.perf_counter()
+        done = _interrupt(["solve", str(path), "--problem", "welfare", "--method", "milp"], after_s)
+        assert done.returncode == 130, done.stderr
+        assert done.stderr == "cbalab: interrupted\n" and done.stdout == ""
+        assert time.perf_counter() - start < after_s + 30  # not the whole solve (minutes)
+
+
+# ---------------------------------------------------------------- item 7: atomic outputs
+
+
+def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_document(tmp_path) -> None:
+    """Two ``solve --out same.json`` at once left one file with two documents; each write is now a rename."""
+    path = write(tmp_path, doc())
+    target = tmp_path / "same.json"
+    argv = [sys.executable, "-m", "cbalab.experiments.cli", "solve", str(path), "--problem", "welfare"]
+    procs = [
+        subprocess.Popen([*argv, "--method", m, "--out", str(target)], stdout=subprocess.PIPE, text=True)
+        for m in ("milp", "autocba", "milp", "autocba")
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert target.read_text() in outputs  # exactly one whole document, one of those printed
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tmp_path, capsys, monkeypatch) -> None:
+    """summary.json records the sha256 of jobs.csv and timeseries.csv; a rerun cut short leaves no stale summary."""
+    out = tmp_path / "run"
+    assert cli(capsys, "simulate", "--generate", "30", "--policy", "cba", "--quiet", "--out", str(out))[0] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["files"] == {name: sha256_file(out / name) for name in ("jobs.csv", "timeseries.csv")}
+
+    from cbalab.experiments import simulate as simulate_module
+
+    calls = {"n": 0}
+    real = simulate_module.atomic_write_csv
+
+    def cut_short(path: Path, frame: object) -> Path:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(path, frame)
+
+    monkeypatch.setattr(simulate_module, "atomic_write_csv", cut_short)
+    code, _, err = cli(capsys, "simulate", "--generate", "31", "--policy", "cba", "--quiet", "--out", str(out))
+    assert code == 130 and err == "cbalab: interrupted\n"
+    assert not (out / "summary.json").exists()  # the old summary is gone: the folder says it is incomplete
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "timeseries.csv"]  # whole files, no temporaries
+    assert sha256_file(out / "jobs.csv") != summary["files"]["jobs.csv"]
