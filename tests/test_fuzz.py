@@ -1,4 +1,4 @@
-"""Hypothesis fuzzing of the instance loader (models/instance.py), end to end through the solvers and the referee.
+"""Hypothesis fuzzing of the loaders (models/instance.py, experiments/workload/traces.py), end to end.
 
 Valid ``cbalab/instance@1`` documents (spec/INTERFACE.md) are mutated the way
 a hostile but fair user would: values swapped for other JSON types, fields
@@ -14,6 +14,8 @@ truncated or sprinkled with bytes.  Every outcome must be one of:
   exact method's ``optimal`` agrees with the referee (``cross_checked`` in
   models/solve.py) and with CBA's cost.
 
+Mutated traces (the generic CSV of docs/interface.md) likewise give a clean
+TraceError or a replay whose numbers are sane (:func:`mutated_traces`).
 Any other exception fails the test.  The ``ci`` profile keeps the whole file
 under 30 s; ``CBALAB_HYPOTHESIS_PROFILE=thorough`` runs 10,000 documents per
 test (count them with ``--hypothesis-show-statistics``).
@@ -32,6 +34,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from cbalab.algorithms import registry
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import make_workload
 from cbalab.models.evaluate import RTOL
 from cbalab.models.instance import Instance, InstanceError, load
 
@@ -316,3 +320,116 @@ def test_the_fuzz_base_document_is_valid() -> None:
     assert inst.n_jobs == 3 and inst.has_fixed.all() and inst.has_options.all()
     assert _solve(inst, "cost", "milp")["status"] == "optimal"
     assert _solve(inst, "welfare", "milp")["status"] == "optimal"
+
+
+# ---------------------------------------------------------------- trace CSV (experiments/workload/traces.py)
+
+#: A valid generic trace with the optional columns: pinned and unpinned models, fractional and equal times.
+TRACE_HEADER = ["submit_time_s", "duration_s", "gpus", "job_id", "model"]
+TRACE_ROWS = [
+    ["0", "3600", "1", "a", "resnet50"],
+    ["30", "600", "2", "b", ""],
+    ["45.5", "7200", "4", "c", ""],
+    ["45.5", "60", "8", "d", ""],
+]
+
+#: Cell values a trace mutation may write: huge, tiny, negative, non-finite, malformed.
+TRACE_CELLS = [
+    "",
+    " ",
+    "x",
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "1e400",
+    "-1e308",
+    "1e12",
+    "1e13",
+    "-5",
+    "-0",
+    "0",
+    "1e-320",
+    "0.5",
+    "2147483647",
+    "2147483648",
+    "100000000000000000000",
+    "9" * 400,
+    "a",
+    "resnet50",
+    "no-such-model",
+    '"quoted, comma"',
+    "1,2",
+]
+
+#: Text mutations of a trace, repeated by weight: most stay plain UTF-8.
+TRACE_TEXT_KINDS = ["utf-8"] * 8 + ["bom", "utf-16", "truncate", "byte", "crlf"]
+
+
+@st.composite
+def mutated_traces(draw: st.DrawFn) -> bytes:
+    """A mutated copy of the valid trace, as file bytes: cells replaced, rows and columns dropped or duplicated."""
+    header = list(TRACE_HEADER)
+    rows = [list(r) for r in TRACE_ROWS]
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["cell"] * 6 + ["drop-row", "duplicate-row", "drop-cell", "header", "no-rows"]))
+        if kind == "cell" and rows:
+            row = draw(st.integers(0, len(rows) - 1))
+            col = draw(st.integers(0, len(rows[row]) - 1))
+            rows[row][col] = draw(
+                st.one_of(st.sampled_from(TRACE_CELLS), st.floats().map(repr), st.integers().map(str))
+            )
+        elif kind == "drop-row" and rows:
+            rows.pop(draw(st.integers(0, len(rows) - 1)))
+        elif kind == "duplicate-row" and rows:
+            rows.append(list(rows[draw(st.integers(0, len(rows) - 1))]))
+        elif kind == "drop-cell" and rows:
+            row = rows[draw(st.integers(0, len(rows) - 1))]
+            row.pop(draw(st.integers(0, len(row) - 1)))
+        elif kind == "header":
+            header[draw(st.integers(0, len(header) - 1))] = draw(st.sampled_from(["", "gpu", "timestamp", "job_id"]))
+        elif kind == "no-rows":
+            rows = []
+    text = "\n".join(",".join(r) for r in [header, *rows]) + "\n"
+    kind = draw(st.sampled_from(TRACE_TEXT_KINDS))
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + text.encode()
+    if kind == "utf-16":
+        return text.encode("utf-16")
+    if kind == "crlf":
+        return text.replace("\n", "\r\n").encode()
+    data = text.encode()
+    if kind == "truncate":
+        return data[: draw(st.integers(0, len(data)))]
+    if kind == "byte":
+        at = draw(st.integers(0, len(data)))
+        return data[:at] + bytes([draw(st.integers(0, 255))]) + data[at:]
+    return data
+
+
+@given(mutated_traces())
+def test_mutated_traces_give_a_clean_error_or_a_replay_the_referee_accepts(data: bytes) -> None:
+    """Issue 9 fuzz: a mutated trace is a TraceError/InstanceError naming a path, or a replay with sane numbers.
+
+    A replay must give strict JSON, GPU counts in [1, G], finite times with end ≥ start ≥ submit and
+    JCT ≥ duration, and finite non-negative costs.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.csv"
+        path.write_bytes(data)
+        try:
+            workload = make_workload(trace=path, seed=0, n_datasets=4)
+            result = simulate(workload, SimConfig(gpus=16, cache_gb=100.0))
+        except InstanceError as e:  # TraceError is one
+            _assert_clean_error(e)
+            event(f"refused: {e.problem.split(' (')[0][:40]}")
+            return
+    event("replayed")
+    _strict(result.summary)
+    jobs = result.jobs
+    assert ((jobs["gpus"] >= 1) & (jobs["gpus"] <= 16)).all()
+    times = jobs[["submit_s", "start_s", "end_s", "jct_s", "cost"]].to_numpy(dtype=float)
+    assert np.isfinite(times).all()
+    assert (jobs["start_s"] >= jobs["submit_s"]).all() and (jobs["end_s"] >= jobs["start_s"]).all()
+    assert (jobs["jct_s"] >= jobs["duration_s"] * (1 - 1e-9)).all()
+    assert (jobs["cost"] >= 0).all() and all(v >= 0 and math.isfinite(v) for v in result.summary["cost"].values())
