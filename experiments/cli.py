@@ -4,9 +4,9 @@ Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a
 message naming the field and the value, never a traceback), 1 on an internal
 error, 130 on Ctrl-C (one line, no traceback).  Every output file is written
 atomically (models/files.py); an ``--out`` that cannot be written is refused
-before any solving.  ``--no-timing`` writes the wall-clock fields
-(``solve_seconds``, ``wall_seconds``) as null, so that two runs can be
-compared byte for byte.
+before any solving.  ``--no-timing`` leaves out the wall-clock fields
+(``solve_seconds``, ``wall_seconds``), so that two runs can be compared
+byte for byte.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise BadInputError(f"--method: {e.args[0]}") from None
     doc, _ = methods.run(inst, args.problem, args.method, time_limit=args.time_limit)
     if args.no_timing:
-        doc["solve_seconds"] = None
+        del doc["solve_seconds"]
     _emit(doc, args.out)
     return EXIT_OK
 
@@ -226,7 +226,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
     result = simulate(workload, cfg)
     if args.no_timing:
-        result.summary["wall_seconds"] = None
+        del result.summary["wall_seconds"]
     if args.out:
         result.write(args.out)
     _emit(result.summary, None)
@@ -273,7 +273,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--method", required=True)
     s.add_argument("--time-limit", type=_seconds, default=None)
     s.add_argument("--out", help="also write the result here (atomically; the folder must exist)")
-    s.add_argument("--no-timing", action="store_true", help="solve_seconds as null: identical runs, identical bytes")
+    s.add_argument("--no-timing", action="store_true", help="leave out solve_seconds: identical runs, identical bytes")
     s.set_defaults(run=cmd_solve)
 
     g = sub.add_parser("generate", help="write a seeded instance")
@@ -317,7 +317,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, MODEL.md §6)")
     m.add_argument("--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
-    m.add_argument("--no-timing", action="store_true", help="wall_seconds as null: identical runs, identical bytes")
+    m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
     m.set_defaults(run=cmd_simulate)
     return p
 
