@@ -44,6 +44,10 @@ MAX_COUNT = 2**31 - 1
 #: Largest instance file :func:`load` reads (1 GiB): the parsed document takes several times its size in memory.
 MAX_FILE_BYTES = 2**30
 
+#: Smallest nonzero magnitude of a size, rate, utility, price, capacity or budget.  Below it products underflow
+#: to 0 (a price of 5e-324 times a rate of 1e-3 is 0), and divisions by them are infinite.
+MIN_MAGNITUDE = 1e-30
+
 #: Deepest nesting reported as such; the schema itself nests 4 levels (jobs[].options[]).
 MAX_DEPTH = 64
 
@@ -270,6 +274,8 @@ def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = Fal
         raise InstanceError(path, v, "must be > 0")
     if x < 0:
         raise InstanceError(path, v, "must be >= 0")
+    if 0 < x < MIN_MAGNITUDE:
+        raise InstanceError(path, v, f"must be 0 or at least {MIN_MAGNITUDE:g} (smaller values underflow in products)")
     return x
 
 
@@ -321,7 +327,7 @@ def _column(items: list, key: str, path: str, *, positive: bool = False, integer
         if any(type(v) not in (int, float) for v in values):
             raise TypeError
         arr = np.asarray(values, dtype=float)
-        ok = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0))
+        ok = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0)) & ((arr == 0) | (arr >= MIN_MAGNITUDE))
         if integer:
             ok &= (arr == np.floor(arr)) & (arr <= MAX_COUNT)
         if not ok.all():
@@ -751,6 +757,18 @@ def check(inst: Instance) -> Instance:
         bad = np.flatnonzero(~(np.isfinite(arr) & (arr >= lo)))
         if bad.size:
             raise InstanceError(f"options[{bad[0]}].{name}", float(arr[bad[0]]), f"must be finite and >= {lo}")
+    for name, arr in (
+        ("datasets[].size_gb", inst.dataset_size_gb),
+        ("jobs[].io_gbps", inst.job_io_gbps[inst.has_fixed]),
+        ("options[].io_gbps", inst.option_io_gbps),
+        ("options[].utility", inst.option_utility),
+    ):
+        tiny = np.flatnonzero((arr > 0) & (arr < MIN_MAGNITUDE))
+        if tiny.size:
+            raise InstanceError(name, float(arr[tiny[0]]), f"must be 0 or at least {MIN_MAGNITUDE:g}")
+    for name, x in (("cluster.bandwidth_gbps", inst.bandwidth_gbps), ("budget_per_hour", inst.budget_per_hour)):
+        if 0 < x < MIN_MAGNITUDE:
+            raise InstanceError(name, x, f"must be 0 or at least {MIN_MAGNITUDE:g}")
     if inst.gpus is not None:
         _integer(inst.gpus, "cluster.gpus")
     bad = np.flatnonzero(fixed & (inst.job_gpus > MAX_COUNT))

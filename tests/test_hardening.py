@@ -574,3 +574,20 @@ def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tm
     assert not (out / "summary.json").exists()  # the old summary is gone: the folder says it is incomplete
     assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "timeseries.csv"]  # whole files, no temporaries
     assert sha256_file(out / "jobs.csv") != summary["files"]["jobs.csv"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value"), [("prices.bandwidth_gbps_per_hour", 5e-324), ("jobs[2].options[0].io_gbps", 5e-301)]
+)
+def test_regression_issue9_2_subnormal_magnitudes_are_refused(path: str, value: float) -> None:
+    """Found by the fuzz test: p_b = 5e-324 made p_b · need underflow to 0 and the welfare MILP divide by it.
+
+    Nonzero magnitudes below MIN_MAGNITUDE (1e-30) are refused naming the field; 0 stays allowed.
+    """
+    d = doc()
+    _set(d, path, value)
+    with pytest.raises(InstanceError, match="must be 0 or at least 1e-30") as e:
+        from_dict(d)
+    assert e.value.path == path
+    _set(d, path, 0.0)
+    from_dict(d)
