@@ -279,6 +279,14 @@ def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = Fal
     return x
 
 
+def _required_number(v: Any, path: str) -> float:
+    """A finite number >= 0 that may not be null (:func:`_number` without ``allow_null``)."""
+    x = _number(v, path)
+    if x is None:  # _number returns None only for null when allow_null is set
+        raise InstanceError(path, v, "must be a number")
+    return x
+
+
 def _integer(v: Any, path: str, *, minimum: int = 0, allow_null: bool = False) -> int | None:
     """A whole number in [minimum, MAX_COUNT] (a float with no fraction counts), or None if ``allow_null``."""
     if v is None and allow_null:
@@ -353,7 +361,7 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError("schema", data["schema"], f"unknown schema, expected {SCHEMA!r}")
     cl = _object(data["cluster"], "cluster", _CLUSTER_KEYS, {"cache_gb"})
     gpus = _integer(cl.get("gpus"), "cluster.gpus", allow_null=True)
-    cache_gb = _number(cl["cache_gb"], "cluster.cache_gb")
+    cache_gb = _required_number(cl["cache_gb"], "cluster.cache_gb")
     bw = _number(cl.get("bandwidth_gbps"), "cluster.bandwidth_gbps", allow_null=True)
     gran = cl.get("cache_granularity", "continuous")
     block_gb = None
@@ -365,9 +373,9 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError("cluster.cache_granularity", gran, 'must be "continuous", "dataset" or {"block_gb": size}')
     step = _number(cl.get("bandwidth_step_gbps"), "cluster.bandwidth_step_gbps", positive=True, allow_null=True)
     pr = _object(data["prices"], "prices", _PRICE_KEYS, _PRICE_KEYS)
-    p_g = _number(pr["gpu_per_hour"], "prices.gpu_per_hour")
-    p_c = _number(pr["cache_gb_per_hour"], "prices.cache_gb_per_hour")
-    p_b = _number(pr["bandwidth_gbps_per_hour"], "prices.bandwidth_gbps_per_hour")
+    p_g = _required_number(pr["gpu_per_hour"], "prices.gpu_per_hour")
+    p_c = _required_number(pr["cache_gb_per_hour"], "prices.cache_gb_per_hour")
+    p_b = _required_number(pr["bandwidth_gbps_per_hour"], "prices.bandwidth_gbps_per_hour")
     budget = _number(data.get("budget_per_hour"), "budget_per_hour", allow_null=True)
 
     datasets = data["datasets"]
@@ -401,7 +409,7 @@ def from_dict(data: Any) -> Instance:
     if fixed.any():
         pos = np.flatnonzero(fixed)
         fixed_jobs = [jobs[i] for i in pos]
-        for i, j in zip(pos, fixed_jobs):
+        for i, j in zip(pos.tolist(), fixed_jobs):
             if "gpus" not in j or "io_gbps" not in j:
                 missing = "io_gbps" if "gpus" in j else "gpus"
                 raise InstanceError(f"jobs[{i}].{missing}", None, "is required when the other of gpus/io_gbps is given")
@@ -518,9 +526,9 @@ def check_magnitudes(inst: Instance) -> Instance:
         costs = [price * amount if amount > 0 else 0.0 for _, price, amount, _ in terms]
         if not math.isfinite(sum(costs)):
             i = int(np.argmax(costs))
-            path, price, amount, unit = terms[i]
+            field, price, amount, unit = terms[i]
             raise InstanceError(
-                path, price, f"too large: the cost of {amount:.6g} {unit} overflows a double (with the other costs)"
+                field, price, f"too large: the cost of {amount:.6g} {unit} overflows a double (with the other costs)"
             )
     return inst
 

@@ -121,7 +121,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
         if limit is not None and built >= limit:
             message = f"the time limit of {limit:g} s ran out {step} ({built:.3g} s), before HiGHS started"
             return Outcome("time_limit", None, None, message, False)
-    solver_options = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
+    solver_options: dict[str, float | str] = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
     if options.mip_gap == 0.0:
         solver_options["mip_abs_gap"] = 0.0
     if isinstance(options, Budget) and not options.presolve:
@@ -213,12 +213,12 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
     if problem == "cost":
         r = np.where(inst.has_fixed, inst.job_io_gbps, 0.0)
         matrix.append(("rate", r, lambda j: f"jobs[{j}].io_gbps = {r[j]:.6g}"))
-        for name, x in (
-            ("cache_granularity.block_gb", inst.block_gb),
-            ("bandwidth_step_gbps", inst.bandwidth_step_gbps),
-        ):
-            if x is not None:
-                matrix.append(("size", np.array([x]), lambda _, n=name, v=x: f"cluster.{n} = {v:.6g}"))
+        if inst.block_gb is not None:
+            block = inst.block_gb
+            matrix.append(("size", np.array([block]), lambda _: f"cluster.cache_granularity.block_gb = {block:.6g}"))
+        if inst.bandwidth_step_gbps is not None:
+            beta = inst.bandwidth_step_gbps
+            matrix.append(("size", np.array([beta]), lambda _: f"cluster.bandwidth_step_gbps = {beta:.6g}"))
         p_c, p_b = inst.price_cache, inst.price_bandwidth
         costs.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
         costs.append(("bandwidth price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
@@ -241,11 +241,11 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
         (matrix, HIGHS_LARGE_MATRIX_VALUE, "a matrix entry"),
         (costs, HIGHS_INFINITE_COST, "an objective coefficient"),
     ):
-        for what, values, name in groups:
+        for what, values, field_of in groups:
             if values.size and float(values.max()) >= limit:
                 i = int(np.argmax(values))
                 return (
-                    f"{name(i)}: this {what} becomes {where} of at least {limit:g}, beyond what HiGHS represents "
+                    f"{field_of(i)}: this {what} becomes {where} of at least {limit:g}, beyond what HiGHS represents "
                     f"faithfully; the exact methods refuse it (express the instance in other units)"
                 )
     return None
@@ -373,15 +373,16 @@ def largest_input(inst: Instance) -> str:
         if math.isfinite(x):
             candidates.append((x, name))
     ptr, job = inst.option_ptr, inst.option_job()
-    for values, name in (
+    columns: list[tuple[np.ndarray, Callable[[int], str]]] = [
         (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb"),
         (np.where(inst.has_fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps"),
         (inst.option_io_gbps, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].io_gbps"),
         (inst.option_utility, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].utility"),
-    ):
+    ]
+    for values, field_of in columns:
         if values.size:
             i = int(np.argmax(values))
-            candidates.append((float(values[i]), name(i)))
+            candidates.append((float(values[i]), field_of(i)))
     value, name = max(candidates)
     return f"{name} = {value:.6g}"
 
