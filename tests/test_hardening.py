@@ -591,3 +591,9 @@ def test_regression_issue9_2_subnormal_magnitudes_are_refused(path: str, value: 
     assert e.value.path == path
     _set(d, path, 0.0)
     from_dict(d)
+
+
+def test_regression_issue9_9_durations_below_a_millisecond_are_refused(tmp_path, capsys) -> None:
+    """Found by the fuzz test: a duration of 9e-179 s submitted at 30 s ended at 30 s, a JCT of 0."""
+    code, out, err = cli(capsys, "simulate", "--trace", str(trace(tmp_path, "30,9e-179,2\n")), "--policy", "cba")
+    assert code == 2 and out == "" and "column 'duration_s': must be a number in [0.001, 1e+12]" in err

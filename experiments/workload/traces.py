@@ -20,6 +20,10 @@ TRACE_OPTIONAL = ("job_id", "model", "dataset")
 #: submit time loses its last second (doubles carry 53 bits: at 1e308, submit + 3600 == submit, a JCT of 0).
 MAX_TRACE_SECONDS = 1e12
 
+#: Shortest duration accepted, in seconds.  At submit times up to MAX_TRACE_SECONDS doubles resolve 1.2e-4 s, so
+#: a job of at least a millisecond always ends after its submission (a shorter one could get a JCT of 0).
+MIN_DURATION_S = 1e-3
+
 
 class TraceError(InstanceError):
     """A bad trace file: the message names the file, the line and the column (CLI exit 2)."""
@@ -39,8 +43,8 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     Blank lines are skipped (the Philly file ends with one).  Every bad value
     raises :class:`TraceError` naming the line and the column: GPU counts
     must be whole numbers in [1, MAX_COUNT] (the instance loader's cap, so no
-    count wraps in int64), durations in (0, MAX_TRACE_SECONDS], submit times
-    in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS].  Negative submit times are
+    count wraps in int64), durations in [MIN_DURATION_S, MAX_TRACE_SECONDS],
+    submit times in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS].  Negative submit times are
     accepted as written ("seconds from any origin", docs/interface.md): the
     replay starts at the first submission whatever its sign.
     """
@@ -75,19 +79,18 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     line = np.asarray(lines, dtype=np.int64)
     cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
 
-    def number(col: str, *, positive: bool, integer: bool) -> np.ndarray:
-        """The column as floats; positive: in (0, top], else in [−top, top]; top MAX_COUNT or MAX_TRACE_SECONDS."""
+    def number(col: str, *, low: float, integer: bool) -> np.ndarray:
+        """The column as floats in [low, top], top MAX_COUNT for counts and MAX_TRACE_SECONDS for times."""
         values = pd.to_numeric(pd.Series(cols[col], dtype=object), errors="coerce").to_numpy(dtype=float)
         top = MAX_COUNT if integer else MAX_TRACE_SECONDS
         with np.errstate(invalid="ignore"):
-            ok = np.isfinite(values) & (values <= top) & ((values > 0) if positive else (values >= -top))
+            ok = np.isfinite(values) & (values <= top) & (values >= low)
         if integer:
             ok &= values == np.floor(values)
         bad = np.flatnonzero(~ok)
         if bad.size:
-            what = "a whole number" if integer else "a number"
-            span = f"in [1, {top}]" if integer else f"in (0, {top:g}]" if positive else f"in [-{top:g}, {top:g}]"
-            raise TraceError(source, int(line[bad[0]]), col, cols[col][bad[0]], f"must be {what} {span}")
+            span = f"a whole number in [{low:.0f}, {top}]" if integer else f"a number in [{low:g}, {top:g}]"
+            raise TraceError(source, int(line[bad[0]]), col, cols[col][bad[0]], f"must be {span}")
         return values
 
     if philly:
@@ -98,14 +101,14 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                 source, int(line[bad[0]]), "timestamp", cols["timestamp"][bad[0]], "not YYYY-MM-DD HH:MM:SS"
             )
         seconds = (stamps - stamps.min()).dt.total_seconds().to_numpy() if len(rows) else np.zeros(0)
-        duration = number("duration", positive=True, integer=False)
-        gpus = number("num_gpus", positive=True, integer=True)
+        duration = number("duration", low=MIN_DURATION_S, integer=False)
+        gpus = number("num_gpus", low=1, integer=True)
         ids = [f"philly-{n}" for n in line]
         model = dataset = [""] * len(rows)
     else:
-        seconds = number("submit_time_s", positive=False, integer=False)
-        duration = number("duration_s", positive=True, integer=False)
-        gpus = number("gpus", positive=True, integer=True)
+        seconds = number("submit_time_s", low=-MAX_TRACE_SECONDS, integer=False)
+        duration = number("duration_s", low=MIN_DURATION_S, integer=False)
+        gpus = number("gpus", low=1, integer=True)
         ids = cols["job_id"] if "job_id" in cols else [f"job-{n}" for n in line]
         seen: dict[str, int] = {}
         for i, jid in enumerate(ids):
