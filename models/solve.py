@@ -7,8 +7,10 @@
 * Proven infeasibility is an answer (``infeasible`` with a reason), not a crash.
 * ``optimal`` is claimed only when the referee agrees: every exact answer is
   re-scored by models/evaluate.py and compared with HiGHS's objective and
-  bound (:func:`cross_checked`); a disagreement beyond :data:`AGREEMENT_RTOL`
-  downgrades the status, drops the bound and says why.
+  bound and with a simple allocation (:func:`cross_checked`,
+  :func:`simple_allocation`); a disagreement beyond :data:`AGREEMENT_RTOL`
+  is solved once more without presolve, and otherwise downgrades the status,
+  drops the bound and says why.
 * Magnitudes that HiGHS cannot represent (a matrix entry of 1e15 or more, a
   cost of 1e20 or more, its ``large_matrix_value`` and ``infinite_cost``) are
   refused before solving, as ``error`` naming the field (:func:`beyond_highs`):
@@ -17,8 +19,9 @@
   answers it.
 * ``time_limit`` bounds the whole call: the Pyomo build, the translation to
   HiGHS and the solve.  HiGHS gets only what is left (:func:`solve_model`),
-  and a call that ran out is ``time_limit``.  HiGHS checks its clock coarsely
-  in presolve, so a solve can still overrun by part of one presolve.
+  and a call that ran out is ``time_limit``.  The build, the translation and
+  HiGHS's presolve cannot be cut short, so a call can overrun by one of them.
+* HiGHS runs in a worker thread, so that Ctrl-C interrupts a solve at once.
 
 The registered methods ``lp`` and ``milp`` of the cost and welfare problems live here, since
 only models/milp and this module may import Pyomo (spec/DESIGN.md).
@@ -113,14 +116,15 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     """
     started = options.started if isinstance(options, Budget) else time.perf_counter()
     limit = options.time_limit
+    late = _ran_out(started, limit, "building the Pyomo model")
+    if late is not None:
+        return late
     solver = Highs()
-    for step in ("building the Pyomo model", "translating the model to HiGHS"):
-        if step.startswith("translating"):
-            solver.set_instance(model)
-        built = time.perf_counter() - started
-        if limit is not None and built >= limit:
-            message = f"the time limit of {limit:g} s ran out {step} ({built:.3g} s), before HiGHS started"
-            return Outcome("time_limit", None, None, message, False)
+    solver.set_instance(model)
+    late = _ran_out(started, limit, "translating the model to HiGHS")
+    if late is not None:
+        return late
+    built = time.perf_counter() - started
     solver_options: dict[str, float | str] = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
     if options.mip_gap == 0.0:
         solver_options["mip_abs_gap"] = 0.0
@@ -154,6 +158,15 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
         return Outcome("time_limit", objective, bound, message, has_solution)
     status = "feasible" if has_solution else "error"
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
+
+
+def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
+    """A ``time_limit`` Outcome if the budget ``limit`` started at ``started`` is spent after ``step``, else None."""
+    spent = time.perf_counter() - started
+    if limit is None or spent < limit:
+        return None
+    message = f"the time limit of {limit:g} s ran out {step} ({spent:.3g} s), before HiGHS started"
+    return Outcome("time_limit", None, None, message, False)
 
 
 #: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
@@ -257,11 +270,12 @@ def cross_checked(inst: Instance, problem: str, alloc: Allocation, options: Solv
     The referee (models/evaluate.py) scores the allocation; its cost (P1) or
     welfare (P2) must match HiGHS's objective (``extra["highs_objective"]``
     when the method recorded it) and must not beat HiGHS's bound (a lower
-    bound for cost, an upper bound for welfare); an ``optimal`` claim must
-    also meet the bound within the MIP gap.  Each comparison allows
+    bound for cost, an upper bound for welfare), nor may the simple
+    allocation of :func:`simple_allocation`; an ``optimal`` claim must also
+    meet the bound within the MIP gap.  Each comparison allows
     :data:`AGREEMENT_RTOL` relative (at least 1e-6 absolute).  On a
     disagreement the model HiGHS solved was not the instance (a coefficient
-    dropped or clipped): ``optimal`` and ``feasible`` become ``feasible``,
+    dropped or clipped, a presolve gone wrong): ``optimal`` and ``feasible`` become ``feasible``,
     the bound is dropped, and the reason gives the numbers and the largest
     input.  An allocation the referee finds infeasible is left to
     :func:`cbalab.models.evaluate.result`, which reports it so.
@@ -310,8 +324,8 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
     Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
     Welfare (§5): without cache, options taken greedily (by utility per
     dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
-    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either is scored by the
-    referee and used only if it finds it feasible.
+    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either
+    is scored by the referee and used only if it finds it feasible.
     This catches a solver whose bound is self-consistent but wrong, e.g. a
     presolve that reduces a MILP with optimum 54 to an empty one with
     optimum 0 (found by tests/test_fuzz.py with HiGHS 1.15.1).
