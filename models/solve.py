@@ -170,7 +170,7 @@ def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
 
 
 #: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
-CANCEL_GRACE_S = 2.0
+CANCEL_GRACE_S = 1.0
 
 
 def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
