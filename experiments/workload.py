@@ -7,6 +7,7 @@ published figures, each named where it is used.
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -520,13 +521,14 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     Columns: ``line`` (of the file), ``job_id``, ``submit_s`` (from the
     earliest submission in the Philly form, as written in the generic form),
     ``duration_s``, ``gpus``, ``model`` and ``dataset`` ("" when not pinned).
-    Blank lines are skipped (the Philly file ends with one).  Every bad value
+    A path ending in ``.gz`` is read through gzip (the shipped Philly trace is
+    ``philly_jobs.csv.gz``).  Blank lines are skipped (the Philly file ends with one).  Every bad value
     raises :class:`TraceError` naming the line and the column.
     """
     p = Path(path)
     source = str(path)
     try:
-        with p.open(newline="") as f:
+        with gzip.open(p, "rt", newline="") if p.suffix == ".gz" else p.open(newline="") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             rows: list[list[str]] = []
@@ -536,7 +538,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
         raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
     if header is None:
         raise TraceError(source, 1, "header", None, "empty file: expected a header line")
