@@ -10,9 +10,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import matplotlib.pyplot as plt
 
-from cbalab.models.files import atomic_write_bytes  # noqa: E402
+from cbalab.models.files import atomic_write_bytes
 
 #: One colour and marker per method, so that a method looks the same in every figure.
 STYLE: dict[str, dict[str, Any]] = {
@@ -40,10 +40,14 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     return fig, axes
 
 
-def save(fig: Any, outdir: Path, stem: str) -> list[Path]:
-    """Write ``fig`` as ``outdir/stem.pdf`` and ``outdir/stem.png`` (atomically), close it, return both paths."""
+def save(fig: Any, outdir: Path, stem: str, *, tight: bool = True) -> list[Path]:
+    """Write ``fig`` as ``outdir/stem.pdf`` and ``outdir/stem.png`` (atomically), close it, return both paths.
+
+    ``tight`` lays the panels out with tight_layout first (off for a figure laid out by hand).
+    """
     outdir.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     paths = []
     for ext, kwargs in (("pdf", {"metadata": {"CreationDate": None}}), ("png", {"dpi": 150})):
         buf = io.BytesIO()

@@ -247,9 +247,7 @@ def _local(module_name: str, todo: list[tuple[int, str, dict]], workers: int) ->
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _dask(
-    module_name: str, todo: list[tuple[int, str, dict]], address: str
-) -> Iterator[tuple[int, str, dict, dict]]:
+def _dask(module_name: str, todo: list[tuple[int, str, dict]], address: str) -> Iterator[tuple[int, str, dict, dict]]:
     """Yield (index, key, params, outcome) as runs finish on the Dask distributed cluster at ``address``."""
     from dask.distributed import Client, as_completed
 
@@ -304,9 +302,7 @@ def run_sweep(
     todo = [(i, k, p) for i, (k, p) in enumerate(zip(keys, grid)) if _finished(run_dir, k) is None]
     sweep = Sweep(name, folder, pd.DataFrame(), skipped=len(grid) - len(todo))
     bar = _bar(len(grid), sweep.skipped, name, progress)
-    source = (
-        _dask(mod.__name__, todo, scheduler) if scheduler else _local(mod.__name__, todo, workers)
-    )
+    source = _dask(mod.__name__, todo, scheduler) if scheduler else _local(mod.__name__, todo, workers)
     try:
         for index, key, params, outcome in source:
             _record(run_dir, index, key, params, outcome)

@@ -38,6 +38,7 @@ import pandas as pd
 
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.runner import derive_seed
+from cbalab.experiments.workload import Workload
 
 NAME = "io-cost"
 
@@ -58,7 +59,13 @@ def grid(quick: bool, seed: int) -> list[dict]:
         jobs, ratios, caches, skews, caps, whole = 300, (1e-5, BASE_RATIO, 1.0), (100.0,), (0.0,), (0.05,), False
     else:
         ratios = (1e-6, 1e-5, 1e-4, BASE_RATIO, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-        jobs, caches, skews, caps, whole = 20_000, (100.0, 250.0, 1000.0, 2000.0), (0.0, 0.5, 1.5, 2.0), (2.0, 1.0), True
+        jobs, caches, skews, caps, whole = (
+            20_000,
+            (100.0, 250.0, 1000.0, 2000.0),
+            (0.0, 0.5, 1.5, 2.0),
+            (2.0, 1.0),
+            True,
+        )
     points = [{**BASE, "price_ratio": r, "warmup": w} for r in ratios for w in (True, False)]
     points += [{**BASE, "cache_gb": c} for c in caches]
     points += [{**BASE, "skew": s} for s in skews]
@@ -74,7 +81,8 @@ def grid(quick: bool, seed: int) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=4)
-def _workload(trace_jobs: int, skew: float, seed: int):  # noqa: ANN202 (a Workload; cached per process)
+def _workload(trace_jobs: int, skew: float, seed: int) -> Workload:
+    """The first ``trace_jobs`` jobs of the shipped Philly trace with models and datasets assigned (cached)."""
     from cbalab.experiments.data import data_path
     from cbalab.experiments.workload import assign, load_trace
 
@@ -207,11 +215,21 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     pts = _points(runs)
     for warm, dash in ((True, "-"), (False, ":")):
         g = _base(pts, "price_ratio", warmup=warm).sort_values("price_ratio")
-        ax[0, 1].plot(g["price_ratio"], 100 * g["saving_vs_best"], dash, label=f"warm-up {'on' if warm else 'off'}",
-                      **style("cba"))
+        ax[0, 1].plot(
+            g["price_ratio"],
+            100 * g["saving_vs_best"],
+            dash,
+            label=f"warm-up {'on' if warm else 'off'}",
+            **style("cba"),
+        )
         for _, row in g.iterrows():
-            ax[0, 1].annotate(row["best_competitor"], (row["price_ratio"], 100 * row["saving_vs_best"]), fontsize=6,
-                              textcoords="offset points", xytext=(2, 4 if warm else -9))
+            ax[0, 1].annotate(
+                row["best_competitor"],
+                (row["price_ratio"], 100 * row["saving_vs_best"]),
+                fontsize=6,
+                textcoords="offset points",
+                xytext=(2, 4 if warm else -9),
+            )
     ax[0, 1].axhline(100 * PAPER_SAVING, color="k", lw=0.8, ls="--", label="paper: 20.5%")
     ax[0, 1].set(xscale="log", xlabel="price ratio p_c/p_b (1/s)", ylabel="CBA's saving vs best baseline (%)")
     ax[0, 1].legend(fontsize=7)

@@ -32,6 +32,8 @@ import pandas as pd
 
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.runner import derive_seed
+from cbalab.models.evaluate import Allocation
+from cbalab.models.instance import Instance
 
 NAME = "welfare"
 
@@ -74,7 +76,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
     return runs
 
 
-def instance(params: dict):  # noqa: ANN201 (an Instance)
+def instance(params: dict) -> Instance:
     """The run's instance (every method of one (budget, mix, scale, replicate) sees the same one)."""
     from cbalab.experiments.workload import generate_welfare
 
@@ -90,7 +92,7 @@ def instance(params: dict):  # noqa: ANN201 (an Instance)
     )
 
 
-def solve(inst, method: str):  # noqa: ANN001, ANN201 (Instance -> Allocation)
+def solve(inst: Instance, method: str) -> Allocation:
     """Method ``method`` of :data:`METHODS` on ``inst``."""
     if method == "autocba":
         from cbalab.algorithms.autocba import autocba
@@ -154,7 +156,8 @@ def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
     )
     out = runs.merge(ref.reset_index(), on=list(INSTANCE), how="inner")
     out["of_optimum"] = out["welfare"] / out["milp"]
-    out["autocba_over"] = np.where(out["welfare"] > 0, out["autocba"] / out["welfare"].where(out["welfare"] > 0), np.inf)
+    positive = out["welfare"].where(out["welfare"] > 0)
+    out["autocba_over"] = np.where(out["welfare"] > 0, out["autocba"] / positive, np.inf)
     return out
 
 
