@@ -115,7 +115,7 @@ def test_unknown_and_missing_experiments_fail_clearly(monkeypatch) -> None:
     with pytest.raises(ExperimentError, match="unknown experiment 'nope'; known: io-cost"):
         runner.load_experiment("nope")
     monkeypatch.setitem(EXPERIMENTS, "ghost", "cbalab.experiments.runs.ghost_of_an_experiment")
-    with pytest.raises(ExperimentError, match="listed but its module .* is not installed"):
+    with pytest.raises(ExperimentError, match=r"listed but its module .* is not installed"):
         runner.load_experiment("ghost")
 
 
