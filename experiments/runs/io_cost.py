@@ -239,19 +239,23 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     panels = (
         (ax[0, 0], "cache_gb", "io_cost_usd", "cache capacity C (GB)", "IO cost ($)", True),
         (ax[0, 1], "skew", "io_cost_usd", "dataset popularity skew (Zipf)", "IO cost ($)", False),
-        (ax[1, 0], "bandwidth_gbps", "total_cost_usd", "bandwidth cap B (GB/s; right: none)", "total cost ($)", False),
-        (ax[1, 1], "bandwidth_gbps", "mean_jct_h", "bandwidth cap B (GB/s; right: none)", "mean JCT (h)", False),
+        (ax[1, 0], "bandwidth_gbps", "total_cost_usd", "bandwidth cap B (GB/s)", "total cost ($)", False),
+        (ax[1, 1], "bandwidth_gbps", "mean_jct_h", "bandwidth cap B (GB/s)", "mean JCT (h)", False),
     )
     for a, free, y, xlabel, ylabel, logx in panels:
         part = _base(runs, free)
+        top = None
+        if free == "bandwidth_gbps" and part["bandwidth_gbps"].notna().any():
+            caps = sorted(part["bandwidth_gbps"].dropna().unique())
+            top = 2.0 * float(caps[-1])
+            a.set_xticks([*caps, top], [f"{c:g}" for c in caps] + ["none"])
         for policy in POLICIES:
             g = part[part["policy"] == policy].copy()
-            if free == "bandwidth_gbps":
-                top = 2 * float(part["bandwidth_gbps"].max()) if part["bandwidth_gbps"].notna().any() else 1.0
+            if top is not None:
                 g["bandwidth_gbps"] = g["bandwidth_gbps"].fillna(top)
             g = g.sort_values(free)
             a.plot(g[free], g[y], "-", label=policy, ms=4, **style(policy))
-        a.set(xlabel=xlabel, ylabel=ylabel, yscale="log" if y == "io_cost_usd" else "linear")
+        a.set(xlabel=xlabel, ylabel=ylabel, yscale="log")
         if logx:
             a.set_xscale("log")
     ax[0, 0].legend(fontsize=7)
