@@ -142,7 +142,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
             table = part.pivot_table(index="io_density_per_s", columns="price_ratio", values="cached_fraction")
             x, y = table.columns.to_numpy(dtype=float), table.index.to_numpy(dtype=float)
             mesh = a.pcolormesh(x, y, table.to_numpy(), shading="nearest", cmap="viridis", vmin=0, vmax=1)
-            lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
+            lo, hi = max(x.min(), y.min()), min(x.max(), y.max())
             a.plot([lo, hi], [lo, hi], "w--", lw=1.2, label="Theorem 1: p_c/p_b = ρ")
             a.set(xscale="log", yscale="log", xlabel="price ratio p_c/p_b (1/s)", ylabel="IO density ρ (1/s)")
             a.set_title(f"{spread} ρ_k, cache {cf:.0%} of bytes", fontsize=9)
