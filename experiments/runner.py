@@ -42,6 +42,7 @@ import math
 import multiprocessing
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -69,6 +70,10 @@ EXPERIMENTS: dict[str, str] = {
     "dynamic": "cbalab.experiments.runs.dynamic",
     "online-welfare": "cbalab.experiments.runs.online_welfare",
 }
+
+#: A run to do (grid index, key, parameters) and a finished one (…, outcome of :func:`execute`).
+Todo = list[tuple[int, str, dict]]
+Done = tuple[int, str, dict, dict]
 
 #: Packages whose versions meta.json records.
 PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
@@ -153,6 +158,7 @@ class Sweep:
     skipped: int = 0
     failed: int = 0
     interrupted: bool = False
+    aborted: str = ""
     figures: list[Path] = field(default_factory=list)
     figure_error: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
@@ -162,7 +168,7 @@ class Sweep:
         """0 if every run and every figure succeeded, 130 if interrupted, 1 otherwise."""
         if self.interrupted:
             return EXIT_INTERRUPTED
-        return EXIT_FAILED if self.failed or self.figure_error else EXIT_OK
+        return EXIT_FAILED if self.failed or self.figure_error or self.aborted else EXIT_OK
 
 
 def _record(run_dir: Path, index: int, key: str, params: dict, outcome: dict) -> None:
@@ -220,14 +226,14 @@ def assemble(run_dir: Path, grid: list[dict]) -> pd.DataFrame:
     return frame
 
 
-def _local(module_name: str, todo: list[tuple[int, str, dict]], workers: int) -> Iterator[tuple[int, str, dict, dict]]:
+def _local(module_name: str, todo: Todo, workers: int) -> Iterator[Done]:
     """Yield (index, key, params, outcome) as runs finish on ``workers`` local processes (1: this process)."""
     if workers <= 1:
         for index, key, params in todo:
             yield index, key, params, execute(module_name, params)
         return
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
     try:
         pending: dict[Future, tuple[int, str, dict]] = {}
         queue = iter(todo)
@@ -243,18 +249,30 @@ def _local(module_name: str, todo: list[tuple[int, str, dict]], workers: int) ->
                 nxt = next(queue, None)
                 if nxt is not None:
                     pending[pool.submit(execute, module_name, nxt[2])] = nxt
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    finally:  # on Ctrl-C: runs not started are cancelled, the workers end with the run they are in
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _dask(module_name: str, todo: list[tuple[int, str, dict]], address: str) -> Iterator[tuple[int, str, dict, dict]]:
-    """Yield (index, key, params, outcome) as runs finish on the Dask distributed cluster at ``address``."""
-    from dask.distributed import Client, as_completed
+def _ignore_sigint() -> None:
+    """Worker processes leave Ctrl-C to the runner, which stops the sweep and keeps every finished run."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _dask(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
+    """Connect to the Dask scheduler at ``address`` (ExperimentError if it cannot be reached), then run there."""
+    from dask.distributed import Client
 
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as e:
         raise ExperimentError(f"--scheduler: cannot reach a Dask scheduler at {address!r}: {e}") from None
+    return _dask_results(client, module_name, todo)
+
+
+def _dask_results(client: Any, module_name: str, todo: Todo) -> Iterator[Done]:
+    """Yield (index, key, params, outcome) as the runs finish on ``client``'s cluster."""
+    from dask.distributed import as_completed
+
     try:
         items = {}
         futures = []
@@ -313,12 +331,14 @@ def run_sweep(
                 bar.set_postfix(failed=sweep.failed, refresh=False)
     except KeyboardInterrupt:
         sweep.interrupted = True
+    except Exception as e:  # the workers' side broke (a dead process, a lost scheduler): keep what is done
+        sweep.aborted = f"{type(e).__name__}: {e}"
     finally:
         if bar is not None:
             bar.close()
     sweep.runs = assemble(run_dir, grid)
     atomic_write_csv(folder / "runs.csv", sweep.runs)
-    if not sweep.interrupted:
+    if not sweep.interrupted and not sweep.aborted:
         ok = sweep.runs[sweep.runs["error"] == ""] if "error" in sweep.runs else sweep.runs
         try:
             sweep.figures = [Path(p) for p in mod.figures(ok.reset_index(drop=True), folder)]
@@ -350,6 +370,7 @@ def run_sweep(
             "missing": len(grid) - len(sweep.runs),
         },
         "interrupted": sweep.interrupted,
+        "aborted": sweep.aborted or None,
         "figures": [p.name for p in sweep.figures],
         "tables": [f"{t}.csv" for t in sweep.tables],
         "figure_error": sweep.figure_error or None,
@@ -475,6 +496,8 @@ def run_experiment(args: argparse.Namespace, echo: Callable[[str], None] = print
     )
     if sweep.figure_error:
         echo(f"figures failed: {sweep.figure_error}")
+    if sweep.aborted:
+        echo(f"the sweep stopped: {sweep.aborted}; finished runs are kept, rerun the same command to resume")
     if sweep.interrupted:
         echo("interrupted: finished runs are kept; rerun the same command to resume")
     return sweep.exit_code
