@@ -23,7 +23,7 @@ One run is one generated instance; every method is scored by the referee
   scheduler (naive and tuned, SiloD-fed), gap 1 − W/OPT against the MILP
   (MIP gap 0), and AutoCBA's certificate slack bound/OPT − 1
   (proofs/autocba_certificate.md); instances as in the former autocba_gaps
-  script (5-50 jobs, swept budget, GPUs, cache, bandwidth cap, cache price).
+  script (5-40 jobs, swept budget, GPUs, cache, bandwidth cap, cache price).
 
 A method whose allocation the referee rejects has gap NaN and status
 ``infeasible`` (column ``<method>_status``).
@@ -180,7 +180,7 @@ def integer_instance(variant: str, seed: int, i: int) -> tuple[Instance, dict]:
 def welfare_instance(shape: str, seed: int, i: int) -> tuple[Instance, dict]:
     """A P2 instance of utility ``shape`` as the former autocba_gaps drew it (index ``i`` picks the swept values)."""
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(5, 51))
+    n = int(rng.integers(5, 41))
     k = int(rng.integers(1, max(2, n // 3) + 1))
     p_g, p_c, p_b = DEFAULT_PRICES
     params = {
