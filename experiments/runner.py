@@ -75,6 +75,9 @@ EXPERIMENTS: dict[str, str] = {
 Todo = list[tuple[int, str, dict]]
 Done = tuple[int, str, dict, dict]
 
+#: How long to try to reach a Dask scheduler before the address counts as bad input.
+CONNECT_TIMEOUT = "10s"
+
 #: Packages whose versions meta.json records.
 PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
 
@@ -263,7 +266,7 @@ def _dask(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
     from dask.distributed import Client
 
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as e:
         raise ExperimentError(f"--scheduler: cannot reach a Dask scheduler at {address!r}: {e}") from None
     return _dask_results(client, module_name, todo)
@@ -439,7 +442,7 @@ def _git() -> dict[str, Any] | None:
 
 
 def add_experiment_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``cbalab experiment`` to an argparse subparsers object; its handler is :func:`run_experiment`."""
+    """Add ``cbalab experiment`` to an argparse subparsers object; its handler (``run``) is :func:`run_experiment`."""
     p = subparsers.add_parser(
         "experiment",
         help="run one of the paper's experiments into DIR/NAME/ (runs.csv, meta.json, figures)",
@@ -453,7 +456,7 @@ def add_experiment_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_workers, default=1, help="local worker processes (1: in this process)")
     p.add_argument("--scheduler", default=None, help="a Dask scheduler address tcp://HOST:PORT (instead of --workers)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(handler=run_experiment)
+    p.set_defaults(run=run_experiment)
     return p
 
 

@@ -67,9 +67,9 @@ def test_interrupted_sweep_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path:
 
 
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on_and_a_rerun_retries_it(tmp_path: Path, monkeypatch) -> None:
-    clean = _sweep(tmp_path / "clean", quick=True, workers=2)
+    clean = _sweep(tmp_path / "clean", quick=True)
     monkeypatch.setenv("CBALAB_TOY_FAIL", "2,6")
-    broken = _sweep(tmp_path / "run", quick=True, workers=2)
+    broken = _sweep(tmp_path / "run", quick=True)
     assert broken.exit_code == runner.EXIT_FAILED and broken.failed == 2
     assert len(broken.runs) == 8
     failed = broken.runs[broken.runs["error"] != ""]
@@ -80,7 +80,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on_and_a_rerun_retries_it(t
     meta = json.loads((tmp_path / "run" / "toy" / "meta.json").read_text())
     assert meta["runs"]["failed"] == 2
     monkeypatch.delenv("CBALAB_TOY_FAIL")
-    fixed = _sweep(tmp_path / "run", quick=True, workers=2)
+    fixed = _sweep(tmp_path / "run", quick=True)
     assert (fixed.skipped, fixed.done, fixed.exit_code) == (6, 2, 0)
     pd.testing.assert_frame_equal(_rows(tmp_path / "clean"), _rows(tmp_path / "run"))
     assert clean.exit_code == 0
@@ -106,7 +106,8 @@ def test_dask_cluster_gives_the_rows_of_local_processes(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "dask"))
 
 
-def test_an_unreachable_scheduler_is_bad_input(tmp_path: Path) -> None:
+def test_an_unreachable_scheduler_is_bad_input(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(ExperimentError, match="cannot reach a Dask scheduler"):
         _sweep(tmp_path, quick=True, scheduler="tcp://127.0.0.1:9")
 

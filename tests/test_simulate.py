@@ -188,16 +188,6 @@ def test_cli_writes_the_three_files(tmp_path) -> None:
     assert main(["simulate", "--generate", "5", "--policy", "nope"]) == 2
 
 
-def test_replay_table_runs_every_policy_on_one_workload(tmp_path) -> None:
-    from cbalab.experiments.runs.replay_table import main as table_main
-
-    out = tmp_path / "table.csv"
-    assert table_main(["--generate", "80", "--gpus", "32", "--policies", "cba", "silod", "--out", str(out)]) == 0
-    frame = pd.read_csv(out)
-    assert frame["policy"].tolist() == ["cba", "silod"] and (frame["io_vs_cba"] >= -1e-12).all()
-    assert frame.loc[0, "io_vs_cba"] == 0.0
-
-
 def test_slots_shorter_than_the_clock_resolution_still_end() -> None:
     """At t ≈ 1.5e9 s (epoch timestamps) a 1e-7 GB cache fills in less than one ulp of t; the replay must go on."""
     w = _workload([1.5e9, 1.5e9, 1.5e9 + 7], [100.0, 100.0, 0.5], [1, 1, 1], [0, 0, 1], [1.0, 1.0, 0.2], [1e-7, 50.0])
@@ -205,3 +195,25 @@ def test_slots_shorter_than_the_clock_resolution_still_end() -> None:
     assert res.jobs["end_s"].notna().all()
     assert (res.jobs["end_s"] >= res.jobs["submit_s"] + res.jobs["duration_s"]).all()
     assert res.summary["events"] < 20
+
+
+def test_summary_is_written_last_with_the_sha256_of_each_table(tmp_path) -> None:
+    """summary.json names jobs.csv and timeseries.csv with their sha256, so a reader can check the set is whole."""
+    from cbalab.models.files import sha256_file
+
+    w = assign(generate_trace(60, 4), 4, n_datasets=6)
+    out = simulate(w, SimConfig(policy="cba", gpus=32)).write(tmp_path / "run")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["files"] == {name: sha256_file(out / name) for name in ("jobs.csv", "timeseries.csv")}
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "summary.json", "timeseries.csv"]
+
+
+def test_make_workload_needs_exactly_one_source() -> None:
+    from cbalab.experiments.workload import make_workload
+
+    with pytest.raises(InstanceError, match="exactly one"):
+        make_workload()
+    with pytest.raises(InstanceError, match="exactly one"):
+        make_workload(trace="t.csv", n_jobs=3)
+    w = make_workload(n_jobs=20, seed=5, n_datasets=4)
+    assert w.jobs.equals(assign(generate_trace(20, 5), 5, n_datasets=4).jobs)

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cbalab.algorithms import registry
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import Workload
@@ -43,7 +44,7 @@ from cbalab.experiments.workload import Workload
 NAME = "io-cost"
 
 #: The cost policies replayed (CBA first; the rest are the cache baselines of algorithms/baselines).
-POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
+POLICIES = tuple(registry.cache_policies())
 #: The IO-cost saving the seed paper reports for CBA (INFOCOM 2023, abstract: "up to 20.5%").
 PAPER_SAVING = 0.205
 #: p_b in $/(GB/s)-h (experiments.workload.DEFAULT_PRICES) and the base price ratio p_c/p_b.
@@ -56,12 +57,12 @@ PHILLY_JOBS = 82_247
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs: price sweep (warm-up on and off), cache, skew and bandwidth-cap sweeps, every policy at each."""
     if quick:
-        jobs, ratios, caches, skews, caps, whole = 300, (1e-5, BASE_RATIO, 1.0), (100.0,), (0.0,), (0.05,), False
+        jobs, ratios, caches, skews, caps, whole = 200, (1e-5, 1.0), (100.0,), (0.0,), (0.05,), False
     else:
         ratios = (1e-6, 1e-5, 1e-4, 2e-4, BASE_RATIO, 1e-3, 2e-3, 4e-3, 1e-2, 1e-1, 1.0, 10.0)
         jobs, whole = 20_000, True
         caches, skews, caps = (100.0, 250.0, 1000.0, 2000.0), (0.0, 0.5, 1.5, 2.0), (2.0, 1.0, 0.5, 0.1)
-    points = [{**BASE, "price_ratio": r, "warmup": w} for r in ratios for w in (True, False)]
+    points = [{**BASE, "price_ratio": r, "warmup": w} for r in ratios for w in ((True,) if quick else (True, False))]
     points += [{**BASE, "cache_gb": c} for c in caches]
     points += [{**BASE, "skew": s} for s in skews]
     points += [{**BASE, "bandwidth_gbps": b} for b in caps]

@@ -4,7 +4,7 @@ One run is one generated instance; every method is scored by the referee
 (models/evaluate.py) against the proven optimum of the same instance:
 
 * problem ``cost`` (P1, docs/model.md §4), per variant — ``continuous`` (the
-  optimum is the LP, solved by HiGHS directly: scaling.highs_lp), and the
+  optimum is the LP, solved by HiGHS directly), and the
   integer variants ``dataset`` (whole datasets), ``block``, ``tiers``
   (bandwidth sold in tiers), ``block+tiers``, ``dataset+tiers`` (the optimum is
   the MILP through Pyomo + HiGHS, MIP gap 0, no time limit; a run whose MILP is
@@ -16,8 +16,10 @@ One run is one generated instance; every method is scored by the referee
   Continuous instances follow the draw of the former sweep_cba script
   (Theorem 1, proofs/cba_optimality.md): random sizes, price ratios over
   10^-6…10, adversarial equal-density instances, and bandwidth caps from
-  none to exactly tight and just infeasible; the integer ones that of the
-  former integer_gaps script.
+  none to exactly tight and just infeasible; the integer ones come from
+  experiments.workload.variants (proofs/cba_integer_gap.md).  The continuous
+  optimum is HiGHS's LP (models.milp.cost_highspy) with the referee's least
+  feeding for its cache.
 * problem ``welfare`` (P2, docs/model.md §5), per utility shape (each of
   models.options.SHAPES alone, and ``mixed``): AutoCBA and every registered GPU
   scheduler (naive and tuned, SiloD-fed), gap 1 − W/OPT against the MILP
@@ -37,41 +39,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cbalab.algorithms import registry
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost, generate_welfare
+from cbalab.experiments.workload.variants import VARIANTS, variant_instance
 from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
 from cbalab.models.options import SHAPES
+from cbalab.models.types import SolveOptions
 
 NAME = "optimality"
 
-COST_VARIANTS = {
-    "continuous": ("continuous", False),
-    "dataset": ("dataset", False),
-    "block": ("block", False),
-    "tiers": ("continuous", True),
-    "block+tiers": ("block", True),
-    "dataset+tiers": ("dataset", True),
-}
-COST_METHODS = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
+COST_VARIANTS = ("continuous", *VARIANTS)
+#: CBA and every cache baseline; AutoCBA and every GPU scheduler (algorithms/registry.py).
+COST_METHODS = tuple(registry.cache_policies())
 WELFARE_SHAPES = ("mixed", *SHAPES)
-WELFARE_METHODS = (
-    "autocba",
-    "gavel-tput",
-    "gavel-fair",
-    "optimus",
-    "gavel-tput-tuned",
-    "gavel-fair-tuned",
-    "optimus-tuned",
-)
+WELFARE_METHODS = ("autocba", *(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER)))
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
-#: Swept parameters of the integer variants (instance i takes entry i mod each length; co-prime lengths mix).
-CACHE_PRICE_SCALES = (0.1, 1.0, 10.0, 30.0, 100.0)
-BANDWIDTH_FRACTIONS = (None, 0.7, None, 0.9)
-CACHE_FRACTIONS = (0.05, 0.2, 0.5)
-BLOCK_GB = (1.0, 8.0, 32.0, 128.0, 512.0, 4.0, 16.0)
-TIER_FRACTIONS = (0.02, 0.1, 0.3, 0.05, 0.2, 0.5, 0.01, 0.15, 0.4, 1.0, 0.07)
 #: Swept parameters of the welfare instances.
 BUDGET_FRACTIONS = (0.2, 0.35, 0.5, 0.8, 0.1)
 GPU_FRACTIONS = (0.5, 0.3, 1.0)
@@ -86,7 +71,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
     runs = []
     for i in range(n_cont):
         runs.append({"problem": "cost", "variant": "continuous", "index": i, "seed": derive_seed(seed, "cont", i)})
-    for variant in list(COST_VARIANTS)[1:]:
+    for variant in COST_VARIANTS[1:]:
         for i in range(n_int):
             runs.append({"problem": "cost", "variant": variant, "index": i, "seed": derive_seed(seed, variant, i)})
     for shape in WELFARE_SHAPES:
@@ -154,26 +139,10 @@ def least_remote(inst: Instance) -> float:
     return float(np.sum(R[order] * (1.0 - cached / d[order])))
 
 
-def integer_instance(variant: str, seed: int, i: int) -> tuple[Instance, dict]:
-    """An integer-variant P1 instance as the former integer_gaps drew it (index ``i`` picks the swept values)."""
-    granularity, tiers = COST_VARIANTS[variant]
-    rng = np.random.default_rng(seed)
-    p_g, p_c, p_b = DEFAULT_PRICES
-    scale = CACHE_PRICE_SCALES[i % len(CACHE_PRICE_SCALES)]
-    base = generate_cost(
-        int(rng.integers(5, 41)),
-        int(rng.integers(2, 13)),
-        seed=seed,
-        cache_fraction=CACHE_FRACTIONS[i % len(CACHE_FRACTIONS)],
-        bandwidth_fraction=BANDWIDTH_FRACTIONS[i % len(BANDWIDTH_FRACTIONS)],
-        prices=(p_g, p_c * scale, p_b),
-    )
-    total = float(base.job_io_gbps.sum())
-    inst = base.replace(
-        cache_granularity=granularity,
-        block_gb=BLOCK_GB[i % len(BLOCK_GB)] if granularity == "block" else None,
-        bandwidth_step_gbps=TIER_FRACTIONS[i % len(TIER_FRACTIONS)] * total if tiers and total > 0 else None,
-    )
+def integer_instance(variant: str, seed: int) -> tuple[Instance, dict]:
+    """An integer-variant P1 instance: experiments.workload.variants.variant_instance of the run's seed."""
+    inst = variant_instance(variant, seed)
+    scale = inst.price_cache / DEFAULT_PRICES[1]
     return inst, {"cache_price_scale": scale, "block_gb": inst.block_gb, "tier_gbps": inst.bandwidth_step_gbps}
 
 
@@ -194,18 +163,9 @@ def welfare_instance(shape: str, seed: int, i: int) -> tuple[Instance, dict]:
     return inst, {**params, "cache_price_scale": scale}
 
 
-def _cost_method(name: str, inst: Instance) -> Allocation:
-    from cbalab.algorithms import registry
-
-    fn = registry.get("cost", name).function()
-    return fn(inst)
-
-
-def _welfare_method(name: str, inst: Instance) -> Allocation:
-    from cbalab.algorithms import registry
-
-    fn = registry.get("welfare", name).function()
-    return fn(inst)
+def _method(problem: str, name: str, inst: Instance) -> Allocation:
+    """The registered method ``name`` of ``problem`` on ``inst`` (algorithms/registry.py)."""
+    return registry.get(problem, name).function()(inst, SolveOptions())
 
 
 def run_one(params: dict) -> dict:
@@ -216,16 +176,16 @@ def run_one(params: dict) -> dict:
     if params["variant"] == "continuous":
         inst, drawn = continuous_instance(seed)
     else:
-        inst, drawn = integer_instance(params["variant"], seed, i)
+        inst, drawn = integer_instance(params["variant"], seed)
     return _cost_run(inst, drawn, params["variant"])
 
 
 def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
     row: dict = {"jobs": inst.n_jobs, "datasets": inst.n_datasets, **drawn}
     if variant == "continuous":
-        from cbalab.experiments.runs.scaling import highs_lp
+        from cbalab.models.milp.cost_highspy import solve_cost_lp
 
-        hs = highs_lp(inst)
+        hs = solve_cost_lp(inst)
         if hs.objective is None:
             row["optimum_status"] = "infeasible" if "nfeasible" in hs.status else hs.status
             opt_alloc = None
@@ -234,7 +194,7 @@ def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
             opt_alloc = Allocation(inst.job_gpus.copy(), c, least_feeding(inst, inst.job_io_gbps, c))
             row["optimum_status"] = "optimal"
     else:
-        from cbalab.models.solve import SolveOptions, cost_milp
+        from cbalab.models.solve import cost_milp
 
         exact = cost_milp(inst, SolveOptions())
         if exact.status not in ("optimal", "infeasible"):
@@ -251,7 +211,7 @@ def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
         row["optimum_io_usd_per_h"] = opt_io
     scale = max(opt_io or 0.0, 1e-9 * max(1.0, opt or 0.0))
     for name in COST_METHODS:
-        alloc = _cost_method(name, inst)
+        alloc = _method("cost", name, inst)
         status = alloc.status
         gap = None
         if alloc.has_allocation:
@@ -281,7 +241,7 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
     opt = float(exact.bound)
     row: dict = {"jobs": inst.n_jobs, "datasets": inst.n_datasets, **drawn, "optimum_welfare": opt}
     for name in WELFARE_METHODS:
-        alloc = _welfare_method(name, inst)
+        alloc = _method("welfare", name, inst)
         welfare = 0.0
         status = alloc.status
         if alloc.has_allocation:

@@ -26,11 +26,9 @@ import importlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-import highspy
 import numpy as np
 import pandas as pd
 
@@ -40,91 +38,12 @@ from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance
+from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 NAME = "scaling"
 
 #: The welfare LP through Pyomo is timed up to this many jobs (its model building grows fastest).
 LP_MAX_JOBS = 10_000
-
-
-@dataclass
-class HighsAnswer:
-    """What HiGHS returned on P1's LP: model status text, objective (IO + GPU cost, $/h), cache per dataset."""
-
-    status: str
-    objective: float | None
-    cache_gb: np.ndarray | None
-    build_seconds: float
-    solve_seconds: float
-
-
-def highs_lp(inst: Instance, *, threads: int = 1) -> HighsAnswer:
-    """P1's LP (MODEL.md §4, continuous cache and bandwidth) built from numpy arrays and solved by highspy.
-
-    Columns: c_k (bounds [0, d_k], cost p_c) then b_j (bounds [0, ∞), cost p_b).
-    Rows: b_j + (r_j / d_k(j)) c_k(j) ≥ r_j for every job (the entry is left
-    out when r_j = 0); Σ_k c_k ≤ C; Σ_j b_j ≤ B when B is finite.  The
-    constant p_g Σ_j g_j is the model's objective offset.
-    """
-    start = time.perf_counter()
-    K, J = inst.n_datasets, inst.n_jobs
-    r = inst.job_io_gbps
-    d = inst.dataset_size_gb
-    coef = r / d[inst.job_dataset]
-    has = coef > 0
-    # Row-wise CSR: job rows (c entry if r_j > 0, then b_j), the cache row, the bandwidth row.
-    per_row = 1 + has.astype(np.int64)
-    starts = [np.concatenate([[0], np.cumsum(per_row)])[:-1]]
-    index = np.empty(int(per_row.sum()), dtype=np.int32)
-    value = np.empty(index.size)
-    first = starts[0]
-    jobs_with = np.flatnonzero(has)
-    index[first[jobs_with]] = inst.job_dataset[jobs_with]
-    value[first[jobs_with]] = coef[jobs_with]
-    b_pos = first + per_row - 1
-    index[b_pos] = K + np.arange(J)
-    value[b_pos] = 1.0
-    nnz = index.size
-    rows_lower = [r.astype(float)]
-    rows_upper = [np.full(J, highspy.kHighsInf)]
-    idx_parts, val_parts, start_parts = [index], [value], [starts[0]]
-    start_parts.append(np.array([nnz]))
-    idx_parts.append(np.arange(K, dtype=np.int32))
-    val_parts.append(np.ones(K))
-    rows_lower.append(np.array([-highspy.kHighsInf]))
-    rows_upper.append(np.array([inst.cache_gb]))
-    nnz += K
-    if math.isfinite(inst.bandwidth_gbps):
-        start_parts.append(np.array([nnz]))
-        idx_parts.append(K + np.arange(J, dtype=np.int32))
-        val_parts.append(np.ones(J))
-        rows_lower.append(np.array([-highspy.kHighsInf]))
-        rows_upper.append(np.array([inst.bandwidth_gbps]))
-    lp = highspy.HighsLp()
-    lp.num_col_ = K + J
-    lp.num_row_ = int(sum(x.size for x in rows_lower))
-    lp.col_cost_ = np.concatenate([np.full(K, inst.price_cache), np.full(J, inst.price_bandwidth)])
-    lp.col_lower_ = np.zeros(K + J)
-    lp.col_upper_ = np.concatenate([d, np.full(J, highspy.kHighsInf)])
-    lp.row_lower_ = np.concatenate(rows_lower)
-    lp.row_upper_ = np.concatenate(rows_upper)
-    lp.offset_ = inst.price_gpu * float(inst.job_gpus.sum())
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([*start_parts, [sum(x.size for x in idx_parts)]]).astype(np.int32)
-    lp.a_matrix_.index_ = np.concatenate(idx_parts).astype(np.int32)
-    lp.a_matrix_.value_ = np.concatenate(val_parts)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", threads)
-    h.passModel(lp)
-    built = time.perf_counter()
-    h.run()
-    solved = time.perf_counter()
-    status = h.modelStatusToString(h.getModelStatus())
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return HighsAnswer(status, None, None, built - start, solved - built)
-    cache = np.asarray(h.getSolution().col_value[:K])
-    return HighsAnswer(status, h.getInfo().objective_function_value, cache, built - start, solved - built)
 
 
 def binding_instance(n_jobs: int, n_datasets: int, seed: int) -> Instance:
@@ -209,7 +128,7 @@ def _warm_up() -> None:
     from cbalab.models.solve import cost_lp, welfare_lp
 
     cost_lp(generate_cost(4, 2, 0))
-    highs_lp(generate_cost(4, 2, 0))
+    solve_cost_lp(generate_cost(4, 2, 0))
     small = generate_welfare(4, 2, 0)
     autocba(small)
     welfare_lp(small)
@@ -230,7 +149,7 @@ def _cost(inst: Instance, repeats: int) -> dict:
     built = time.perf_counter()
     out = solve_model(model, SolveOptions())
     solved = time.perf_counter()
-    hs = highs_lp(inst)
+    hs = solve_cost_lp(inst)
     values = [v for v in (out.objective, hs.objective) if v is not None]
     diff = max((abs(v - cba_cost) / max(abs(cba_cost), 1e-12) for v in values), default=None)
     return {

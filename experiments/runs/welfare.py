@@ -15,7 +15,7 @@ run is one method on one instance, scored by the referee (models/evaluate.py):
 * every GPU scheduler of algorithms/baselines — Gavel max-throughput, Gavel
   max-min fair, Optimus/Pollux marginal gain, each naive and "tuned" (its best
   split of the budget between GPUs and IO) — with every cache policy of
-  algorithms.baselines.io_unaware.CACHE_POLICIES feeding its GPUs, named
+  the registry's cache policies (algorithms/registry.py) feeding its GPUs, named
   ``SCHEDULER[POLICY]``.
 
 Sweeps: the budget (a fraction of what running every job at 8 GPUs fed by
@@ -35,15 +35,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cbalab.algorithms import registry
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 NAME = "welfare"
 
-SCHEDULERS = ("gavel-tput", "gavel-fair", "optimus", "gavel-tput-tuned", "gavel-fair-tuned", "optimus-tuned")
-CACHE_POLICIES = ("silod", "io-only", "cache-all", "coordl", "quiver", "cba")
+#: Every registered GPU scheduler and every cache policy (algorithms/registry.py).
+SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
+CACHE_POLICIES = tuple(registry.cache_policies())
 METHODS = ("autocba", *(f"{s}[{p}]" for s in SCHEDULERS for p in CACHE_POLICIES))
 #: The welfare ratio the seed paper reports for AutoCBA over its baselines (INFOCOM 2023: "up to 2.27×").
 PAPER_RATIO = 2.27
@@ -98,23 +101,9 @@ def instance(params: dict) -> Instance:
 
 
 def solve(inst: Instance, method: str) -> Allocation:
-    """Method ``method`` of :data:`METHODS` on ``inst``."""
-    if method == "autocba":
-        from cbalab.algorithms.autocba import autocba
-
-        return autocba(inst)
-    from cbalab.algorithms.baselines import gavel_fair, gavel_tput, optimus
-
-    scheduler, policy = method[:-1].split("[")
-    base = scheduler.removesuffix("-tuned")
-    fn = {"gavel-tput": gavel_tput.gavel_tput, "gavel-fair": gavel_fair.gavel_fair, "optimus": optimus.optimus}[base]
-    if scheduler.endswith("-tuned"):
-        fn = {
-            "gavel-tput": gavel_tput.gavel_tput_tuned,
-            "gavel-fair": gavel_fair.gavel_fair_tuned,
-            "optimus": optimus.optimus_tuned,
-        }[base]
-    return fn(inst, cache_policy=policy)
+    """Method ``method`` of :data:`METHODS` on ``inst``: a registered method, or ``SCHEDULER[POLICY]``."""
+    name, policy = method[:-1].split("[") if "[" in method else (method, None)
+    return registry.get("welfare", name).function()(inst, SolveOptions(cache_policy=policy))
 
 
 def run_one(params: dict) -> dict:
