@@ -353,6 +353,7 @@ def run_sweep(
             sweep.figure_error = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
     meta = {
         "schema": "cbalab/experiment@1",
+        "sessions": _sessions(folder / "meta.json"),
         "experiment": name,
         "module": mod.__name__,
         "config": {
@@ -390,8 +391,28 @@ def run_sweep(
         "ended": _now(),
         "wall_seconds": time.perf_counter() - wall,
     }
+    meta["sessions"].append(
+        {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
+    )
     atomic_write_json(folder / "meta.json", _plain(meta))
     return sweep
+
+
+def _sessions(path: Path) -> list[dict]:
+    """The earlier invocations recorded in an existing meta.json (a resumed sweep keeps its history)."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(old, dict):
+        return []
+    if "sessions" in old:
+        return list(old["sessions"])
+    keys = ("started", "ended", "wall_seconds", "git")
+    if not all(k in old for k in keys):
+        return []
+    done = old.get("runs", {}).get("done_now")
+    return [{k: old[k] for k in keys} | {"done": done, "workers": old.get("config", {}).get("workers")}]
 
 
 def _bar(total: int, initial: int, name: str, enabled: bool) -> Any:
