@@ -351,9 +351,10 @@ def run_sweep(
                     atomic_write_csv(folder / f"{tname}.csv", table)
         except Exception as e:  # the runs are safe on disk; the figure step is reported and can be redone
             sweep.figure_error = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    meta = {
+    sessions = _sessions(folder / "meta.json")
+    meta: dict[str, Any] = {
         "schema": "cbalab/experiment@1",
-        "sessions": _sessions(folder / "meta.json"),
+        "sessions": sessions,
         "experiment": name,
         "module": mod.__name__,
         "config": {
@@ -391,7 +392,7 @@ def run_sweep(
         "ended": _now(),
         "wall_seconds": time.perf_counter() - wall,
     }
-    meta["sessions"].append(
+    sessions.append(
         {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
     )
     atomic_write_json(folder / "meta.json", _plain(meta))
@@ -419,7 +420,7 @@ def _bar(total: int, initial: int, name: str, enabled: bool) -> Any:
     """A tqdm bar over the runs (with ETA), or None."""
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     return tqdm(total=total, initial=initial, unit="run", desc=name, mininterval=0.5, file=sys.stderr)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -322,7 +323,7 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"gaps": pd.DataFrame(rows), "certificates": pd.DataFrame(certs)}
 
 
-def _cdf(ax, values: np.ndarray, label: str, **kw: object) -> None:
+def _cdf(ax: Any, values: np.ndarray, label: str, **kw: Any) -> None:
     """The empirical CDF of ``values`` (gaps), with 0 drawn at the axis floor of a log scale."""
     v = np.sort(values[np.isfinite(values)])
     if v.size == 0:
