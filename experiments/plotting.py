@@ -26,6 +26,12 @@ STYLE: dict[str, dict[str, Any]] = {
     "lp": {"color": "#8c564b", "marker": "P"},
     "milp": {"color": "#000000", "marker": "*"},
     "highspy": {"color": "#17becf", "marker": "h"},
+    "gavel-tput": {"color": "#1f77b4", "marker": "s"},
+    "gavel-tput-tuned": {"color": "#17becf", "marker": "s"},
+    "gavel-fair": {"color": "#2ca02c", "marker": "^"},
+    "gavel-fair-tuned": {"color": "#bcbd22", "marker": "^"},
+    "optimus": {"color": "#9467bd", "marker": "v"},
+    "optimus-tuned": {"color": "#e377c2", "marker": "v"},
 }
 
 

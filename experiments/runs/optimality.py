@@ -351,7 +351,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
             a = ax[n // cols, n % cols]
             part = long[(long["problem"] == problem) & (long["variant"] == variant)]
             for m in methods:
-                kw = style(m) if m in ("cba", "autocba", "io-only", "cache-all", "coordl", "quiver", "silod") else {}
+                kw = style(m)
                 kw.pop("marker", None)
                 _cdf(a, part[part["method"] == m]["gap"].to_numpy(dtype=float), m, **kw)
             a.set(xscale="log", xlim=(5e-8, 2), ylim=(0, 1.02), xlabel="gap to optimum (0 drawn at 1e-7)")

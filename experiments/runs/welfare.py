@@ -201,7 +201,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         for method, colour in (("autocba", style("cba")["color"]),):
             g = part[part["method"] == method].groupby("budget_fraction")["of_bound"].mean()
             a.plot(g.index, g.to_numpy(), "o-", color=colour, label="AutoCBA", lw=2)
-        for sched, colour in zip(SCHEDULERS, ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#e377c2")):
+        for sched, colour in ((s, style(s)["color"]) for s in SCHEDULERS):
             sub = part[part["method"].str.startswith(sched + "[")]
             best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_bound"].max().groupby("budget_fraction")
             worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_bound"].min().groupby("budget_fraction")
@@ -219,7 +219,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     fig, ax = figure(1, 1, width=5.0, height=3.4)
     a = ax[0, 0]
     base = r[r["method"].str.contains(r"\[", regex=True)]
-    for sched, colour in zip(SCHEDULERS, ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#e377c2")):
+    for sched, colour in ((s, style(s)["color"]) for s in SCHEDULERS):
         v = np.sort(base[base["method"].str.startswith(sched + "[")]["autocba_over"].to_numpy())
         v = np.where(np.isfinite(v), np.minimum(v, RATIO_AXIS_MAX), np.nan)
         a.plot(v, np.arange(1, v.size + 1) / v.size, "-", color=colour, label=sched)
