@@ -145,3 +145,17 @@ def test_every_experiment_quick_writes_runs_meta_and_a_figure(name: str, tmp_pat
     assert meta["runs"]["total"] == len(runs) and meta["runs"]["failed"] == 0
     pngs = sorted(folder.glob("*.png"))
     assert pngs and all((folder / f"{p.stem}.pdf").exists() for p in pngs)
+
+
+def test_shipped_data_replays_philly_and_matches_the_catalog() -> None:
+    """data/ ships the Philly trace (gzip) and the Gavel and Pollux tables that the catalog's throughputs come from."""
+    from cbalab.experiments.data import data_path, data_root
+    from cbalab.experiments.workload import check_catalog, load_trace
+
+    trace = load_trace(data_path("philly"))
+    assert len(trace) == 82_247 and trace["gpus"].min() >= 1
+    assert check_catalog(data_root()) == []
+    for folder in ("philly", "gavel", "pollux-scalability"):
+        assert (data_root() / folder / "LICENSE").exists() and (data_root() / folder / "README.md").exists()
+    with pytest.raises(ValueError, match="no shipped data 'nope'"):
+        data_path("nope")
