@@ -473,10 +473,14 @@ def add_experiment_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="the experiment (see --list)")
     p.add_argument("--list", action="store_true", help="print the experiment names, one per line")
     p.add_argument("--quick", action="store_true", help="the small grid (well under a minute, for CI)")
-    p.add_argument("--out", default="results", help="output folder (default results/); a rerun resumes")
+    p.add_argument("--out", default="results", help="output folder; a rerun with the same folder resumes")
     p.add_argument("--seed", type=int, default=0, help="the sweep seed; every run derives its own from it")
     p.add_argument("--workers", type=_workers, default=1, help="local worker processes (1: in this process)")
-    p.add_argument("--scheduler", default=None, help="a Dask scheduler address tcp://HOST:PORT (instead of --workers)")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="a Dask scheduler address tcp://HOST:PORT instead of local workers (default: none)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=run_experiment)
     return p
