@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cbalab.algorithms import registry as methods
+from cbalab.experiments.runner import ExperimentError, add_experiment_parser
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
 
@@ -426,6 +427,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
     m.set_defaults(run=cmd_simulate)
+
+    add_experiment_parser(sub)
     return p
 
 
@@ -443,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         return args.run(args)
-    except (InstanceError, BadInputError) as e:
+    except (InstanceError, BadInputError, ExperimentError) as e:
         print(f"cbalab: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader left (``cbalab generate ... | head``): not an error of cbalab's
