@@ -55,7 +55,7 @@ from cbalab.models.instance import Instance
 
 #: Relative slack of a move on the budget, G and B (floating point only: far inside the referee's RTOL).
 _SAFE = 1e-12
-#: A move must gain at least this much utility (relative to the welfare) to count, so local search terminates.
+#: A move must gain at least this fraction of its job's largest utility to count, so local search terminates.
 _GAIN = 1e-9
 
 
@@ -337,6 +337,9 @@ class OnlineAutoCBA:
         w_gpu = 1.0 / self.G if g_binds else 0.0
         moves = exchanges = 0
         welfare = float(U[rows, cols].sum())
+        # A move must gain more than a fixed fraction of its own job's utility scale: the same threshold at
+        # every event, so a gain left out now is not taken later (which would restart the job for nothing).
+        tiny = _GAIN * np.maximum(1.0, np.where(np.isfinite(U), U, 0.0).max(axis=1))[:, None]
         while True:
             cur = cols
             du = U - U[rows, cur][:, None]
@@ -344,7 +347,7 @@ class OnlineAutoCBA:
             dg = Gm - Gm[rows, cur][:, None]
             db = rem - rem[rows, cur][:, None]
             weight = w_money * dc + w_gpu * dg
-            gain_ok = du > _GAIN * max(1.0, welfare)
+            gain_ok = du > tiny
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(weight > 0, du / weight, np.inf)
             ratio = np.where(gain_ok, ratio, -np.inf)
