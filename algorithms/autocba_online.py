@@ -97,8 +97,8 @@ class OnlineAutoCBA:
         budget: float,
         *,
         reopt_gap: float = 0.01,
-        target_gap: float = 0.002,
-        cooldown: int = 500,
+        target_gap: float = 0.005,
+        cooldown: int = 5000,
         rounds: int = 4,
         exchanges: int = 64,
     ) -> None:
@@ -119,6 +119,7 @@ class OnlineAutoCBA:
         self.floor = 0.0
         self.since_full = 0
         self.full_runs = 0
+        self.full_improved = 0
         ids = tuple(f"d{k}" for k in range(self.K))
         self.aggregate = Instance(
             gpus=None,
@@ -269,7 +270,9 @@ class OnlineAutoCBA:
         welfare = float(U[rows, cols].sum()) if m else 0.0
         bound = self.certify(U, Gm, Rm, kj, welfare)
         full = False
-        gap = 0.0 if bound <= 0 else 1.0 - welfare / bound
+        if self._gap(welfare, bound) > self.reopt_gap:  # first suspect the bound: search the multipliers afresh
+            bound = min(bound, self.certify(U, Gm, Rm, kj, welfare, cold=True))
+        gap = self._gap(welfare, bound)
         self.since_full += 1
         if gap > self.reopt_gap and (gap > self.floor + self.reopt_gap or self.since_full >= self.cooldown):
             full = True
@@ -283,11 +286,15 @@ class OnlineAutoCBA:
                     if fed is not None and self._spend(Gm[rows, alt].sum(), fed[1]) <= self._limit():
                         cols, welfare = alt, alt_welfare
                         cache, io_cost, remote = fed
-            bound = min(bound, self.certify(U, Gm, Rm, kj, welfare, cold=True))
-            self.floor = 0.0 if bound <= 0 else max(0.0, 1.0 - welfare / bound)
+                        self.full_improved += 1
+            self.floor = self._gap(welfare, bound)
         miss = 1.0 - (cache / self.d)[kj]
         bw = Rm[rows, cols] * miss
         return OnlineDecision(cols, cache, bw, welfare, bound, full, moves)
+
+    @staticmethod
+    def _gap(welfare: float, bound: float) -> float:
+        return 0.0 if bound <= 0 else max(0.0, 1.0 - welfare / bound)
 
     def _limit(self) -> float:
         return self.budget + _SAFE * max(1.0, self.budget)
@@ -325,9 +332,7 @@ class OnlineAutoCBA:
         if m == 0:
             return 0
         rows = np.arange(m)
-        miss = (1.0 - cache / self.d)[kj][:, None]
-        rem = Rm * miss
-        cost = self.p_g * Gm + self.p_b * rem
+        rem = Rm * (1.0 - cache / self.d)[kj][:, None]
         gpus = int(Gm[rows, cols].sum())
         room = self._limit() - (self.p_g * gpus + io_cost)
         room_g = self.G - gpus
@@ -335,118 +340,27 @@ class OnlineAutoCBA:
         g_binds = float(np.where(np.isfinite(U), Gm, 0).max(axis=1).sum()) > self.G
         w_money = 1.0 / self.budget if self.budget > 0 and g_binds else 1.0
         w_gpu = 1.0 / self.G if g_binds else 0.0
-        moves = exchanges = 0
-        welfare = float(U[rows, cols].sum())
-        # A move must gain more than a fixed fraction of its own job's utility scale: the same threshold at
-        # every event, so a gain left out now is not taken later (which would restart the job for nothing).
-        tiny = _GAIN * np.maximum(1.0, np.where(np.isfinite(U), U, 0.0).max(axis=1))[:, None]
+        moves = _Moves(U, self.p_g * Gm + self.p_b * rem, Gm, rem, cols, w_money, w_gpu)
+        made = exchanges = 0
         while True:
-            cur = cols
-            du = U - U[rows, cur][:, None]
-            dc = cost - cost[rows, cur][:, None]
-            dg = Gm - Gm[rows, cur][:, None]
-            db = rem - rem[rows, cur][:, None]
-            weight = w_money * dc + w_gpu * dg
-            gain_ok = du > tiny
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(weight > 0, du / weight, np.inf)
-            ratio = np.where(gain_ok, ratio, -np.inf)
-            fits = (dc <= room) & (dg <= room_g) & (db <= room_b)
-            cand = np.where(fits, ratio, -np.inf)
+            fits = (moves.dc <= room) & (moves.dg <= room_g) & (moves.db <= room_b)
+            cand = np.where(fits, moves.ratio, -np.inf)
             j, o = divmod(int(np.argmax(cand)), cand.shape[1])
             if cand[j, o] > -np.inf:
-                room -= dc[j, o]
-                room_g -= int(dg[j, o])
-                room_b -= db[j, o]
-                welfare += du[j, o]
-                cols[j] = o
-                moves += 1
+                room -= moves.dc[j, o]
+                room_g -= int(moves.dg[j, o])
+                room_b -= moves.db[j, o]
+                moves.move([j], [o])
+                made += 1
                 continue
             if exchanges >= self.exchanges:
-                return moves
-            done = self._exchange(U, Gm, cost, rem, cols, ratio, du, dc, dg, db, room, room_g, room_b, w_money, w_gpu)
+                return made
+            done = moves.exchange(room, room_g, room_b)
             if done is None:
-                return moves
-            room, room_g, room_b, gained = done
-            welfare += gained
+                return made
+            room, room_g, room_b = done
             exchanges += 1
-            moves += 1
-
-    def _exchange(
-        self,
-        U: np.ndarray,
-        Gm: np.ndarray,
-        cost: np.ndarray,
-        rem: np.ndarray,
-        cols: np.ndarray,
-        ratio: np.ndarray,
-        du: np.ndarray,
-        dc: np.ndarray,
-        dg: np.ndarray,
-        db: np.ndarray,
-        room: float,
-        room_g: int,
-        room_b: float,
-        w_money: float,
-        w_gpu: float,
-    ) -> tuple[float, int, float, float] | None:
-        """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains."""
-        m = U.shape[0]
-        rows = np.arange(m)
-        # Each job's best downgrade: least utility lost per unit of cost saved (a free saving first).
-        save_c = -dc
-        save_g = -dg
-        lose = -du
-        down = (save_c > 0) | (save_g > 0)
-        down &= np.isfinite(U)
-        wsave = w_money * save_c + w_gpu * save_g
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dratio = np.where(down & (wsave > 0), np.maximum(lose, 0.0) / wsave, np.inf)
-        dbest = dratio.argmin(axis=1)
-        dval = dratio[rows, dbest]
-        order = np.argsort(dval, kind="stable")
-        order = order[np.isfinite(dval[order])]
-        if order.size == 0:
-            return None
-        best_up = ratio.max(axis=1)
-        dmin = float(dval[order[0]])
-        up = ratio.argmax(axis=1)
-        need_w = w_money * np.maximum(dc[rows, up] - room, 0.0) + w_gpu * np.maximum(dg[rows, up] - room_g, 0)
-        hopeful = (best_up > -np.inf) & (dmin * need_w < du[rows, up])
-        if not hopeful.any():
-            return None  # every exchange loses at least dmin per unit of cost it must free: none can gain
-        best_up = np.where(hopeful, best_up, -np.inf)
-        tries = np.argsort(-best_up, kind="stable")[:8]
-        for j in tries:
-            if not best_up[j] > -np.inf:
-                break
-            o = int(np.argmax(ratio[j]))
-            need_c = dc[j, o] - room
-            need_g = int(dg[j, o]) - room_g
-            need_b = db[j, o] - room_b
-            others = order[order != j]
-            sc = save_c[others, dbest[others]]
-            sg = save_g[others, dbest[others]]
-            sb = -db[others, dbest[others]]
-            lost = lose[others, dbest[others]]
-            cum_c, cum_g, cum_b, cum_l = np.cumsum(sc), np.cumsum(sg), np.cumsum(sb), np.cumsum(lost)
-            ok = (cum_c >= need_c) & (cum_g >= need_g) & (cum_b >= need_b)
-            if not ok.any():
-                continue
-            p = int(np.argmax(ok))
-            if not cum_l[p] < du[j, o] * (1.0 - 1e-9):
-                continue
-            for i in others[: p + 1]:
-                cols[i] = dbest[i]
-            cols[j] = o
-            gained = float(du[j, o] - cum_l[p])
-            return (
-                room + float(cum_c[p]) - float(dc[j, o]),
-                room_g + int(cum_g[p]) - int(dg[j, o]),
-                room_b + float(cum_b[p]) - float(db[j, o]),
-                gained,
-            )
-        return None
+            made += 1
 
     def _full(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray | None:
         """AutoCBA from scratch (algorithms.autocba) on the active set, as columns; None if it finds nothing."""
@@ -488,3 +402,110 @@ class OnlineAutoCBA:
         has = match.any(axis=1) & (g > 0)
         cols[has] = match[has].argmax(axis=1)
         return cols
+
+
+class _Moves:
+    """Every job's move to every option at a fixed cache (Δ utility, Δ $, Δ GPUs, Δ remote), row by row.
+
+    A move changes one job's row only, so after it only that row is recomputed (the limits left are the
+    caller's).  Per row it also keeps the best upgrade (utility gained per unit of cost, ignoring the
+    limits) and the best downgrade (utility lost per unit of cost saved), which the exchange uses.
+    """
+
+    def __init__(
+        self, U: np.ndarray, cost: np.ndarray, Gm: np.ndarray, rem: np.ndarray, cols: np.ndarray, wm: float, wg: float
+    ) -> None:
+        self.U, self.cost, self.Gm, self.rem, self.cols = U, cost, Gm, rem, cols
+        self.wm, self.wg = wm, wg
+        # A move must gain more than a fixed fraction of its own job's utility scale: the same threshold at
+        # every event, so a gain left out now is not taken later (which would restart the job for nothing).
+        self.tiny = _GAIN * np.maximum(1.0, np.where(np.isfinite(U), U, 0.0).max(axis=1))
+        shape = U.shape
+        self.du, self.dc, self.db = np.empty(shape), np.empty(shape), np.empty(shape)
+        self.dg = np.empty(shape, dtype=Gm.dtype)
+        self.ratio, self.dratio = np.empty(shape), np.empty(shape)
+        m = shape[0]
+        self.up, self.up_ratio = np.zeros(m, dtype=np.int64), np.zeros(m)
+        self.down, self.down_ratio = np.zeros(m, dtype=np.int64), np.zeros(m)
+        self.refresh(np.arange(m))
+
+    def refresh(self, r: np.ndarray) -> None:
+        """Recompute the rows ``r`` from their current columns."""
+        c = self.cols[r]
+        k = np.arange(len(r))
+        U, cost, Gm, rem = self.U[r], self.cost[r], self.Gm[r], self.rem[r]
+        du = U - U[k, c][:, None]
+        dc = cost - cost[k, c][:, None]
+        dg = Gm - Gm[k, c][:, None]
+        db = rem - rem[k, c][:, None]
+        weight = self.wm * dc + self.wg * dg
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.where(weight > 0, du / weight, np.inf)
+            ratio = np.where(du > self.tiny[r][:, None], ratio, -np.inf)
+            save = -weight
+            down = ((dc < 0) | (dg < 0)) & np.isfinite(U) & (save > 0)
+            dratio = np.where(down, np.maximum(-du, 0.0) / save, np.inf)
+        self.du[r], self.dc[r], self.dg[r], self.db[r] = du, dc, dg, db
+        self.ratio[r], self.dratio[r] = ratio, dratio
+        up = ratio.argmax(axis=1)
+        dn = dratio.argmin(axis=1)
+        self.up[r], self.up_ratio[r] = up, ratio[k, up]
+        self.down[r], self.down_ratio[r] = dn, dratio[k, dn]
+
+    def move(self, jobs: list[int] | np.ndarray, options: list[int] | np.ndarray) -> None:
+        """Set the jobs' columns and refresh their rows."""
+        self.cols[jobs] = options
+        self.refresh(np.asarray(jobs, dtype=np.int64))
+
+    def exchange(self, room: float, room_g: int, room_b: float) -> tuple[float, int, float] | None:
+        """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains.
+
+        Downgrades are taken in increasing utility lost per unit of cost saved until they free what the
+        upgrade lacks in money, GPUs and remote IO; the exchange is made only if the utility gained exceeds
+        the utility lost.  Returns the limits left, or None when no exchange among the best eight gains.
+        """
+        dval = self.down_ratio
+        order = np.argsort(dval, kind="stable")
+        order = order[np.isfinite(dval[order])]
+        if order.size == 0:
+            return None
+        rows = np.arange(self.U.shape[0])
+        up = self.up
+        gain = self.du[rows, up]
+        need_w = self.wm * np.maximum(self.dc[rows, up] - room, 0.0) + self.wg * np.maximum(
+            self.dg[rows, up] - room_g, 0
+        )
+        # Every exchange loses at least the least downgrade ratio per unit of cost it must free.
+        hopeful = (self.up_ratio > -np.inf) & (float(dval[order[0]]) * need_w < gain)
+        if not hopeful.any():
+            return None
+        best_up = np.where(hopeful, self.up_ratio, -np.inf)
+        dn = self.down
+        for j in np.argsort(-best_up, kind="stable")[:8]:
+            if not best_up[j] > -np.inf:
+                break
+            o = int(up[j])
+            need_c = self.dc[j, o] - room
+            need_g = int(self.dg[j, o]) - room_g
+            need_b = self.db[j, o] - room_b
+            others = order[order != j]
+            oc = dn[others]
+            cum_c = np.cumsum(-self.dc[others, oc])
+            cum_g = np.cumsum(-self.dg[others, oc])
+            cum_b = np.cumsum(-self.db[others, oc])
+            ok = (cum_c >= need_c) & (cum_g >= need_g) & (cum_b >= need_b)
+            if not ok.any():
+                continue
+            p = int(np.argmax(ok))
+            lost = float(-self.du[others[: p + 1], oc[: p + 1]].sum())
+            if not lost < gain[j] * (1.0 - 1e-9):
+                continue
+            freed = (float(cum_c[p]), int(cum_g[p]), float(cum_b[p]))
+            left = (
+                room + freed[0] - float(self.dc[j, o]),
+                room_g + freed[1] - int(self.dg[j, o]),
+                room_b + freed[2] - float(self.db[j, o]),
+            )
+            self.move(np.append(others[: p + 1], j), np.append(oc[: p + 1], o))
+            return left
+        return None

@@ -35,6 +35,13 @@ the money left after GPUs and cache, and B, buy it; when short, every reading
 job gets the same fraction and stalls by it (§5).  So **the spend never
 exceeds the budget**, whatever the policy and the warm-up state.
 
+A policy that holds GPUs it cannot feed at all (no money or B left for
+their remote IO, which also keeps their caches from ever warming) while no
+arrival or departure is left to change anything is *stuck*: the replay ends
+there and reports ``unfinished_jobs`` and ``stuck_at_s`` (JCT statistics are
+over the finished jobs; an unfinished deadline job missed its deadline).  The
+naive IO-unaware schedulers can do this: they spend the whole budget on GPUs.
+
 **Restarts**: a job that has run before and whose GPU count changes (a
 rescale, or resuming after waiting) pays ``restart_delay_s`` holding its new
 GPUs without training; the first start is free.
@@ -197,6 +204,8 @@ class ElasticReplay:
         self.order = np.argsort(self.submit, kind="stable")
         self.kj = jobs["dataset_index"].to_numpy(dtype=np.int64)
         self.horizon = reference_horizon(workload)
+        self.job_ids = jobs["job_id"].to_numpy(dtype=object)
+        self.dataset_ids = tuple(workload.datasets["dataset"])
         self.t0 = float(self.submit.min()) if n else 0.0
         self._check_fits()
         # per-job state (global positions); col indexes [wait, option 0, option 1, ...]
@@ -233,6 +242,7 @@ class ElasticReplay:
         self.spend_max = 0.0
         self.decisions = 0
         self.full_runs = 0
+        self.stuck_at = math.nan
         self.online = (
             OnlineAutoCBA(self.d, cfg.cache_gb, self.B, self.G, cfg.prices, self.budget, reopt_gap=cfg.reopt_gap)
             if cfg.policy == "autocba"
@@ -280,10 +290,13 @@ class ElasticReplay:
         while self.done < self.n:
             t_next = self.next_event()
             if not math.isfinite(t_next):
-                waiting = self.active[self.g[self.active] == 0]
+                held = self.active[self.g[self.active] > 0]
+                if held.size:  # GPUs held with no money or B left to feed them, and nothing will change
+                    self.stuck_at = self.t
+                    break
                 raise RuntimeError(
-                    f"{self.cfg.policy}: no job can progress at t = {self.t:.6g} s ({waiting.size} jobs wait and "
-                    "nothing is running): the policy leaves them waiting"
+                    f"{self.cfg.policy}: no job can progress at t = {self.t:.6g} s ({self.active.size} jobs wait "
+                    "and nothing is running): the policy leaves them waiting"
                 )
             self.integrate(t_next - self.t)
             idle = idle + 1 if t_next == self.t else 0
@@ -404,9 +417,9 @@ class ElasticReplay:
             price_gpu=self.p_g,
             price_cache=self.p_c,
             price_bandwidth=self.p_b,
-            dataset_ids=tuple(self.w.datasets["dataset"]),
+            dataset_ids=self.dataset_ids,
             dataset_size_gb=self.d,
-            job_ids=tuple(self.w.jobs["job_id"].to_numpy()[a]),
+            job_ids=tuple(self.job_ids[a]),
             job_dataset=self.kj[a],
             job_gpus=np.full(m, -1, dtype=np.int64),
             job_io_gbps=np.full(m, np.nan),
@@ -615,6 +628,8 @@ class ElasticReplay:
             ],
         )
         jct = self.finish - self.submit
+        done = np.isfinite(jct)
+        jct_done = jct[done]
         deadline = w.deadline_s
         has_deadline = np.isfinite(deadline)
         met = np.where(has_deadline, self.finish <= deadline, False)
@@ -663,10 +678,12 @@ class ElasticReplay:
             "spend_per_hour_max": self.spend_max,
             "spend": self.totals["spend"],
             "gpu_hours": self.totals["gpu_hours"],
-            "makespan_s": float(np.max(self.finish) - self.t0) if self.n else 0.0,
-            "mean_jct_s": float(np.mean(jct)) if self.n else 0.0,
-            "p50_jct_s": float(np.percentile(jct, 50)) if self.n else 0.0,
-            "p99_jct_s": float(np.percentile(jct, 99)) if self.n else 0.0,
+            "makespan_s": float(np.max(self.finish) - self.t0) if done.all() and self.n else None,
+            "mean_jct_s": float(np.mean(jct_done)) if jct_done.size else None,
+            "p50_jct_s": float(np.percentile(jct_done, 50)) if jct_done.size else None,
+            "p99_jct_s": float(np.percentile(jct_done, 99)) if jct_done.size else None,
+            "unfinished_jobs": int((~done).sum()),
+            "stuck_at_s": self.stuck_at,
             "mean_queue_s": float(np.mean(self.wait_s)) if self.n else 0.0,
             "deadline_jobs": n_dl,
             "deadlines_met": float(met[has_deadline].mean()) if n_dl else None,
@@ -675,6 +692,7 @@ class ElasticReplay:
             "events": len(self.rows),
             "decisions": self.decisions,
             "full_reopts": self.full_runs,
+            "full_reopts_improved": self.online.full_improved if self.online is not None else 0,
             "referee_checks": self.referee_checks,
             "certified_gap_mean": float(gaps.mean()) if gaps.size else None,
             "certified_gap_p99": float(np.percentile(gaps, 99)) if gaps.size else None,
@@ -699,3 +717,44 @@ def _progress(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, unit="job", desc="elastic replay", mininterval=0.5)
+
+
+def run_command(args: Any) -> dict:
+    """What ``cbalab simulate --problem welfare`` does: build the elastic workload, replay it, write ``--out``.
+
+    ``args`` carries the simulate flags (experiments/cli.py): the trace or ``--generate N``, the dataset
+    assignment (``--seed``, ``--skew``, ``--datasets``, ``--gpu-type``), the cluster and prices, and the
+    welfare flags ``--policy``, ``--cache-policy``, ``--budget-per-hour`` | ``--budget-fraction``,
+    ``--restart-delay-s``, ``--period-s`` and ``--utility-mix``.
+    """
+    from cbalab.experiments.elastic_workload import UtilityMix, elastic
+    from cbalab.experiments.workload import assign, generate_trace, load_trace
+
+    trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
+    base = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets, gpu_type=args.gpu_type)
+    mix = UtilityMix.parse(getattr(args, "utility_mix", None) or "mixed")
+    workload = elastic(base, args.seed, mix, gpu_type=args.gpu_type)
+    prices = tuple(
+        DEFAULT_PRICES[i] if value is None else value
+        for i, value in enumerate((args.price_gpu, args.price_cache, args.price_bandwidth))
+    )
+    fraction = getattr(args, "budget_fraction", None)
+    cfg = ElasticConfig(
+        policy=args.policy,
+        cache_policy=getattr(args, "cache_policy", None) or "silod",
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=getattr(args, "budget_per_hour", None),
+        budget_fraction=0.5 if fraction is None else fraction,
+        restart_delay_s=getattr(args, "restart_delay_s", None) or 0.0,
+        period_s=getattr(args, "period_s", None),
+        warmup=not getattr(args, "no_warmup", False),
+        seed=args.seed,
+        progress=not args.quiet and len(trace) >= 10_000,
+    )
+    result = replay(workload, cfg)
+    if args.out:
+        result.write(args.out)
+    return result.summary
