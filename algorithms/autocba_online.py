@@ -213,8 +213,8 @@ class OnlineAutoCBA:
         def good(value: float) -> bool:
             return min(value, top) * (1.0 - self.target_gap) <= welfare
 
-        steps = 24 if cold else 5
-        for _ in range(3 if cold else 1):
+        steps = 12 if cold else 5
+        for _ in range(2 if cold else 1):
             for t in active:
                 if good(best):
                     break
@@ -274,7 +274,9 @@ class OnlineAutoCBA:
             bound = min(bound, self.certify(U, Gm, Rm, kj, welfare, cold=True))
         gap = self._gap(welfare, bound)
         self.since_full += 1
-        if gap > self.reopt_gap and (gap > self.floor + self.reopt_gap or self.since_full >= self.cooldown):
+        if self.since_full >= self.cooldown:
+            self.floor = 0.0
+        if gap > self.reopt_gap and gap > self.floor + self.reopt_gap:
             full = True
             self.full_runs += 1
             self.since_full = 0
@@ -287,7 +289,7 @@ class OnlineAutoCBA:
                         cols, welfare = alt, alt_welfare
                         cache, io_cost, remote = fed
                         self.full_improved += 1
-            self.floor = self._gap(welfare, bound)
+            self.floor = max(self.floor, self._gap(welfare, bound))
         miss = 1.0 - (cache / self.d)[kj]
         bw = Rm[rows, cols] * miss
         return OnlineDecision(cols, cache, bw, welfare, bound, full, moves)
@@ -462,7 +464,7 @@ class _Moves:
 
         Downgrades are taken in increasing utility lost per unit of cost saved until they free what the
         upgrade lacks in money, GPUs and remote IO; the exchange is made only if the utility gained exceeds
-        the utility lost.  Returns the limits left, or None when no exchange among the best eight gains.
+        the utility lost.  Returns the limits left, or None when no exchange among the best four gains.
         """
         dval = self.down_ratio
         order = np.argsort(dval, kind="stable")
@@ -481,7 +483,7 @@ class _Moves:
             return None
         best_up = np.where(hopeful, self.up_ratio, -np.inf)
         dn = self.down
-        for j in np.argsort(-best_up, kind="stable")[:8]:
+        for j in np.argsort(-best_up, kind="stable")[:4]:
             if not best_up[j] > -np.inf:
                 break
             o = int(up[j])
