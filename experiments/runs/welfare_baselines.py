@@ -31,9 +31,12 @@ import pandas as pd
 
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
+
+SCRIPT = "cbalab.experiments.runs.welfare_baselines"
 
 #: The baselines by registered name, for runs with another cache policy than the registered default.
 BASELINES: dict[str, Callable[..., Allocation]] = {
@@ -157,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(table(df))
     if args.out:
-        df.to_csv(args.out, index=False)
+        write_results(args.out, df, script=SCRIPT, seed=0, arguments=vars(args))
     return 0
 
 
