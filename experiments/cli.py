@@ -153,7 +153,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
+    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py).
+
+    ``--problem welfare`` is the elastic replay instead (experiments/elastic.py, docs/model.md §6b).
+    """
+    if args.problem == "welfare":
+        return _simulate_welfare(args)
     from cbalab.experiments.simulate import SimConfig, simulate
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
@@ -183,6 +188,47 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         progress=not args.quiet and len(workload.jobs) >= 10_000,
     )
     result = simulate(workload, cfg)
+    if args.out:
+        result.write(args.out)
+    _emit(result.summary, None)
+    return EXIT_OK
+
+
+def _simulate_welfare(args: argparse.Namespace) -> int:
+    """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
+    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    if args.policy not in POLICIES:
+        raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    base = make_workload(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpu_type=args.gpu_type,
+    )
+    workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
+    cfg = ElasticConfig(
+        policy=args.policy,
+        cache_policy=args.cache_policy,
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=args.budget_per_hour,
+        budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
+        restart_delay_s=args.restart_delay_s,
+        period_s=args.period,
+        warmup=not args.no_warmup,
+        seed=args.seed,
+        progress=not args.quiet and workload.n >= 10_000,
+    )
+    result = replay(workload, cfg)
     if args.out:
         result.write(args.out)
     _emit(result.summary, None)
@@ -253,11 +299,19 @@ def parser() -> argparse.ArgumentParser:
     m = sub.add_parser("methods", help="list the registered methods of each problem")
     m.set_defaults(run=cmd_methods)
 
-    m = sub.add_parser("simulate", help="replay a job trace under a cost policy (MODEL.md §6)")
+    m = sub.add_parser("simulate", help="replay a job trace: cost policies (MODEL.md §6) or elastic welfare (§6b)")
     source = m.add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or Philly")
     source.add_argument("--generate", type=_positive_int, metavar="N", help="N jobs, Philly-calibrated generator")
-    m.add_argument("--policy", required=True, help="a cost method: cba, io-only, cache-all, coordl, quiver, silod, ...")
+    m.add_argument(
+        "--problem", default="cost", choices=["cost", "welfare"], help="cost: fixed GPUs; welfare: elastic (§6b)"
+    )
+    m.add_argument(
+        "--policy",
+        required=True,
+        help="cost: cba, io-only, cache-all, coordl, quiver, silod, ...; "
+        "welfare: autocba, gavel-tput, gavel-fair, optimus (and -tuned)",
+    )
     m.add_argument("--out", help="directory for jobs.csv, timeseries.csv, summary.json")
     m.add_argument("--seed", type=_positive_int, default=0, help="seeds the generator and the dataset assignment")
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
@@ -270,7 +324,27 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--price-cache", type=_fraction, default=None, help="$ per GB-hour of cache")
     m.add_argument("--price-bandwidth", type=_fraction, default=None, help="$ per (GB/s)-hour of remote IO")
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, MODEL.md §6)")
-    m.add_argument("--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds")
+    m.add_argument("--period", "--period-s", type=_seconds, default=None, help="also re-allocate every PERIOD s")
+    m.add_argument(
+        "--cache-policy",
+        default="silod",
+        help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba)",
+    )
+    budget = m.add_mutually_exclusive_group()
+    budget.add_argument("--budget-per-hour", type=_fraction, default=None, help="welfare: the budget in $/h")
+    budget.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare: budget as a fraction of the reference spend, the peak spend rate of running every job at "
+        "its trace GPU count from its submission on remote IO (default 0.5)",
+    )
+    m.add_argument("--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change")
+    m.add_argument(
+        "--utility-mix",
+        default="mixed",
+        help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1",
+    )
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(run=cmd_simulate)
     return p

@@ -1,6 +1,6 @@
 """The elastic replay: welfare over time with jobs arriving and leaving (docs/model.md §6b).
 
-Jobs of an :class:`experiments.elastic_workload.ElasticWorkload` arrive at
+Jobs of an :class:`experiments.workload.elastic.ElasticWorkload` arrive at
 their submit times, and at every scheduling event — an arrival, a departure,
 and every ``period_s`` when set — the policy re-decides every active job's
 option (0 = wait), the cache of every dataset and the bandwidth, under the
@@ -47,7 +47,7 @@ rescale, or resuming after waiting) pays ``restart_delay_s`` holding its new
 GPUs without training; the first start is free.
 
 **Welfare** is reported as the integral over the fixed horizon
-(experiments.elastic_workload.reference_horizon: first submission to the end
+(experiments.workload.elastic.reference_horizon: first submission to the end
 of the reference schedule, the same for every policy), its time average, and
 the integral over the whole replay, beside JCTs and deadline satisfaction
 (§6b explains why all are needed).
@@ -77,8 +77,8 @@ import pandas as pd
 
 from cbalab.algorithms.autocba_online import OnlineAutoCBA
 from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
-from cbalab.experiments.elastic_workload import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.experiments.workload import DEFAULT_PRICES
+from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError
@@ -100,7 +100,7 @@ class ElasticConfig:
     """The cluster, the budget and the policy of one elastic replay.
 
     ``budget_per_hour`` wins over ``budget_fraction``, which is a fraction of
-    the reference spend (experiments.elastic_workload.reference_spend: the
+    the reference spend (experiments.workload.elastic.reference_spend: the
     peak spend rate of running every job at its reference option from its
     submission on remote IO).  ``reopt_gap`` is online AutoCBA's trigger for
     a full re-optimisation; ``referee`` scores every re-decision with
@@ -702,7 +702,7 @@ class ElasticReplay:
             "config": {**asdict(self.cfg), "bandwidth_gbps": None if math.isinf(self.B) else self.B},
             "workload": {**w.settings, "source": w.jobs.attrs.get("source", "")},
         }
-        return ElasticResult(jobs, series, summary)
+        return ElasticResult(jobs, series, _finite(summary))
 
 
 def replay(workload: ElasticWorkload, cfg: ElasticConfig) -> ElasticResult:
@@ -717,44 +717,3 @@ def _progress(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, unit="job", desc="elastic replay", mininterval=0.5)
-
-
-def run_command(args: Any) -> dict:
-    """What ``cbalab simulate --problem welfare`` does: build the elastic workload, replay it, write ``--out``.
-
-    ``args`` carries the simulate flags (experiments/cli.py): the trace or ``--generate N``, the dataset
-    assignment (``--seed``, ``--skew``, ``--datasets``, ``--gpu-type``), the cluster and prices, and the
-    welfare flags ``--policy``, ``--cache-policy``, ``--budget-per-hour`` | ``--budget-fraction``,
-    ``--restart-delay-s``, ``--period-s`` and ``--utility-mix``.
-    """
-    from cbalab.experiments.elastic_workload import UtilityMix, elastic
-    from cbalab.experiments.workload import assign, generate_trace, load_trace
-
-    trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
-    base = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets, gpu_type=args.gpu_type)
-    mix = UtilityMix.parse(getattr(args, "utility_mix", None) or "mixed")
-    workload = elastic(base, args.seed, mix, gpu_type=args.gpu_type)
-    prices = tuple(
-        DEFAULT_PRICES[i] if value is None else value
-        for i, value in enumerate((args.price_gpu, args.price_cache, args.price_bandwidth))
-    )
-    fraction = getattr(args, "budget_fraction", None)
-    cfg = ElasticConfig(
-        policy=args.policy,
-        cache_policy=getattr(args, "cache_policy", None) or "silod",
-        gpus=args.gpus,
-        cache_gb=args.cache_gb,
-        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=prices,
-        budget_per_hour=getattr(args, "budget_per_hour", None),
-        budget_fraction=0.5 if fraction is None else fraction,
-        restart_delay_s=getattr(args, "restart_delay_s", None) or 0.0,
-        period_s=getattr(args, "period_s", None),
-        warmup=not getattr(args, "no_warmup", False),
-        seed=args.seed,
-        progress=not args.quiet and len(trace) >= 10_000,
-    )
-    result = replay(workload, cfg)
-    if args.out:
-        result.write(args.out)
-    return result.summary

@@ -12,7 +12,8 @@ import pytest
 from cbalab.algorithms.autocba import welfare_bound
 from cbalab.algorithms.autocba_online import OnlineAutoCBA
 from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
-from cbalab.experiments.elastic_workload import (
+from cbalab.experiments.workload import Catalog, assign, generate_trace
+from cbalab.experiments.workload.elastic import (
     ELASTIC_SHAPES,
     UtilityMix,
     elastic,
@@ -20,7 +21,6 @@ from cbalab.experiments.elastic_workload import (
     reference_horizon,
     reference_spend,
 )
-from cbalab.experiments.workload import Catalog, assign, generate_trace
 from cbalab.models.evaluate import RTOL
 from cbalab.models.files import sha256_file
 from cbalab.models.instance import InstanceError, build
@@ -354,3 +354,25 @@ def test_per_event_optimum_is_not_optimal_over_time() -> None:
     # Over the fixed horizon (1 h, the end of the reference schedule) the per-event optimum is ahead.
     assert both.summary["welfare_horizon_s"] == 3600.0
     assert both.summary["welfare"] == pytest.approx(1.5, rel=1e-12)
+
+
+def test_cli_simulate_welfare(tmp_path, capsys) -> None:
+    """``cbalab simulate --problem welfare`` writes the three files; a cost policy or a bad mix exits 2."""
+    from cbalab.experiments.cli import main
+
+    out = tmp_path / "run"
+    argv = ["simulate", "--problem", "welfare", "--policy", "optimus", "--generate", "40", "--out", str(out)]
+    code = main([*argv, "--budget-fraction", "0.4", "--restart-delay-s", "30", "--quiet"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert printed["welfare"] == summary["welfare"] and summary["problem"] == "welfare"
+    assert summary["restart_delay_s"] == 30 and summary["budget_fraction"] == 0.4
+    assert main(["simulate", "--problem", "welfare", "--policy", "cba", "--generate", "5"]) == 2
+    assert (
+        main(["simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "5", "--utility-mix", "x"]) == 2
+    )
+    both = ["--budget-fraction", "0.4", "--budget-per-hour", "9"]
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "5", *both])
+    assert exc.value.code == 2

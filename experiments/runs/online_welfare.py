@@ -30,8 +30,8 @@ rather than days:
 Every row carries the welfare over the fixed horizon, its total, JCTs,
 deadline satisfaction, restarts, spend and AutoCBA's certified gaps; the
 printed table gives each baseline's welfare relative to AutoCBA in the same
-setting (AutoCBA / baseline: above 1 means AutoCBA wins).  Tidy CSV, written
-atomically; ``grid`` and ``run_one`` are the interface of
+setting (AutoCBA / baseline: above 1 means AutoCBA wins).  Tidy CSV and its
+meta JSON through experiments.runs.common; ``grid`` and ``run_one`` are the interface of
 ``cbalab experiment online-welfare``.
 """
 
@@ -47,9 +47,9 @@ import pandas as pd
 
 from cbalab.algorithms.baselines.io_unaware import CACHE_POLICIES
 from cbalab.experiments.elastic import SCHEDULERS, ElasticConfig, replay
-from cbalab.experiments.elastic_workload import UtilityMix, elastic
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
-from cbalab.models.files import atomic_write_csv
+from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
 _ROOT = Path(__file__).resolve().parents[2]
 #: The Philly trace as shipped in ../shared/data (Microsoft Philly traces, CC-BY 4.0); a git worktree one level
@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             params["trace"] = args.trace
         rows.append(run_one(params))
     frame = pd.DataFrame(rows)
-    atomic_write_csv(args.out, frame)
+    write_results(args.out, frame, script="online_welfare", seed=args.seed, arguments=vars(args))
     table = ratios(frame)
     pd.set_option("display.width", 200)
     cols = ["window_start", "io_scale", "budget_fraction", "utility_mix", "restart_delay_s", "policy", "cache_policy"]

@@ -49,7 +49,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from cbalab.experiments.workload import Catalog, Workload
+from cbalab.experiments.workload.assign import Workload
+from cbalab.experiments.workload.catalog import Catalog
 from cbalab.models.instance import InstanceError
 
 #: The utility shapes of the elastic replay, in the order of their codes in ``ElasticWorkload.shape``.
