@@ -264,8 +264,9 @@ class OnlineAutoCBA:
             fed = self.feed(np.bincount(kj, weights=Rm[rows, cols], minlength=self.K))
             if fed is None:  # cannot happen: the moves kept the fixed-cache feeding within B
                 break
+            same = np.array_equal(fed[0], cache)
             cache, io_cost, remote = fed
-            if not made:
+            if not made or same:  # the same cache prices every move as before: nothing more fits
                 break
         welfare = float(U[rows, cols].sum()) if m else 0.0
         bound = self.certify(U, Gm, Rm, kj, welfare)
