@@ -222,7 +222,7 @@ class OnlineAutoCBA:
                 if not cold and y[t] == 0 and sub[t] >= 0:
                     continue  # the relaxed answer keeps this limit: raising its multiplier cannot help here
                 scale = max(top / rhs[t] if rhs[t] > 0 else 1.0, 1e-300)
-                lo, hi = (0.0, 4.0 * max(y[t], scale)) if cold or y[t] == 0 else (0.5 * y[t], 2.0 * y[t])
+                lo, hi = (0.0, 4.0 * max(float(y[t]), scale)) if cold or y[t] == 0 else (0.5 * y[t], 2.0 * y[t])
                 for _ in range(steps):
                     y[t] = 0.5 * (lo + hi)
                     value, sub = self.lagrangian(U, Gm, Rm, kj, y)

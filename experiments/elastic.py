@@ -228,7 +228,7 @@ class ElasticReplay:
         self.eta = np.zeros(self.K)
         self.cache = np.zeros(self.K)
         self.grow = np.zeros(self.K)
-        self.active = np.zeros(0, dtype=np.int64)
+        self.active: np.ndarray = np.zeros(0, dtype=np.int64)
         self.t = self.t0
         self.nxt = 0
         self.done = 0
@@ -303,8 +303,8 @@ class ElasticReplay:
             self.t = t_next
             changed = self.depart()
             changed |= self.admit()
-            if self.t >= self.tick:
-                self.tick = self.t + float(self.cfg.period_s)
+            if self.cfg.period_s is not None and self.t >= self.tick:
+                self.tick = self.t + self.cfg.period_s
                 changed = True
             if changed:
                 self.reallocate()

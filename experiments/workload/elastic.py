@@ -209,9 +209,9 @@ def elastic(
         spec = cat.model(name)
         counts[name] = sorted(spec.throughput[gpu_type or spec.default_gpu])
     width = max((len(set(counts[m]) | {int(g)}) for m, g in zip(models, g_ref)), default=1)
-    gpus = np.zeros((n, width), dtype=np.int64)
-    valid = np.zeros((n, width), dtype=bool)
-    ref = np.zeros(n, dtype=np.int64)
+    gpus: np.ndarray = np.zeros((n, width), dtype=np.int64)
+    valid: np.ndarray = np.zeros((n, width), dtype=bool)
+    ref: np.ndarray = np.zeros(n, dtype=np.int64)
     for j in range(n):
         row = sorted(set(counts[models[j]]) | {int(g_ref[j])})
         gpus[j, : len(row)] = row
@@ -329,10 +329,10 @@ def manual(
     mix = mix or UtilityMix()
     n = len(submit_s)
     width = max((len(o) for o in options), default=1)
-    gpus = np.zeros((n, width), dtype=np.int64)
+    gpus: np.ndarray = np.zeros((n, width), dtype=np.int64)
     tput = np.ones((n, width))
-    valid = np.zeros((n, width), dtype=bool)
-    ref = np.zeros(n, dtype=np.int64)
+    valid: np.ndarray = np.zeros((n, width), dtype=bool)
+    ref: np.ndarray = np.zeros(n, dtype=np.int64)
     for j, table in enumerate(options):
         if ref_gpus[j] not in table:
             raise InstanceError(f"jobs[{j}].ref_gpus", ref_gpus[j], "must be one of the job's options")
