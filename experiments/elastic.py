@@ -7,7 +7,7 @@ option (0 = wait), the cache of every dataset and the bandwidth, under the
 cluster's G, C, B and the budget (a spend rate, $/h, that holds at every
 instant).  Policies (``--policy``):
 
-* ``autocba``: incremental AutoCBA (algorithms.autocba_online), with a
+* ``autocba``: incremental AutoCBA (algorithms.autocba.online), with a
   certified gap per re-decision;
 * ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned`` forms:
   the IO-unaware GPU schedulers of docs/model.md §7
@@ -44,7 +44,12 @@ naive IO-unaware schedulers can do this: they spend the whole budget on GPUs.
 
 **Restarts**: a job that has run before and whose GPU count changes (a
 rescale, or resuming after waiting) pays ``restart_delay_s`` holding its new
-GPUs without training; the first start is free.
+GPUs without training; the first start is free.  AutoCBA decides on
+restart-aware utilities: an option that would restart a job is valued at
+U(g) · T_g / (T_g + delay), its rate averaged over the job's remaining run
+T_g = remaining work / throughput(g) plus the pause (its certificate is for
+that per-event problem; the replay scores the true utilities).  The GPU
+schedulers re-decide restart-unaware, as their rules state.
 
 **Welfare** is reported as the integral over the fixed horizon
 (experiments.workload.elastic.reference_horizon: first submission to the end
@@ -75,7 +80,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cbalab.algorithms.autocba_online import OnlineAutoCBA
+from cbalab.algorithms import registry
+from cbalab.algorithms.autocba.online import OnlineAutoCBA
 from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from cbalab.experiments.workload import DEFAULT_PRICES
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
@@ -127,8 +133,8 @@ class ElasticConfig:
         """InstanceError naming the setting when a value is out of range."""
         if self.policy not in POLICIES:
             raise InstanceError("policy", self.policy, f"must be one of {', '.join(POLICIES)}")
-        if self.cache_policy not in io_unaware.CACHE_POLICIES:
-            raise InstanceError("cache_policy", self.cache_policy, f"must be one of {tuple(io_unaware.CACHE_POLICIES)}")
+        if self.cache_policy not in registry.cache_policies():
+            raise InstanceError("cache_policy", self.cache_policy, f"must be one of {registry.cache_policies()}")
         if self.gpus < 1:
             raise InstanceError("gpus", self.gpus, "must be >= 1")
         for name, value in (
@@ -396,7 +402,14 @@ class ElasticReplay:
     def _matrices(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Padded option matrices of the active jobs with column 0 = wait: utility now, GPUs, rates."""
         w = self.w
-        u = w.utility(a, self.t, self.rem[a], self.g[a], self.ran[a], self.cfg.restart_delay_s)
+        delay = self.cfg.restart_delay_s
+        u = w.utility(a, self.t, self.rem[a], self.g[a], self.ran[a], delay)
+        if self.online is not None and delay > 0:
+            # Restart-aware AutoCBA: an option that restarts the job is worth its utility averaged over the
+            # job's remaining life with the pause, U(g) · T_g / (T_g + delay), T_g = remaining work / τ(g).
+            pays = (w.gpus[a] != self.g[a][:, None]) & self.ran[a][:, None]
+            life = self.rem[a][:, None] / w.tput[a]
+            u = np.where(pays, u * life / (life + delay), u)
         m = a.size
         zero = np.zeros((m, 1))
         U = np.hstack([zero, u])

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from cbalab.algorithms.autocba import welfare_bound
-from cbalab.algorithms.autocba_online import OnlineAutoCBA
+from cbalab.algorithms.autocba.online import OnlineAutoCBA
 from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
 from cbalab.experiments.workload import Catalog, assign, generate_trace
 from cbalab.experiments.workload.elastic import (
@@ -209,7 +209,7 @@ def test_online_certificate_is_an_upper_bound_and_matches_theorem_d() -> None:
     assert dec.bound >= dec.welfare
     assert dec.bound == pytest.approx(offline, rel=0.02)
     # The multipliers the online search ends at give Theorem D's value for the offline evaluator too.
-    from cbalab.algorithms.autocba import _Dual
+    from cbalab.algorithms.autocba.certificate import _Dual
 
     assert online.lagrangian(U, Gm, Rm, kj, online.x)[0] == pytest.approx(_Dual(inst)(online.x)[0], rel=1e-9)
     spend = prices[0] * Gm[np.arange(m), dec.cols].sum() + prices[1] * dec.cache_gb.sum()

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cbalab.algorithms.baselines.io_unaware import CACHE_POLICIES
+from cbalab.algorithms import registry
 from cbalab.experiments.elastic import SCHEDULERS, ElasticConfig, replay
 from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
@@ -119,7 +119,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
             for policy in ("autocba", *naive):
                 once(main, policy, "silod", budget, mix, io, delay)
         for policy in naive:
-            for cache in CACHE_POLICIES:
+            for cache in registry.cache_policies():
                 once(main, policy, cache, 0.5, "mixed", io, 0.0)
         for policy in tuned:
             for cache in TUNED_CACHES:

@@ -367,7 +367,7 @@ class OnlineAutoCBA:
 
     def _full(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray | None:
         """AutoCBA from scratch (algorithms.autocba) on the active set, as columns; None if it finds nothing."""
-        from cbalab.algorithms.autocba import autocba
+        from cbalab.algorithms.autocba.driver import autocba
 
         m = U.shape[0]
         keep = np.isfinite(U) & (U > 0)
