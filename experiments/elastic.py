@@ -37,7 +37,9 @@ exceeds the budget**, whatever the policy and the warm-up state.
 
 A policy that holds GPUs it cannot feed at all (no money or B left for
 their remote IO, which also keeps their caches from ever warming) while no
-arrival or departure is left to change anything is *stuck*: the replay ends
+arrival or departure is left to change anything, or feeds them so little
+(an IO share below 10⁻⁶, or a replay still running a million horizons
+on) that their progress falls below the clock's resolution, is *stuck*: the replay ends
 there and reports ``unfinished_jobs`` and ``stuck_at_s`` (JCT statistics are
 over the finished jobs; an unfinished deadline job missed its deadline).  The
 naive IO-unaware schedulers can do this: they spend the whole budget on GPUs.
@@ -315,6 +317,10 @@ class ElasticReplay:
             if changed:
                 self.reallocate()
             elif idle > self.K + 3 * self.active.size + 2:
+                starved = self.io_factor < 1e-6 or self.t > self.t0 + 1e6 * max(self.horizon, 1.0)
+                if starved and (self.g[self.active] > 0).any():
+                    self.stuck_at = self.t  # starved: GPUs held at a vanishing IO share, progress below the clock
+                    break
                 raise RuntimeError(f"the replay makes no progress at t = {self.t!r} s (a zero-length slot repeats)")
             self.feed_slot()
             self.record(changed)

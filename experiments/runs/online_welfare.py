@@ -73,6 +73,18 @@ MIXES = ("mixed", "linear", "concave", "sigmoid", "deadline")
 DELAYS = (0.0, 60.0)
 
 _TRACES: dict[str, pd.DataFrame] = {}
+#: The parameters that identify a run (a rerun skips the rows it finds with the same values).
+KEYS = (
+    "window_start",
+    "window_jobs",
+    "policy",
+    "cache_policy",
+    "budget_fraction",
+    "utility_mix",
+    "io_scale",
+    "restart_delay_s",
+    "seed",
+)
 
 
 def grid(quick: bool, seed: int) -> list[dict]:
@@ -206,11 +218,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--trace", default=None, help="Philly-form trace (default: ../shared/data/philly)")
     p.add_argument("--out", default="online_welfare.csv")
     args = p.parse_args(argv)
-    rows = []
+    rows: list[dict] = []
+    done: set[tuple] = set()
+    if Path(args.out).exists():  # a rerun resumes: the rows already written are kept, their runs skipped
+        rows = pd.read_csv(args.out).to_dict("records")
+        done = {tuple(str(r[k]) for k in KEYS) for r in rows}
     start = time.perf_counter()
     for params in grid(args.quick, args.seed):
         if args.trace:
             params["trace"] = args.trace
+        if tuple(str(params[k]) for k in KEYS) in done:
+            continue
         rows.append(run_one(params))
         frame = pd.DataFrame(rows)  # rewritten after every run, so an interrupted grid keeps its rows
         write_results(args.out, frame, script="online_welfare", seed=args.seed, arguments=vars(args))
