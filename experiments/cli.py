@@ -232,7 +232,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
+    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py).
+
+    ``--problem welfare`` is the elastic replay instead (experiments/elastic.py, docs/model.md §6b).
+    """
+    if args.problem == "welfare":
+        return _simulate_welfare(args)
     from cbalab.experiments.simulate import SimConfig, simulate
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
@@ -274,6 +279,47 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _percent(x: float) -> str:
     """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
     return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
+
+
+def _simulate_welfare(args: argparse.Namespace) -> int:
+    """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
+    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    if args.policy not in POLICIES:
+        raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    base = make_workload(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpu_type=args.gpu_type,
+    )
+    workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
+    cfg = ElasticConfig(
+        policy=args.policy,
+        cache_policy=args.cache_policy,
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=args.budget_per_hour,
+        budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
+        restart_delay_s=args.restart_delay_s,
+        period_s=args.period,
+        warmup=not args.no_warmup,
+        seed=args.seed,
+        progress=not args.quiet and workload.n >= 10_000,
+    )
+    result = replay(workload, cfg)
+    if args.out:
+        result.write(args.out)
+    _emit(result.summary, None)
+    return EXIT_OK
 
 
 def _fmt(x: float | None) -> str:
@@ -395,7 +441,7 @@ def parser() -> argparse.ArgumentParser:
     m = _command(sub, "methods", "list the registered methods of each problem")
     m.set_defaults(run=cmd_methods)
 
-    m = _command(sub, "simulate", "replay a job trace under a cost policy (docs/model.md §6)")
+    m = _command(sub, "simulate", "replay a job trace: cost policies (docs/model.md §6) or elastic welfare (§6b)")
     source = m.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--trace",
@@ -404,7 +450,15 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--generate", type=_positive_int, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
     )
-    m.add_argument("--policy", required=True, help="a cost method: cba, io-only, cache-all, coordl, quiver, silod, ...")
+    m.add_argument(
+        "--problem", default="cost", choices=["cost", "welfare"], help="cost: fixed GPUs; welfare: elastic GPUs (§6b)"
+    )
+    m.add_argument(
+        "--policy",
+        required=True,
+        help="cost: cba, io-only, cache-all, coordl, quiver, silod, ...; "
+        "welfare: autocba, gavel-tput, gavel-fair, optimus (and -tuned)",
+    )
     m.add_argument(
         "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
     )
@@ -422,7 +476,31 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
     m.add_argument(
-        "--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds (default: only at events)"
+        "--cache-policy",
+        default="silod",
+        help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba)",
+    )
+    budget = m.add_mutually_exclusive_group()
+    budget.add_argument("--budget-per-hour", type=_fraction, default=None, help="welfare: the budget in $/h")
+    budget.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare: budget as a fraction of the reference spend, the peak spend rate of running every job at "
+        "its trace GPU count from its submission on remote IO (default 0.5)",
+    )
+    m.add_argument("--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change")
+    m.add_argument(
+        "--utility-mix",
+        default="mixed",
+        help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1",
+    )
+    m.add_argument(
+        "--period",
+        "--period-s",
+        type=_seconds,
+        default=None,
+        help="also re-allocate every PERIOD seconds (default: only at events)",
     )
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
