@@ -481,15 +481,19 @@ def parser() -> argparse.ArgumentParser:
         help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba)",
     )
     budget = m.add_mutually_exclusive_group()
-    budget.add_argument("--budget-per-hour", type=_fraction, default=None, help="welfare: the budget in $/h")
+    budget.add_argument(
+        "--budget-per-hour", type=_fraction, default=None, help="welfare: the budget in $/h (or --budget-fraction)"
+    )
     budget.add_argument(
         "--budget-fraction",
         type=_fraction,
         default=None,
         help="welfare: budget as a fraction of the reference spend, the peak spend rate of running every job at "
-        "its trace GPU count from its submission on remote IO (default 0.5)",
+        "its trace GPU count from its submission on remote IO (default 0.5; or --budget-per-hour)",
     )
-    m.add_argument("--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change")
+    m.add_argument(
+        "--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change (default: 0)"
+    )
     m.add_argument(
         "--utility-mix",
         default="mixed",
