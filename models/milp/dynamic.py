@@ -491,16 +491,12 @@ def matrix(
     *,
     warmup: bool = True,
     relax: bool = False,
-    extra_price: np.ndarray | None = None,
 ) -> tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], _Rows, np.ndarray]:
     """P3 as arrays: the layout, column blocks {name: column indices}, column data (cost, lower, upper,
-    integrality), the rows, and the slots of the capacity rows.  Same variables and rows as the Pyomo build.
-
-    ``extra_price`` (per slot, $ per GB-hour) is added to p_c: the Lagrangian price of the cache capacity
-    rows when they are moved into the objective (:func:`solve_dynamic_matrix`)."""
+    integrality), the rows, and the slots of the capacity rows.  Same variables and rows as the Pyomo build."""
     cluster.check()
     lay = layout(schedule)
-    p_c = cluster.price_cache + (0.0 if extra_price is None else extra_price[lay.t])
+    p_c = cluster.price_cache
     P = lay.n_pairs
     names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
     cols = {name: i * P + np.arange(P) for i, name in enumerate(names)}
@@ -570,9 +566,12 @@ def matrix(
     return lay, cols, data, rows, used
 
 
-#: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, by Lagrangian
-#: decomposition (:func:`solve_dynamic_matrix`), because the coupled simplex grows much faster than its size.
+#: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, the small datasets
+#: are split off (:func:`solve_dynamic_matrix`), because the coupled simplex grows much faster than its size.
 FULL_LP_PAIRS = 20_000
+
+#: Above FULL_LP_PAIRS, the smallest datasets whose sizes add up to at most this share of C are solved alone.
+SMALL_SHARE = 0.02
 
 
 def solve_dynamic_matrix(
@@ -583,152 +582,119 @@ def solve_dynamic_matrix(
     relax: bool = False,
     time_limit: float | None = None,
     threads: int = 1,
-    rounds: int = 3,
 ) -> DynamicResult:
-    """Solve P3 from its matrix with highspy, dataset by dataset (proofs/dynamic_lower_bound.md, Lemma 5).
+    """Solve P3 from its matrix with highspy, splitting it by datasets (proofs/dynamic_lower_bound.md, Lemma 5).
 
     Only the capacity rows Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B couple the
-    datasets.  Moving the cache rows into the objective at prices λ_t ≥ 0 (and
-    keeping, of the B rows, each dataset's own b_{k,t} ≤ B) leaves one small LP
-    per dataset; Σ_k LP_k(λ) − C Σ_t λ_t Δ_t/3600 is a lower bound on P3 for
-    every λ ≥ 0 (weak Lagrangian duality), certified per dataset.  At λ = 0,
-    when the joined solution meets every coupling row it is feasible for P3,
-    hence optimal.  Otherwise: the whole LP when it has at most FULL_LP_PAIRS
-    pairs; above, ``rounds`` Polyak subgradient steps on λ, each joined
-    solution made feasible by scaling every cache trajectory by the same
-    α = min_t C / used_t (Lemma 5 (ii)), and the answer is ``feasible`` with
-    the best bound and the best feasible cost.
+    datasets.  Giving a group of datasets the whole C and B to itself is a
+    relaxation, so the sum of the groups' optima is a lower bound on P3, and
+    a joined solution that meets every coupling row is optimal.  First every
+    dataset is its own group.  If the join overfills C: the whole LP when it
+    has at most FULL_LP_PAIRS pairs; above, the large datasets are solved
+    together and only the smallest ones (sizes summing to ≤ SMALL_SHARE · C)
+    alone.  If that join still overfills C, its trajectories are scaled into C
+    (Lemma 5 (ii)) and the answer is ``feasible``: the scaled cost, and the
+    relaxation's certified bound.
     """
     wall = time.perf_counter()
     deadline = None if time_limit is None else wall + time_limit
     lay = layout(schedule)
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
-    h = schedule.lengths / 3600.0
-    lam = np.zeros(schedule.n_slots)
-    joined = _decomposed(schedule, cluster, lay, lam, warmup, relax, threads, deadline)
+    live = np.unique(lay.k)
+    groups = [np.array([k]) for k in live]
+    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
+    if joined is not None and _fits(joined[0], lay, cluster, schedule.n_slots):
+        return _joined_result("optimal", joined, schedule, lay, wall, "one LP per dataset; no capacity row binds")
+    if lay.n_pairs <= FULL_LP_PAIRS or cluster.granularity != "continuous" or math.isfinite(cluster.bandwidth_gbps):
+        return _solve_matrix(
+            schedule, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads, wall=wall
+        )
+    by_size = live[np.argsort(schedule.size_gb[live], kind="stable")]
+    small = by_size[np.cumsum(schedule.size_gb[by_size]) <= SMALL_SHARE * cluster.cache_gb]
+    large = np.setdiff1d(live, small)
+    groups = [large] + [np.array([k]) for k in small]
+    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
     if joined is None:
-        return _solve_matrix(
-            schedule, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads, wall=wall
-        )
-    values, bound, cost, size = joined
-    used, read = _usage(values, lay, cluster, schedule.n_slots)
-    tol = 1e-9
-    within_b = (read <= cluster.bandwidth_gbps * (1 + tol) + tol).all()
-    if (used <= cluster.cache_gb * (1 + tol) + tol).all() and within_b:
         return DynamicResult(
-            "optimal",
-            cost,
-            bound,
-            schedule.n_slots,
-            time.perf_counter() - wall,
-            rows=size[0],
-            cols=size[1],
-            message="decomposed into dataset LPs; no capacity row binds",
-            pairs=lay,
-            values=values,
+            "time_limit", None, None, schedule.n_slots, time.perf_counter() - wall, message="a group LP did not finish"
         )
-    if lay.n_pairs <= FULL_LP_PAIRS or not within_b or cluster.granularity != "continuous":
-        return _solve_matrix(
-            schedule, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads, wall=wall
-        )
-    best_bound, best_cost, best_values = bound, math.inf, values
-    repaired, best_cost = _repair(values, lay, cluster, used, warmup)
-    best_values = repaired
-    # Start from the capacity prices of the instant-cache problem: slot by slot, P1's dual λ_t = p_b ρ − p_c at the
-    # dataset where CBA's fill runs out of C (proofs/cba_optimality.md, Lemma 2); warm-up only lowers the pressure.
-    lam = _p1_capacity_prices(schedule, cluster)
-    for _ in range(rounds):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        joined = _decomposed(schedule, cluster, lay, lam, warmup, relax, threads, deadline)
-        if joined is None:
-            break
-        values, bound, _, size = joined
-        bound -= cluster.cache_gb * float(h @ lam)
-        used, _ = _usage(values, lay, cluster, schedule.n_slots)
-        best_bound = max(best_bound, bound)
-        repaired, repaired_cost = _repair(values, lay, cluster, used, warmup)
-        if repaired_cost < best_cost:
-            best_cost, best_values = repaired_cost, repaired
-        g = h * (used - cluster.cache_gb)
-        g = np.where((lam > 0) | (g > 0), g, 0.0)
-        norm = float(g @ g)
-        if norm == 0:
-            break
-        # Polyak's step towards a target 1% above the best bound (the feasible cost is too loose a target).
-        lam = np.maximum(lam + 0.01 * abs(best_bound) / norm * g, 0.0)
+    note = f"{large.size} large datasets together, {small.size} small ones alone"
+    values = joined[0]
+    used, _ = _usage(values, lay, cluster, schedule.n_slots)
+    if _fits(values, lay, cluster, schedule.n_slots):
+        return _joined_result("optimal", joined, schedule, lay, wall, note + "; no capacity row binds")
+    repaired, cost = _repair(values, lay, cluster, used, warmup)
+    return _joined_result(
+        "feasible", (repaired, joined[1], cost, joined[3]), schedule, lay, wall, note + "; joined and scaled into C"
+    )
+
+
+def _joined_result(
+    status: str,
+    joined: tuple[dict[str, np.ndarray], float, float, tuple[int, int]],
+    schedule: Schedule,
+    lay: Layout,
+    wall: float,
+    message: str,
+) -> DynamicResult:
+    values, bound, cost, size = joined
     return DynamicResult(
-        "feasible",
-        best_cost,
-        best_bound,
+        status,
+        cost,
+        bound,
         schedule.n_slots,
         time.perf_counter() - wall,
         rows=size[0],
         cols=size[1],
-        message=f"Lagrangian decomposition: gap {(best_cost - best_bound) / max(best_cost, 1e-300):.2%}",
+        message=message,
         pairs=lay,
-        values=best_values,
+        values=values,
     )
 
 
-def _p1_capacity_prices(schedule: Schedule, cluster: Cluster) -> np.ndarray:
-    """Per slot, the capacity dual of P1 at the slot's demands with instant caches ($ per GB-hour), else 0."""
-    d = schedule.size_gb
-    p_c, p_b = cluster.price_cache, cluster.price_bandwidth
-    lam = np.zeros(schedule.n_slots)
-    for t in range(schedule.n_slots):
-        rho = schedule.demand[:, t] / d
-        order = np.argsort(-rho, kind="stable")
-        profitable = order[p_b * rho[order] > p_c]
-        full = np.cumsum(d[profitable])
-        if full.size and full[-1] > cluster.cache_gb:
-            last = profitable[int(np.searchsorted(full, cluster.cache_gb))]
-            lam[t] = p_b * rho[last] - p_c
-    return lam
+def _fits(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> bool:
+    """Whether a joined solution meets every coupling row (C and B) to a relative 1e-9."""
+    used, read = _usage(values, lay, cluster, n_slots)
+    tol = 1e-9
+    return bool(
+        (used <= cluster.cache_gb * (1 + tol) + tol).all() and (read <= cluster.bandwidth_gbps * (1 + tol) + tol).all()
+    )
 
 
-def _decomposed(
+def _grouped(
     schedule: Schedule,
     cluster: Cluster,
     lay: Layout,
-    lam: np.ndarray,
+    groups: list[np.ndarray],
     warmup: bool,
     relax: bool,
     threads: int,
     deadline: float | None,
 ) -> tuple[dict[str, np.ndarray], float, float, tuple[int, int]] | None:
-    """Each dataset's LP at cache prices p_c + λ_t: (joined values, Σ certified bounds, Σ true costs, size).
-
-    The true cost is the joined solution's P3 objective (at p_c, without λ).  None if a dataset LP fails.
-    """
-    parts: list[DynamicResult] = []
-    for k in np.unique(lay.k):
-        ts = lay.t[lay.k == k]
+    """Each group of datasets solved alone with all of C and B: (joined values in layout order, Σ certified
+    bounds, the joined objective, size).  None if a group's LP does not reach optimality."""
+    names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
+    values = {name: np.zeros(lay.n_pairs) for name in names}
+    bound = 0.0
+    rows = cols = 0
+    for group in groups:
+        mask = np.isin(lay.k, group)
+        ts = lay.t[mask]
+        lo, hi = int(ts.min()), int(ts.max())
         sub = Schedule(
-            schedule.times[ts[0] : ts[-1] + 2],
-            schedule.demand[k : k + 1, ts[0] : ts[-1] + 1],
-            schedule.size_gb[k : k + 1],
+            schedule.times[lo : hi + 2], schedule.demand[np.sort(group), lo : hi + 1], schedule.size_gb[np.sort(group)]
         )
-        part = _solve_matrix(
-            sub,
-            cluster,
-            warmup=warmup,
-            relax=relax,
-            time_limit=_left(deadline),
-            threads=threads,
-            extra_price=lam[ts[0] : ts[-1] + 1],
-        )
+        part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads)
         if part.status != "optimal":
             return None
-        parts.append(part)
-    values = {name: np.concatenate([q.values[name] for q in parts]) for name in parts[0].values}
-    return (
-        values,
-        float(sum(q.bound for q in parts)),
-        _objective(values, lay, cluster),
-        (sum(q.rows for q in parts), sum(q.cols for q in parts)),
-    )
+        # The group's layout lists its datasets in increasing k and slots in increasing t, as the full layout does.
+        for name in names:
+            values[name][mask] = part.values[name]
+        bound += float(part.bound)
+        rows += part.rows
+        cols += part.cols
+    return values, bound, _objective(values, lay, cluster), (rows, cols)
 
 
 def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
@@ -775,7 +741,6 @@ def _solve_matrix(
     time_limit: float | None,
     threads: int,
     wall: float | None = None,
-    extra_price: np.ndarray | None = None,
 ) -> DynamicResult:
     """Solve the whole P3 matrix with highspy; for an LP, ``bound`` is the certified Lagrangian dual value.
 
@@ -786,7 +751,7 @@ def _solve_matrix(
     import highspy
 
     wall = time.perf_counter() if wall is None else wall
-    lay, cols, data, rows, _ = matrix(schedule, cluster, warmup=warmup, relax=relax, extra_price=extra_price)
+    lay, cols, data, rows, _ = matrix(schedule, cluster, warmup=warmup, relax=relax)
     n_cols = data["cost"].size
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
