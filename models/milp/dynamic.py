@@ -778,6 +778,8 @@ def _solve_matrix(
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     if is_mip:
@@ -861,6 +863,7 @@ def solve_dynamic(
     engine: str = "matrix",
 ) -> DynamicResult:
     """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo"."""
+    cluster.check()
     if engine == "pyomo":
         return solve_dynamic_pyomo(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
     if engine != "matrix":
