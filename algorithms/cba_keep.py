@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.cba import feed
+from cbalab.algorithms.cba import cba, feed
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
@@ -38,7 +38,7 @@ from cbalab.models.types import SolveOptions
 
 def cba_keep(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """cba-keep with no history (no filled cache, no time): exactly CBA's static answer (docs/model.md §4)."""
-    return CbaKeep(options).decide(inst, 0.0, np.zeros(inst.n_datasets))
+    return cba(inst)
 
 
 class CbaKeep:

@@ -15,6 +15,7 @@ import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
@@ -30,6 +31,12 @@ class Method:
     target: str
     summary: str
     exact: bool = False
+    online: str | None = None
+
+    def online_policy(self) -> Callable[[], Any]:
+        """The class of the entry's stateful online form (``online`` as "module:Class"), one object per replay."""
+        module, name = str(self.online).split(":")
+        return getattr(importlib.import_module(module), name)
 
     def function(self) -> Callable[..., Allocation]:
         """Import and return the method's function."""
@@ -40,12 +47,14 @@ class Method:
 _METHODS: dict[tuple[str, str], Method] = {}
 
 
-def register(name: str, problem: str, target: str, summary: str, *, exact: bool = False) -> None:
+def register(
+    name: str, problem: str, target: str, summary: str, *, exact: bool = False, online: str | None = None
+) -> None:
     """Add a method to the registry; a (problem, name) pair may be registered once."""
     key = (problem, name)
     if key in _METHODS:
         raise ValueError(f"method {name!r} is already registered for problem {problem!r}")
-    _METHODS[key] = Method(name, problem, target, summary, exact)
+    _METHODS[key] = Method(name, problem, target, summary, exact, online)
 
 
 register("cba", "cost", "cbalab.algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
@@ -62,6 +71,13 @@ for _name, _module, _summary in (
     ("silod", "silod", "SiloD-like: fill C by IO density, price-blind"),
 ):
     register(_name, "cost", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary)
+register(
+    "cba-keep",
+    "cost",
+    "cbalab.algorithms.cba_keep:cba_keep",
+    "online CBA keeping warm caches through short lulls (rent-or-buy); statically CBA",
+    online="cbalab.algorithms.cba_keep:CbaKeep",
+)
 register(
     "lp",
     "welfare",

@@ -124,16 +124,19 @@ class SimResult:
 class _Policy:
     """Calls a registered cost method on the running jobs; returns (target cache c*_k, bandwidth B*_k per dataset)."""
 
-    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig) -> None:
-        method = methods.get("cost", name)
+    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig, online: Any = None) -> None:
+        method = methods.get("cost", name) if online is None else None
         self.name = name
-        self.fn = method.function()
         self.options = None
-        if method.exact:
+        if online is None and method.online is not None:
+            online = method.online_policy()()
+        self.online = online
+        self.fn = method.function() if online is None else None
+        if method is not None and method.exact:
             from cbalab.models.solve import SolveOptions
 
             self.options = SolveOptions()
-        self.aggregate = name in AGGREGABLE
+        self.aggregate = name in AGGREGABLE or online is not None
         k = sizes.size
         self.base = check(
             Instance(
@@ -158,9 +161,19 @@ class _Policy:
         self.ids: tuple[str, ...] = ()
 
     def __call__(
-        self, demand: np.ndarray, run: np.ndarray | None, kj: np.ndarray, g: np.ndarray, r: np.ndarray
+        self,
+        demand: np.ndarray,
+        run: np.ndarray | None,
+        kj: np.ndarray,
+        g: np.ndarray,
+        r: np.ndarray,
+        now: float = 0.0,
+        filled: np.ndarray | None = None,
     ) -> Allocation:
         """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k)."""
+        if self.online is not None:
+            inst = self.base.replace(job_io_gbps=demand)
+            return self.online.decide(inst, now, np.zeros(demand.size) if filled is None else filled.copy())
         if self.aggregate:
             inst = self.base.replace(job_io_gbps=demand)
         else:
@@ -180,8 +193,10 @@ class _Policy:
         return alloc
 
 
-def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
-    """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model."""
+def simulate(workload: Workload, cfg: SimConfig, online: Any = None) -> SimResult:
+    """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model.
+
+    ``online`` replaces the registered policy by any object with ``decide(inst, now_s, filled_gb)``."""
     cfg.check()
     wall = time.perf_counter()
     jobs = workload.jobs
@@ -200,7 +215,7 @@ def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
         raise InstanceError(f"jobs[{jobs['job_id'].iloc[j]}].gpus", int(g[j]), f"exceeds the cluster's {cfg.gpus} GPUs")
     p_g, p_c, p_b = (float(x) for x in cfg.prices)
     B = float(cfg.bandwidth_gbps)
-    policy = _Policy(cfg.policy, d, cfg)
+    policy = _Policy(cfg.policy, d, cfg, online)
 
     # Per-job results.
     start = np.full(n, np.nan)
@@ -337,7 +352,7 @@ def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
             if changed:
                 busy = cfg.gpus - free
                 run = None if policy.aggregate else np.fromiter(running, dtype=np.int64, count=len(running))
-                alloc = policy(demand, run, kj, g, r)
+                alloc = policy(demand, run, kj, g, r, t, cache if cfg.warmup else target)
                 if alloc.has_allocation:
                     target = np.minimum(np.asarray(alloc.cache_gb, dtype=float), d)
                     eff = np.where(demand > 0, 1.0 - np.asarray(alloc.bandwidth_gbps) / demand, 0.0)

@@ -22,9 +22,10 @@ online policy (Theorem 1 there):
 * :func:`define_bandwidth` 0 ≤ b ≤ R (the simulator reads only what jobs miss);
 * :func:`define_feeding`   b ≥ R (1 − u), the time average of b(s) ≥ R (1 − f(s)/d);
 * :func:`define_holding`   u ≤ y and e ≤ y (filled ≤ allocated, targets held over a slot);
-* :func:`define_warmup`    fill grows only by reads: u ≤ e⁻ + (1−θ) Δ b / d + θ² Δ R / (2d)
-                           for the tangents θ of :data:`TANGENTS`, and e ≤ e⁻ + Δ b / d,
-                           e ≤ u + Δ b / d, e ≤ u + Δ R / (2d) (e⁻ the previous slot's end fill);
+* :func:`define_warmup`    fill grows only by reads: e ≤ e⁻ + Δ b / d, and for the tangents θ of
+                           :func:`tangents` u ≤ e⁻ + (1−θ) Δ b / d + θ² Δ R / (2d),
+                           e ≤ u + (1−θ) Δ b / d + θ² Δ R / (2d) and u ≤ (1−θ) y + θ e⁻ + θ² Δ R / (2d)
+                           (e⁻ the previous slot's end fill);
 * :func:`define_capacity`  Σ_k d_k y_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot;
 * :func:`define_cost`      the objective above.
 
@@ -56,10 +57,29 @@ import pyomo.environ as pyo
 
 from cbalab.models.instance import InstanceError
 
-#: Tangent points θ (as fractions of R_{k,t}) of the within-slot warm-up bound (proofs/dynamic_lower_bound.md,
-#: Lemma 3): θ = 0 is "the average fill exceeds the start by at most what the slot reads", θ = 1 is "by at most
-#: half of what the slot could read at full rate".
-TANGENTS = (0.0, 0.5, 1.0)
+#: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
+#: exceeds the start by at most q(V) = V − V²/(2RΔ) for V GB read, bounded by its tangents at V₀ = θ R Δ.  The
+#: tangents sit at V₀ = φ d for φ in READ_TANGENTS (half a dataset, one dataset: where warm-ups happen) and at
+#: θ in RATE_TANGENTS (θ = 0: "at most what the slot reads"; θ = 1: "at most half of a full-rate slot").
+READ_TANGENTS = (0.5, 1.0)
+RATE_TANGENTS = (0.0, 0.5, 1.0)
+
+
+def tangents(xi: np.ndarray, R: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(θ per pair, pairs that get the row) for every tangent row; ξ = Δ R / d is the most a slot can read.
+
+    A row is left out where its constant θ² ξ / 2 is ≥ 1 (it cannot bind), where R = 0 and θ > 0 (no reads),
+    and, for a read tangent, where φ / ξ > ½ (the rate tangents cover it).
+    """
+    rows = []
+    for theta in RATE_TANGENTS:
+        th = np.full(xi.size, theta)
+        rows.append((th, (th * th * xi / 2.0 < 1.0) & ((theta == 0) | (R > 0))))
+    with np.errstate(divide="ignore"):
+        for phi in READ_TANGENTS:
+            th = np.where(xi > 0, phi / xi, 1.0)
+            rows.append((np.minimum(th, 1.0), (R > 0) & (th <= 0.5)))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -310,34 +330,44 @@ def define_warmup(m: pyo.ConcreteModel, lay: Layout) -> None:
 
     With e⁻ the previous slot's end fill (0 at the dataset's first slot), x = Δ b / d the
     fraction read in the slot and ξ = Δ R / d the most it could read:
-    u ≤ e⁻ + (1 − θ) x + θ² ξ / 2 for θ in TANGENTS (tangents of the exact bound
-    x − x² / (2ξ) on the average fill), e ≤ e⁻ + x, e ≤ u + x and e ≤ u + ξ / 2.
-    Rows whose right side can never bind (a constant ≥ 1) are left out.
+    e ≤ e⁻ + x, and for every tangent θ of :func:`tangents` (of the exact bound x − x²/(2ξ))
+    u ≤ e⁻ + (1 − θ) x + θ² ξ / 2 (the average fill) and e ≤ u + (1 − θ) x + θ² ξ / 2 (the end fill);
+    and, since the fill ramps at most at rate R towards a target held over the slot,
+    u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2 for θ > 0 (Lemma 3, the held-target ramp).
     """
     x = lay.dt / lay.d
     xi = lay.dt * lay.R / lay.d
+    rows = tangents(xi, lay.R)
 
     def start(mm: pyo.ConcreteModel, p: int) -> pyo.Expression | float:
         return mm.e[int(lay.prev[p])] if lay.prev[p] >= 0 else 0.0
 
-    def tangent(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
-        theta = TANGENTS[i]
-        const = theta * theta * xi[p] / 2.0
-        if const >= 1.0 or (theta > 0 and lay.R[p] == 0):
+    def mean(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        if not keep[p]:
             return pyo.Constraint.Skip
-        return mm.u[p] - start(mm, p) - (1.0 - theta) * float(x[p]) * mm.b[p] <= const
+        th = float(theta[p])
+        return mm.u[p] - start(mm, p) - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
 
-    m.tangents = pyo.RangeSet(0, len(TANGENTS) - 1)
-    m.fill_mean = pyo.Constraint(m.P, m.tangents, rule=tangent)
+    def end(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        if not keep[p]:
+            return pyo.Constraint.Skip
+        th = float(theta[p])
+        return mm.e[p] - mm.u[p] - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
+
+    def held(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        th = float(theta[p])
+        if not keep[p] or th == 0 or lay.R[p] == 0:
+            return pyo.Constraint.Skip
+        return mm.u[p] - (1.0 - th) * mm.y[p] - th * start(mm, p) <= th * th * float(xi[p]) / 2.0
+
+    m.tangent_rows = pyo.RangeSet(0, len(rows) - 1)
+    m.fill_mean = pyo.Constraint(m.P, m.tangent_rows, rule=mean)
+    m.fill_held = pyo.Constraint(m.P, m.tangent_rows, rule=held)
+    m.fill_end_mean = pyo.Constraint(m.P, m.tangent_rows, rule=end)
     m.fill_end = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] - start(mm, p) - float(x[p]) * mm.b[p] <= 0.0)
-    m.fill_end_mean = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] - mm.u[p] - float(x[p]) * mm.b[p] <= 0.0)
-
-    def ramp_end(mm: pyo.ConcreteModel, p: int) -> pyo.Expression:
-        if lay.R[p] == 0 or xi[p] / 2.0 >= 1.0:
-            return pyo.Constraint.Skip
-        return mm.e[p] - mm.u[p] <= float(xi[p]) / 2.0
-
-    m.fill_end_ramp = pyo.Constraint(m.P, rule=ramp_end)
 
 
 def define_capacity(m: pyo.ConcreteModel, lay: Layout, schedule: Schedule, cluster: Cluster) -> None:
@@ -533,18 +563,19 @@ def matrix(
         x = lay.dt / lay.d
         xi = lay.dt * lay.R / lay.d
         before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], -1)
-        for theta in TANGENTS:
-            const = theta * theta * xi / 2.0
-            sel = np.flatnonzero((const < 1.0) & ((theta == 0) | (lay.R > 0)))
-            rows.add(
-                [(u[sel], 1.0), (before[sel], -1.0), (b[sel], -(1.0 - theta) * x[sel])],
-                np.full(sel.size, -inf),
-                const[sel],
-            )
         rows.add([(e, 1.0), (before, -1.0), (b, -x)], np.full(P, -inf), np.zeros(P))
-        rows.add([(e, 1.0), (u, -1.0), (b, -x)], np.full(P, -inf), np.zeros(P))
-        sel = np.flatnonzero((lay.R > 0) & (xi / 2.0 < 1.0))
-        rows.add([(e[sel], 1.0), (u[sel], -1.0)], np.full(sel.size, -inf), xi[sel] / 2.0)
+        for theta, keep in tangents(xi, lay.R):
+            sel = np.flatnonzero(keep)
+            const = theta[sel] ** 2 * xi[sel] / 2.0
+            slope = -(1.0 - theta[sel]) * x[sel]
+            rows.add([(u[sel], 1.0), (before[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
+            rows.add([(e[sel], 1.0), (u[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
+            sel = np.flatnonzero(keep & (theta > 0) & (lay.R > 0))
+            rows.add(
+                [(u[sel], 1.0), (y[sel], -(1.0 - theta[sel])), (before[sel], -theta[sel])],
+                np.full(sel.size, -inf),
+                theta[sel] ** 2 * xi[sel] / 2.0,
+            )
     used = np.unique(lay.t)
     slot_row = np.searchsorted(used, lay.t)
     base = rows.n
