@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from cbalab.models.instance import Instance
+from cbalab.models.types import Problem, Status
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
 RTOL = 1e-9
 
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
-PROBLEMS = ("cost", "welfare")
+STATUSES = tuple(Status)
+PROBLEMS = tuple(Problem)
 
 
 @dataclass
@@ -100,7 +102,15 @@ def _slack(x: float | np.ndarray) -> float | np.ndarray:
     return RTOL * np.maximum(1.0, np.abs(x))
 
 
-def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class OptionLookup(NamedTuple):
+    """Per job, what its option table says about its GPU count: found, r_j(g) in Gbps, U_j(g)."""
+
+    found: np.ndarray
+    rate_gbps: np.ndarray
+    utility: np.ndarray
+
+
+def option_lookup(inst: Instance, gpus: np.ndarray) -> OptionLookup:
     """For each job's GPU count: (found, r_j(g), U_j(g)) from its option table; g = 0 is found with 0, 0."""
     opt_job = inst.option_job()
     match = inst.option_gpus == gpus[opt_job]
@@ -112,7 +122,7 @@ def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndar
     found[jobs] = True
     rate[jobs] = inst.option_io_gbps[rows]
     util[jobs] = inst.option_utility[rows]
-    return found, rate, util
+    return OptionLookup(found, rate, util)
 
 
 def least_feeding(inst: Instance, rates: np.ndarray, cache: np.ndarray) -> np.ndarray:
@@ -236,7 +246,7 @@ def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
     d = inst.dataset_size_gb
     c = np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
     if inst.cache_granularity == "block":
-        u = float(inst.block_gb)
+        u = inst.block_size_gb
         blocks = c / u
         off = np.abs(blocks - np.rint(blocks)) > _slack(blocks)
         limit = np.ceil(d / u - _slack(d / u)) * u
@@ -267,8 +277,8 @@ def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[
             v.append(f"provisioned_gbps = {claimed:.6g} given, but bandwidth is not sold in tiers")
         return None
     if claimed is None:
-        m = math.ceil(total_b / step - _slack(total_b / step))
-        claimed = max(m, 0) * step
+        whole = math.ceil(total_b / step - _slack(total_b / step))
+        claimed = max(whole, 0) * step
     m = claimed / step
     if not math.isfinite(claimed) or abs(m - round(m)) > _slack(m) or claimed < 0:
         v.append(f"provisioned_gbps = {claimed:.6g} is not a whole number of {step:g} GB/s tiers")
@@ -303,6 +313,7 @@ def result(
             reason=alloc.reason,
         )
         return doc, None
+    assert alloc.cache_gb is not None and alloc.bandwidth_gbps is not None  # has_allocation
     ev = evaluate(inst, alloc, problem)
     status = alloc.status if ev.feasible else "infeasible"
     objective = ev.cost_total if problem == "cost" else ev.welfare

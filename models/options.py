@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,13 +46,13 @@ class OptionTable:
     utility: np.ndarray
 
 
-def _positive(value: float, name: str) -> float:
+def _positive(value: float | None, name: str) -> float:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise InstanceError(name, value, "must be a finite number > 0")
     return float(value)
 
 
-def _gpu_counts(gpus: Sequence[int], name: str = "options.gpus") -> np.ndarray:
+def _gpu_counts(gpus: Sequence[int] | np.ndarray, name: str = "options.gpus") -> np.ndarray:
     g = np.asarray(list(gpus))
     if g.size == 0:
         raise InstanceError(name, list(gpus), "must list at least one GPU count")
@@ -62,7 +63,9 @@ def _gpu_counts(gpus: Sequence[int], name: str = "options.gpus") -> np.ndarray:
     return g.astype(np.int64)
 
 
-def amdahl_throughput(gpus: Sequence[int], single_gpu_samples_s: float, serial_fraction: float) -> np.ndarray:
+def amdahl_throughput(
+    gpus: Sequence[int] | np.ndarray, single_gpu_samples_s: float, serial_fraction: float
+) -> np.ndarray:
     """Throughput (samples/s) at each GPU count by Amdahl's law: T(g) = T(1) / (s + (1 - s) / g).
 
     ``serial_fraction`` s ∈ [0, 1]: 0 is linear scaling, 1 no speedup at all.
@@ -157,9 +160,10 @@ class Utility:
             k, m = self.steepness, self.midpoint
             u = _logistic(k * (x - m)) - _logistic(-k * m)
         else:
+            work, deadline = _positive(self.remaining_samples, "utility.remaining_samples"), self.deadline_h
             with np.errstate(divide="ignore"):
-                hours = float(self.remaining_samples) / t / 3600.0
-            u = (hours <= float(self.deadline_h)).astype(float)
+                hours = work / t / 3600.0
+            u = (hours <= _positive(deadline, "utility.deadline_h")).astype(float)
         return self.weight * np.maximum(u, 0.0)
 
 
@@ -168,8 +172,8 @@ def _logistic(z: np.ndarray | float) -> np.ndarray:
 
 
 def option_table(
-    gpus: Sequence[int],
-    throughput_samples_s: Sequence[float],
+    gpus: Sequence[int] | np.ndarray,
+    throughput_samples_s: Sequence[float] | np.ndarray,
     sample_gb: float,
     utility: Utility,
     *,
@@ -194,13 +198,22 @@ def option_table(
     return OptionTable(gpus=g, io_gbps=t * size, utility=utility(t, ref))
 
 
-def stack(tables: Sequence[OptionTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+class OptionCSR(NamedTuple):
+    """Many jobs' option tables in CSR form: job j's options are rows ``ptr[j]:ptr[j + 1]``."""
+
+    ptr: np.ndarray
+    gpus: np.ndarray
+    io_gbps: np.ndarray
+    utility: np.ndarray
+
+
+def stack(tables: Sequence[OptionTable]) -> OptionCSR:
     """Many jobs' tables (job order) as CSR ``(ptr, gpus, io_gbps, utility)`` for ``models.instance.build``."""
     counts = np.fromiter((t.gpus.size for t in tables), dtype=np.int64, count=len(tables))
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if not tables:
-        return ptr, np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    return (
+        return OptionCSR(ptr, np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    return OptionCSR(
         ptr,
         np.concatenate([t.gpus for t in tables]).astype(np.int64),
         np.concatenate([t.io_gbps for t in tables]).astype(float),

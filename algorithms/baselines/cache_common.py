@@ -16,15 +16,6 @@ from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance
 
 
-def fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
-    """Give ``amount[k]`` to the items in ``order`` until ``capacity`` runs out (the last one in part)."""
-    out = np.zeros_like(amount, dtype=float)
-    a = amount[order]
-    before = np.cumsum(a) - a
-    out[order] = np.clip(capacity - before, 0.0, a)
-    return out
-
-
 def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
     """Whole items in ``order``, each only if it still fits in what is left (first fit, nothing in part)."""
     out = np.zeros_like(size, dtype=float)
@@ -48,7 +39,7 @@ def granular(inst: Instance, cache: np.ndarray) -> np.ndarray:
     if inst.cache_granularity == "dataset":
         return np.where(full, d, 0.0)
     if inst.cache_granularity == "block":
-        u = float(inst.block_gb)
+        u = inst.block_size_gb
         out = np.floor(cache / u + RTOL) * u
         left = inst.cache_gb - float(out.sum())
         for k in np.flatnonzero(full):

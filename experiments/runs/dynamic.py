@@ -37,7 +37,18 @@ from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dyna
 #: The policies compared; cba-keep is the warm-up-aware online policy (proofs/cba_keep_competitive.md).
 POLICIES = ("cba", "silod", "quiver", "cache-all", "io-only", "cba-keep")
 
-PHILLY = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "philly" / "philly_jobs.csv"
+
+def _philly() -> Path:
+    """../shared/data/philly/philly_jobs.csv beside the nearest enclosing folder that has one."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "shared" / "data" / "philly" / "philly_jobs.csv"
+        if candidate.exists():
+            return candidate
+    return here.parents[2].parent / "shared" / "data" / "philly" / "philly_jobs.csv"
+
+
+PHILLY = _philly()
 
 
 @functools.lru_cache(maxsize=2)
@@ -63,6 +74,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
                     "io_price_factor": factor,
                     "seed": seed,
                     "time_limit_s": 600.0,
+                    "trace": str(PHILLY),
                 }
             )
     middle = int(starts[len(starts) // 2])
@@ -76,13 +88,14 @@ def grid(quick: bool, seed: int) -> list[dict]:
                 "io_price_factor": 1.0,
                 "seed": seed,
                 "time_limit_s": 600.0,
+                "trace": str(PHILLY),
             }
         )
     return runs
 
 
 def _window(params: dict) -> Workload:
-    trace = _trace(str(PHILLY))
+    trace = _trace(params["trace"])
     part = trace.iloc[params["start_job"] : params["start_job"] + params["jobs"]].reset_index(drop=True)
     part.attrs["source"] = f"philly jobs {params['start_job']}..{params['start_job'] + params['jobs'] - 1}"
     return assign(part, params["seed"])
