@@ -42,14 +42,34 @@ def cba_keep(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocati
 
 
 class CbaKeep:
-    """The online, stateful cba-keep: one object per replay, :meth:`decide` at every event in time order."""
+    """The online, stateful cba-keep: one object per replay, :meth:`decide` at every event in time order.
 
-    def __init__(self, options: SolveOptions = SolveOptions()) -> None:
+    ``trust`` is λ ∈ (0, 1] of learning-augmented ski rental: a lull predicted long (the dataset's last lull
+    lasted ≥ T*, or it has had none yet) lets go once the rent reaches λ times the re-read cost, a lull
+    predicted short once it reaches 1/λ times it.  λ = 1 (the default, the registered policy) is the plain
+    deterministic rent-or-buy; proofs/cba_keep_competitive.md, Theorem K2, bounds every λ.
+    """
+
+    def __init__(self, options: SolveOptions = SolveOptions(), trust: float = 1.0) -> None:
+        if not 0 < trust <= 1:
+            raise ValueError(f"trust must lie in (0, 1], got {trust!r}")
         self.options = options
+        self.trust = trust
         self.last_s: float | None = None
         self.keep = np.zeros(0)
         self.rent = np.zeros(0)
         self.rate = np.zeros(0)
+        self.lull_start = np.zeros(0)
+        self.lull_level = np.zeros(0)
+        self.predicted = np.zeros(0)
+
+    def _resize(self, K: int) -> None:
+        self.keep = np.zeros(K)
+        self.rent = np.zeros(K)
+        self.rate = np.zeros(K)
+        self.lull_start = np.full(K, np.nan)
+        self.lull_level = np.zeros(K)
+        self.predicted = np.full(K, np.inf)
 
     def decide(self, inst: Instance, now_s: float, filled_gb: np.ndarray) -> Allocation:
         """Targets for the running jobs of ``inst`` at time ``now_s`` given the filled cache per dataset.
@@ -57,27 +77,36 @@ class CbaKeep:
         Rent accrues over [last call, now) at the rate fixed at the last call:
         p_c e_k − p_b R_k e_k / d_k $/h (the kept bytes' rent net of the remote
         IO they save, never below 0), proofs/cba_keep_competitive.md, Policy.
+        A lull of dataset k starts when CBA's target falls below its filled
+        cache and ends when CBA's target is back at that level; its length is
+        the prediction for k's next lull.
         """
         K = inst.n_datasets
         d = inst.dataset_size_gb
         if self.keep.size != K:
-            self.keep = np.zeros(K)
-            self.rent = np.zeros(K)
-            self.rate = np.zeros(K)
+            self._resize(K)
         if self.last_s is not None and now_s > self.last_s:
             self.rent += self.rate * (now_s - self.last_s) / 3600.0
         self.last_s = now_s
         static = feed(inst, inst.job_io_gbps)
         if static.cache_gb is None:
-            self.keep[:] = 0.0
-            self.rent[:] = 0.0
-            self.rate[:] = 0.0
+            self._resize(K)
             return Allocation.none("infeasible", static.reason or "infeasible")
         base = static.cache_gb
         filled = np.minimum(np.asarray(filled_gb, dtype=float), d)
-        excess = np.maximum(filled - base, 0.0)
         p_c, p_b = inst.price_cache, inst.price_bandwidth
-        buy = p_b * excess / 3600.0
+        # Lulls: the ones that end now teach the prediction; new ones start where CBA drops a filled cache.
+        open_ = ~np.isnan(self.lull_start)
+        back = open_ & (base >= self.lull_level * (1 - 1e-9))
+        self.predicted = np.where(back, now_s - self.lull_start, self.predicted)
+        self.lull_start = np.where(back, np.nan, self.lull_start)
+        excess = np.maximum(filled - base, 0.0)
+        start = np.isnan(self.lull_start) & (excess > 0)
+        self.lull_start = np.where(start, now_s, self.lull_start)
+        self.lull_level = np.where(start, filled, self.lull_level)
+        t_star = p_b / p_c if p_c > 0 else np.inf
+        factor = np.where(self.predicted >= t_star, self.trust, 1.0 / self.trust)
+        buy = factor * p_b * excess / 3600.0
         alive = (excess > 0) & (self.rent < buy)
         free = max(inst.cache_gb - float(base.sum()), 0.0)
         keep = np.zeros(K)

@@ -553,6 +553,53 @@ def simulate(workload: Workload, cfg: SimConfig, online: Any = None) -> SimResul
     return Replay(workload, cfg, online).run()
 
 
+def window(workload: Workload, start_s: float, end_s: float) -> Workload:
+    """The jobs of ``workload`` submitted in [start_s, end_s), with their models, datasets and rates unchanged."""
+    if not (math.isfinite(start_s) and math.isfinite(end_s) and start_s < end_s):
+        raise InstanceError("window", (start_s, end_s), "needs finite START < END (seconds)")
+    jobs = workload.jobs
+    keep = (jobs["submit_s"] >= start_s) & (jobs["submit_s"] < end_s)
+    if not keep.any():
+        raise InstanceError("window", (start_s, end_s), "no job is submitted in it")
+    part = jobs[keep].reset_index(drop=True)
+    part.attrs.update(jobs.attrs)
+    settings = {**workload.settings, "window_s": [start_s, end_s]}
+    return Workload(part, workload.datasets, settings)
+
+
+def offline_optimum(workload: Workload, cfg: SimConfig, result: SimResult, time_limit: float | None = None) -> dict:
+    """P3 over the replay's schedule (models/milp/dynamic.py): the ``offline_optimum`` entry of summary.json.
+
+    Its ``bound`` is a lower bound on the IO cost of every online policy over this replay when no job stalls
+    (proofs/dynamic_lower_bound.md, Theorem 1); with instant caches (``warmup=False``) its warm-up rows are
+    dropped and it equals re-solved CBA's cost (Theorem 2 there).
+    """
+    from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
+
+    jobs = result.jobs
+    schedule = schedule_from_replay(
+        jobs["start_s"].to_numpy(),
+        jobs["end_s"].to_numpy(),
+        jobs["io_gbps"].to_numpy(),
+        workload.jobs["dataset_index"].to_numpy(),
+        workload.datasets["size_gb"].to_numpy(dtype=float),
+        period_s=cfg.period_s,
+        origin_s=float(workload.jobs["submit_s"].min()) if len(jobs) else None,
+    )
+    cluster = Cluster(
+        cache_gb=cfg.cache_gb,
+        bandwidth_gbps=cfg.bandwidth_gbps,
+        price_cache=float(cfg.prices[1]),
+        price_bandwidth=float(cfg.prices[2]),
+    )
+    out = solve_dynamic(schedule, cluster, warmup=cfg.warmup, time_limit=time_limit)
+    doc = out.summary()
+    doc["message"] = out.message
+    if result.summary.get("stall_hours", 0.0) > 0:
+        doc["message"] += "; jobs stalled in this replay, so the bound covers only policies that do not stall"
+    return doc
+
+
 def _progress(total: int, enabled: bool) -> Any:
     """A tqdm bar over the jobs finished, or None when progress is off."""
     if not enabled:

@@ -311,7 +311,7 @@ def test_cba_unbounded_ratio() -> None:
 
 
 def test_cba_keep_ski_rental_bound() -> None:
-    """Theorem K2 of proofs/cba_keep_competitive.md: cba-keep ≤ (2 + P/T*)/κ · P3 on on-off workloads."""
+    """Theorem K2 of proofs/cba_keep_competitive.md: cba-keep ≤ (1 + 1/λ + P/(λT*))/κ · P3 on on-off workloads."""
     t_star = PRICES[2] / PRICES[1]  # seconds
     d = 100.0
     for gap_s in (0.1 * t_star, 0.9 * t_star, 1.1 * t_star, 4.0 * t_star):
@@ -319,20 +319,23 @@ def test_cba_keep_ski_rental_bound() -> None:
         w = _on_off(6, on_s, gap_s, rate, d)
         for period in (None, 300.0):
             cfg = SimConfig(gpus=2, cache_gb=d, prices=PRICES, period_s=period)
-            keep = simulate(w, _with(cfg, policy="cba-keep"))
             plain = simulate(w, cfg)
-            sched = _schedule(w, keep, cfg)
+            sched = _schedule(w, plain, cfg)
             opt = solve_dynamic(sched, _cluster(cfg))
             kappa = _kappa(rate, on_s, d, PRICES)
             # P is the longest stretch without an event inside a gap.
             p = gap_s if period is None else period
-            assert _io(keep) <= (2 + p / t_star) / kappa * opt.bound * (1 + RTOL)
+            for trust in (1.0, 0.5):
+                keep = simulate(w, cfg, online=CbaKeep(trust=trust))
+                assert _io(keep) <= (1 + 1 / trust + p / (trust * t_star)) / kappa * opt.bound * (1 + RTOL)
+            registered = simulate(w, _with(cfg, policy="cba-keep"))
+            assert _io(registered) == pytest.approx(_io(simulate(w, cfg, online=CbaKeep())), rel=1e-12)
             # Lemma K1's closed form is a lower bound on P3 (first phase cold, each gap at its cheaper branch).
             psi = 6 * PRICES[1] * d * on_s / 3600
             k1 = psi + kappa * PRICES[2] * d / 3600 * (1 + 5 * min(1.0, gap_s / t_star))
             assert k1 <= opt.bound * (1 + RTOL)
-            if gap_s < t_star:
-                assert _io(keep) < _io(plain)
+            if gap_s < 0.5 * t_star:
+                assert _io(simulate(w, cfg, online=CbaKeep())) < _io(plain)
 
 
 def test_cba_keep_without_history_is_cba() -> None:
@@ -353,3 +356,40 @@ def test_cba_keep_without_history_is_cba() -> None:
     assert (second.cache_gb >= first.cache_gb - 1e-12).all()
     assert second.cache_gb.sum() <= inst.cache_gb * (1 + 1e-12)
     assert second.cache_gb[1] <= 8.0 + first.cache_gb[1]
+
+
+def test_cli_offline_optimum_and_window(tmp_path, capsys) -> None:
+    """``cbalab simulate --offline-optimum --window`` adds P3 to summary.json (Theorem 1: bound ≤ the replay's IO)."""
+    import json
+
+    from cbalab.experiments.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "simulate",
+            "--generate",
+            "60",
+            "--policy",
+            "cba",
+            "--offline-optimum",
+            "--window",
+            "0:4000",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    opt = summary["offline_optimum"]
+    assert set(opt) >= {"cost_io", "status", "bound", "slots", "seconds"}
+    assert opt["status"] == "optimal"
+    assert opt["bound"] <= summary["cost"]["io"] * (1 + RTOL)
+    assert summary["jobs"] < 60  # the window keeps only the jobs submitted in [0, 4000) s
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as bad:
+        main(["simulate", "--generate", "5", "--policy", "cba", "--window", "9:1"])
+    assert bad.value.code == 2
+    assert "START < END" in capsys.readouterr().err
+    assert main(["simulate", "--generate", "5", "--policy", "cba", "--window", "1e9:2e9"]) == 2
+    assert "window" in capsys.readouterr().err
