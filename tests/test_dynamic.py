@@ -393,3 +393,14 @@ def test_cli_offline_optimum_and_window(tmp_path, capsys) -> None:
     assert "START < END" in capsys.readouterr().err
     assert main(["simulate", "--generate", "5", "--policy", "cba", "--window", "1e9:2e9"]) == 2
     assert "window" in capsys.readouterr().err
+
+
+@given(_replays())
+def test_instant_bound_is_online_cba_without_warmup(case: tuple[Workload, SimConfig]) -> None:
+    """Theorem 2 of proofs/dynamic_lower_bound.md: the closed-form Σ_t Δ_t P1*(R_t) equals CBA's instant-cache cost."""
+    from cbalab.models.milp.dynamic import instant_bound
+
+    w, cfg = case
+    cfg = _with(cfg, warmup=False, period_s=None)
+    res = simulate(w, cfg)
+    assert instant_bound(_schedule(w, res, cfg), _cluster(cfg)) == pytest.approx(_io(res), rel=1e-9, abs=1e-12)

@@ -184,6 +184,12 @@ class Cluster:
     granularity: str = "continuous"
     block_gb: float | None = None
 
+    def block(self) -> float:
+        """The block size u_b in GB (block caching only)."""
+        if self.block_gb is None:
+            raise InstanceError("block_gb", None, "block caching needs a block size")
+        return float(self.block_gb)
+
     def check(self) -> None:
         """InstanceError naming the field if a value is out of range."""
         for name in ("cache_gb", "price_cache", "price_bandwidth"):
@@ -241,10 +247,15 @@ def layout(schedule: Schedule) -> Layout:
     if not ks:
         empty = np.zeros(0, dtype=np.int64)
         return Layout(empty, empty, empty, np.zeros(0), np.zeros(0), np.zeros(0))
-    k = np.concatenate(ks)
-    t = np.concatenate(ts)
+    kk = np.concatenate(ks)
+    tt = np.concatenate(ts)
     return Layout(
-        k, t, np.concatenate(prev).astype(np.int64), schedule.demand[k, t], schedule.lengths[t], schedule.size_gb[k]
+        kk,
+        tt,
+        np.concatenate(prev).astype(np.int64),
+        schedule.demand[kk, tt],
+        schedule.lengths[tt],
+        schedule.size_gb[kk],
     )
 
 
@@ -286,7 +297,7 @@ def define_cache(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster, relax: boo
         m.y = pyo.Var(m.P, domain=pyo.UnitInterval if relax else pyo.Binary)
         m.paid = pyo.Expression(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p])
     else:
-        ub = float(cluster.block_gb)
+        ub = cluster.block()
         top = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
         m.y = pyo.Var(m.P, bounds=(0.0, 1.0))
         m.blocks = pyo.Var(
@@ -539,7 +550,7 @@ def matrix(
     upper[cols["b"]] = lay.R
     cost[cols["b"]] = cluster.price_bandwidth * h
     if cluster.granularity == "block":
-        ub = float(cluster.block_gb)
+        ub = cluster.block()
         upper[cols["n"]] = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
         cost[cols["n"]] = p_c * h * ub
         integer[cols["n"]] = 0 if relax else 1
@@ -553,7 +564,7 @@ def matrix(
     inf = math.inf
     y, u, b = cols["y"], cols["u"], cols["b"]
     if cluster.granularity == "block":
-        rows.add([(y, lay.d), (cols["n"], -float(cluster.block_gb))], np.full(P, -inf), np.zeros(P))
+        rows.add([(y, lay.d), (cols["n"], -cluster.block())], np.full(P, -inf), np.zeros(P))
     fed = np.flatnonzero(lay.R > 0)
     rows.add([(b[fed], 1.0), (u[fed], lay.R[fed])], lay.R[fed], np.full(fed.size, inf))
     rows.add([(u, 1.0), (y, -1.0)], np.full(P, -inf), np.zeros(P))
@@ -656,9 +667,31 @@ def solve_dynamic_matrix(
     if _fits(values, lay, cluster, schedule.n_slots):
         return _joined_result("optimal", joined, schedule, lay, wall, note + "; no capacity row binds")
     repaired, cost = _repair(values, lay, cluster, used, warmup)
-    return _joined_result(
-        "feasible", (repaired, joined[1], cost, joined[3]), schedule, lay, wall, note + "; joined and scaled into C"
-    )
+    # Dropping the warm-up rows is a relaxation too, and without them P3 is a sum of P1s (Theorem 2).
+    instant = instant_bound(schedule, cluster)
+    bound = max(joined[1], instant)
+    note += "; joined and scaled into C; bound from " + ("the groups" if joined[1] >= instant else "instant caches")
+    return _joined_result("feasible", (repaired, bound, cost, joined[3]), schedule, lay, wall, note)
+
+
+def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
+    """Σ_t Δ_t/3600 · P1*(R_t) with B = ∞: P3 without its warm-up rows (proofs/dynamic_lower_bound.md, Theorem 2).
+
+    P1* in closed form (proofs/cba_optimality.md, Theorem 1): cache the datasets with p_b ρ_k > p_c in
+    decreasing ρ_k = R_k/d_k until C is full; cost p_b Σ R_k − Σ_k c_k (p_b ρ_k − p_c).
+    """
+    d = schedule.size_gb
+    p_c, p_b = cluster.price_cache, cluster.price_bandwidth
+    total = 0.0
+    for t in np.flatnonzero(schedule.lengths > 0):
+        R = schedule.demand[:, t]
+        rho = R / d
+        order = np.argsort(-rho, kind="stable")
+        order = order[p_b * rho[order] > p_c]
+        room = np.clip(cluster.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
+        rate = p_b * float(R.sum()) - float(np.dot(room, p_b * rho[order] - p_c))
+        total += schedule.lengths[t] / 3600.0 * rate
+    return total
 
 
 def _joined_result(
@@ -717,12 +750,12 @@ def _grouped(
             schedule.times[lo : hi + 2], schedule.demand[np.sort(group), lo : hi + 1], schedule.size_gb[np.sort(group)]
         )
         part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads)
-        if part.status != "optimal":
+        if part.status != "optimal" or part.bound is None:
             return None
         # The group's layout lists its datasets in increasing k and slots in increasing t, as the full layout does.
         for name in names:
             values[name][mask] = part.values[name]
-        bound += float(part.bound)
+        bound += part.bound
         rows += part.rows
         cols += part.cols
     return values, bound, _objective(values, lay, cluster), (rows, cols)
@@ -730,7 +763,7 @@ def _grouped(
 
 def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
     """Paid GB per pair: d y, or u_b n under block caching."""
-    return values["n"] * float(cluster.block_gb) if cluster.granularity == "block" else values["y"] * lay.d
+    return values["n"] * cluster.block() if cluster.granularity == "block" else values["y"] * lay.d
 
 
 def _objective(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> float:
@@ -821,10 +854,18 @@ def _solve_matrix(
     status = h.getModelStatus()
     info = h.getInfo()
     seconds = time.perf_counter() - wall
-    size = {"rows": int(lo.size), "cols": n_cols}
+    n_rows = int(lo.size)
     if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         return DynamicResult(
-            "infeasible", None, None, schedule.n_slots, seconds, message="HiGHS proved P3 infeasible", pairs=lay, **size
+            "infeasible",
+            None,
+            None,
+            schedule.n_slots,
+            seconds,
+            message="HiGHS proved P3 infeasible",
+            pairs=lay,
+            rows=n_rows,
+            cols=n_cols,
         )
     sol = h.getSolution()
     has = bool(sol.value_valid)
@@ -832,23 +873,27 @@ def _solve_matrix(
     values = {name: x[idx] for name, idx in cols.items()} if x is not None else {}
     objective = float(data["cost"] @ x) if x is not None else None
     if status == highspy.HighsModelStatus.kOptimal:
+        bound: float | None
         if is_mip:
             bound = float(info.mip_dual_bound) * scale
         else:
             bound = _certified_bound(data, lo, hi, start, index, value, np.asarray(sol.row_dual) * scale)
-        return DynamicResult("optimal", objective, bound, schedule.n_slots, seconds, pairs=lay, values=values, **size)
+        return DynamicResult(
+            "optimal", objective, bound, schedule.n_slots, seconds, pairs=lay, values=values, rows=n_rows, cols=n_cols
+        )
     if status == highspy.HighsModelStatus.kTimeLimit:
-        bound = float(info.mip_dual_bound) * scale if is_mip and math.isfinite(info.mip_dual_bound) else None
+        limit_bound = float(info.mip_dual_bound) * scale if is_mip and math.isfinite(info.mip_dual_bound) else None
         return DynamicResult(
             "time_limit",
             objective,
-            bound,
+            limit_bound,
             schedule.n_slots,
             seconds,
             message=f"HiGHS stopped at the time limit of {time_limit} s",
             pairs=lay,
             values=values,
-            **size,
+            rows=n_rows,
+            cols=n_cols,
         )
     return DynamicResult(
         "feasible" if has else "error",
@@ -859,7 +904,8 @@ def _solve_matrix(
         message=f"HiGHS stopped: {h.modelStatusToString(status)}",
         pairs=lay,
         values=values,
-        **size,
+        rows=n_rows,
+        cols=n_cols,
     )
 
 
