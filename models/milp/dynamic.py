@@ -659,7 +659,12 @@ def solve_dynamic_matrix(
     joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
     if joined is None:
         return DynamicResult(
-            "time_limit", None, None, schedule.n_slots, time.perf_counter() - wall, message="a group LP did not finish"
+            "time_limit",
+            None,
+            instant_bound(schedule, cluster),
+            schedule.n_slots,
+            time.perf_counter() - wall,
+            message="a group LP did not finish; bound from instant caches (Lemma 5 (iii))",
         )
     note = f"{large.size} large datasets together, {small.size} small ones alone"
     values = joined[0]
