@@ -238,7 +238,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """
     if args.problem == "welfare":
         return _simulate_welfare(args)
-    from cbalab.experiments.simulate import SimConfig, simulate
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate, window
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
     try:
@@ -254,6 +254,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         n_datasets=args.datasets,
         gpu_type=args.gpu_type,
     )
+    if args.window is not None:
+        workload = window(workload, *args.window)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
     cfg = SimConfig(
@@ -268,6 +270,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         progress=not args.quiet and len(workload.jobs) >= 10_000,
     )
     result = simulate(workload, cfg)
+    if args.offline_optimum:
+        result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, args.time_limit)
+        if args.no_timing:
+            del result.summary["offline_optimum"]["seconds"]
     if args.no_timing:
         del result.summary["wall_seconds"]
     if args.out:
@@ -324,6 +330,18 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
+
+
+def _window(text: str) -> tuple[float, float]:
+    """``START:END`` in seconds of the trace, START < END."""
+    parts = text.split(":")
+    try:
+        start, end = (float(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be START:END in seconds, got {text!r}") from None
+    if not (math.isfinite(start) and math.isfinite(end) and start < end):
+        raise argparse.ArgumentTypeError(f"needs finite START < END, got {text!r}")
+    return start, end
 
 
 def _fraction(text: str) -> float:
@@ -508,6 +526,17 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
+    m.add_argument(
+        "--offline-optimum",
+        action="store_true",
+        help="also solve P3 over the replay's schedule: a lower bound on every online policy (docs/model.md §6)",
+    )
+    m.add_argument(
+        "--window", type=_window, default=None, metavar="START:END", help="only jobs submitted in it (s; default: all)"
+    )
+    m.add_argument(
+        "--time-limit", type=_seconds, default=None, help="time limit of the offline optimum's solve (default: none)"
+    )
     m.set_defaults(run=cmd_simulate)
 
     add_experiment_parser(sub)
