@@ -260,8 +260,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = False) -> float | None:
-    """A finite number >= 0 (> 0 if ``positive``), or None if ``allow_null``."""
+def _number(
+    v: Any, path: str, *, positive: bool = False, allow_null: bool = False, tiny_ok: bool = False
+) -> float | None:
+    """A finite number >= 0 (> 0 if ``positive``) or None if ``allow_null``; 0 or >= MIN_MAGNITUDE unless tiny_ok."""
     if v is None and allow_null:
         return None
     if not _is_number(v):
@@ -276,7 +278,7 @@ def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = Fal
         raise InstanceError(path, v, "must be > 0")
     if x < 0:
         raise InstanceError(path, v, "must be >= 0")
-    if 0 < x < MIN_MAGNITUDE:
+    if 0 < x < MIN_MAGNITUDE and not tiny_ok:
         raise InstanceError(path, v, f"must be 0 or at least {MIN_MAGNITUDE:g} (smaller values underflow in products)")
     return x
 
@@ -729,7 +731,7 @@ def build(
 
 def check(inst: Instance) -> Instance:
     """Validate an array-built Instance with the rules of :func:`from_dict`; return it unchanged."""
-    _number(inst.cache_gb, "cluster.cache_gb")
+    _number(inst.cache_gb, "cluster.cache_gb", tiny_ok=True)
     if not (inst.bandwidth_gbps >= 0):
         raise InstanceError("cluster.bandwidth_gbps", inst.bandwidth_gbps, "must be >= 0")
     if not (inst.budget_per_hour >= 0):
@@ -739,12 +741,12 @@ def check(inst: Instance) -> Instance:
         ("cache_gb_per_hour", inst.price_cache),
         ("bandwidth_gbps_per_hour", inst.price_bandwidth),
     ):
-        _number(v, f"prices.{name}")
+        _number(v, f"prices.{name}", tiny_ok=True)
     if inst.cache_granularity == "block":
-        _number(inst.block_gb, "cluster.cache_granularity.block_gb", positive=True)
+        _number(inst.block_gb, "cluster.cache_granularity.block_gb", positive=True, tiny_ok=True)
     elif inst.cache_granularity not in ("continuous", "dataset"):
         raise InstanceError("cluster.cache_granularity", inst.cache_granularity, "unknown granularity")
-    _number(inst.bandwidth_step_gbps, "cluster.bandwidth_step_gbps", positive=True, allow_null=True)
+    _number(inst.bandwidth_step_gbps, "cluster.bandwidth_step_gbps", positive=True, allow_null=True, tiny_ok=True)
     bad = np.flatnonzero(~(np.isfinite(inst.dataset_size_gb) & (inst.dataset_size_gb > 0)))
     if bad.size:
         raise InstanceError(
