@@ -12,9 +12,10 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from typing import NoReturn
 
 from cbalab.algorithms import registry as methods
+from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
@@ -25,7 +26,7 @@ class BadInputError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors: exit 2, no traceback
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors: exit 2, no traceback
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
 
@@ -54,7 +55,7 @@ def _emit(doc: dict, out: str | None) -> None:
     text = json.dumps(doc, indent=1)
     print(text)
     if out:
-        Path(out).write_text(text + "\n")
+        atomic_write_text(out, text + "\n")
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -87,7 +88,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     inst = _generated(args)
     text = inst.dumps()
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        atomic_write_text(args.out, text + "\n")
     else:
         print(text)
     return EXIT_OK
@@ -153,13 +154,38 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
-    from cbalab.experiments.simulate import run_command
+    from cbalab.experiments.simulate import SimConfig, simulate
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
     try:
         methods.get("cost", args.policy)
     except KeyError as e:
         raise BadInputError(f"--policy: {e.args[0]}") from None
-    _emit(run_command(args), None)
+    workload = make_workload(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpu_type=args.gpu_type,
+    )
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
+    cfg = SimConfig(
+        policy=args.policy,
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+        prices=prices,
+        warmup=not args.no_warmup,
+        period_s=args.period,
+        seed=args.seed,
+        progress=not args.quiet and len(workload.jobs) >= 10_000,
+    )
+    result = simulate(workload, cfg)
+    if args.out:
+        result.write(args.out)
+    _emit(result.summary, None)
     return EXIT_OK
 
 

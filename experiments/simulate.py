@@ -41,7 +41,6 @@ output": jobs.csv, timeseries.csv and summary.json (schema
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import time
 from collections import deque
@@ -55,12 +54,13 @@ import pandas as pd
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation
+from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError, check
 
 SCHEMA = "cbalab/simulation@1"
 
 #: Policies that depend on the running jobs only through the per-dataset demand R_k (MODEL.md §4).
-AGGREGABLE = frozenset({"cba", "io-only", "silod", "lp", "milp"})
+AGGREGABLE = frozenset(m.name for m in methods.select("cost", aggregable=True))
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -112,12 +112,18 @@ class SimResult:
     summary: dict = field(default_factory=dict)
 
     def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir`` (created if missing)."""
+        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir`` (created if missing), each atomically.
+
+        summary.json is written last and records the sha256 of the two tables
+        under ``"files"``, so a reader can tell a complete, matching set from
+        one interrupted half-way.
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(out / "jobs.csv", index=False)
-        self.timeseries.to_csv(out / "timeseries.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=1) + "\n")
+        files = {}
+        for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
+            files[name] = sha256_file(atomic_write_csv(out / name, frame))
+        atomic_write_json(out / "summary.json", {**self.summary, "files": files})
         return out
 
 
@@ -161,7 +167,7 @@ class _Policy:
         self, demand: np.ndarray, run: np.ndarray | None, kj: np.ndarray, g: np.ndarray, r: np.ndarray
     ) -> Allocation:
         """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k)."""
-        if self.aggregate:
+        if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:
             n = run.size
@@ -180,278 +186,348 @@ class _Policy:
         return alloc
 
 
+class Replay:
+    """One replay of a workload on a cluster: the state of the event loop and its steps as methods.
+
+    :meth:`run` repeats, until every job has left: :meth:`next_event` (the
+    earliest departure, cache reaching its target, arrival or period tick),
+    :meth:`integrate` (costs, work and cache fill over the slot up to it),
+    :meth:`depart` (jobs whose work is done leave), :meth:`admit` (arrivals
+    join the FIFO queue, which starts while its head fits), :meth:`reallocate`
+    (the policy's targets for the running jobs) and :meth:`feed` (the new
+    slot's remote IO, stalls and cost rates).  See the module docstring for
+    the model (MODEL.md §6).
+    """
+
+    def __init__(self, workload: Workload, cfg: SimConfig) -> None:
+        cfg.check()
+        self.wall = time.perf_counter()
+        self.workload = workload
+        self.cfg = cfg
+        jobs = workload.jobs
+        self.n = n = len(jobs)
+        self.d = workload.datasets["size_gb"].to_numpy(dtype=float)
+        self.K = K = self.d.size
+        self.submit = jobs["submit_s"].to_numpy(dtype=float)
+        self.order = np.argsort(self.submit, kind="stable")
+        self.dur = jobs["duration_s"].to_numpy(dtype=float)
+        self.g = g = jobs["gpus"].to_numpy(dtype=np.int64)
+        self.r = jobs["io_gbps"].to_numpy(dtype=float)
+        self.kj = jobs["dataset_index"].to_numpy(dtype=np.int64)
+        too_big = np.flatnonzero(g > cfg.gpus)
+        if too_big.size:
+            j = int(too_big[0])
+            raise InstanceError(
+                f"jobs[{jobs['job_id'].iloc[j]}].gpus", int(g[j]), f"exceeds the cluster's {cfg.gpus} GPUs"
+            )
+        self.p_g, self.p_c, self.p_b = (float(x) for x in cfg.prices)
+        self.B = float(cfg.bandwidth_gbps)
+        self.policy = _Policy(cfg.policy, self.d, cfg)
+
+        # Per-job results.
+        self.start = np.full(n, np.nan)
+        self.end = np.full(n, np.nan)
+        self.stall = np.zeros(n)
+        self.share = np.zeros(n)
+        self.mark_rate = np.zeros(n)  # cost clock A_k (per unit rate) at the job's start
+        self.mark_count = np.zeros(n)  # cost clock per job (datasets whose demand is 0) at the job's start
+        self.mark_stall = np.zeros(n)
+        # Per-dataset state.
+        self.demand = np.zeros(K)  # R_k of the running jobs
+        self.count = np.zeros(K, dtype=np.int64)
+        self.work = np.zeros(K)  # work clock W_k = ∫ s_k dt
+        self.stall_clock = np.zeros(K)
+        self.cost_rate_clock = np.zeros(K)
+        self.cost_count_clock = np.zeros(K)
+        self.heads = np.full(K, np.inf)
+        self.heaps: list[list[tuple[float, int]]] = [[] for _ in range(K)]
+        self.target = np.zeros(K)  # c*_k
+        self.eff = np.zeros(K)  # η*_k, the policy's effective hit ratio at its target
+        self.cache = np.zeros(K)  # c_k filled
+        self.bw = np.zeros(K)
+        self.speed = np.ones(K)
+        self.grow = np.zeros(K)
+        self.inv_demand = np.zeros(K)
+        # Cluster state.
+        self.running: dict[int, None] = {}
+        self.queue: deque[int] = deque()
+        self.free = cfg.gpus
+        self.busy = 0
+        self.totals = {"gpu": 0.0, "cache": 0.0, "bandwidth": 0.0, "gpu_hours": 0.0, "unattributed": 0.0}
+        self.infeasible_events = 0
+        self.rows: list[tuple] = []
+        self.rate_gpu = self.rate_cache = self.rate_bw = 0.0
+        self.t = float(self.submit[self.order[0]]) if n else 0.0
+        self.nxt = 0
+        self.tick = self.t + cfg.period_s if cfg.period_s else math.inf
+        self.done = 0
+        self.idle = 0
+        self.tick_s = 0.0
+        self.any_stall = self.any_grow = self.odd = self.orphan = False
+
+    def run(self) -> SimResult:
+        """Replay every job to its departure; the per-job table, the time series and the summary."""
+        bar = _progress(self.n, self.cfg.progress)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while self.done < self.n:
+                t_next, t_dep = self.next_event()
+                self.integrate(t_next)
+                changed = self.depart(t_dep)
+                changed = self.admit() or changed
+                if self.cfg.period_s is not None and self.t >= self.tick:
+                    self.tick = self.t + self.cfg.period_s
+                    changed = True
+                if self.idle > self.K + 2 and not changed:
+                    raise RuntimeError(f"the replay makes no progress at t = {self.t!r} s (a zero-length slot repeats)")
+                if changed:
+                    self.reallocate()
+                elif not self.any_grow:
+                    if self.rows:
+                        self.rows.append((self.t, len(self.running), len(self.queue), self.busy, *self.rows[-1][4:]))
+                    continue
+                self.feed()
+                if bar is not None and self.done - bar.n >= 500:
+                    bar.update(self.done - bar.n)
+        if bar is not None:
+            bar.update(self.done - bar.n)
+            bar.close()
+        return self.result()
+
+    def next_event(self) -> tuple[float, float]:
+        """The time of the next event and of the next departure: a departure, a cache reaching its target,
+        an arrival or a period tick, whichever comes first."""
+        t = self.t
+        t_dep = t_warm = math.inf
+        if self.running:
+            if self.any_stall:
+                gap = np.where(self.speed > 0, (self.heads - self.work) / self.speed, np.inf)
+            else:
+                gap = self.heads - self.work
+            t_dep = t + float(gap.min())
+        if self.any_grow:
+            t_warm = t + float(np.where(self.grow > 0, (self.target - self.cache) / self.grow, np.inf).min())
+        t_arr = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
+        t_next = min(t_dep, t_warm, t_arr, self.tick)
+        if not math.isfinite(t_next):
+            raise RuntimeError("no job can progress (the bandwidth cap B is 0 while jobs need remote IO)")
+        return t_next, t_dep
+
+    def integrate(self, t_next: float) -> None:
+        """Integrate the slot [t, t_next) at the rates set at its start, then move the clock to t_next.
+
+        Costs accrue exactly (rates are constant within a slot); each dataset's
+        work clock advances at its speed and its cache fills by the IO bought.
+        """
+        dt = max(t_next - self.t, 0.0)
+        if dt > 0:
+            h = dt / 3600.0
+            totals = self.totals
+            totals["gpu"] += self.rate_gpu * h
+            totals["cache"] += self.rate_cache * h
+            totals["bandwidth"] += self.rate_bw * h
+            totals["gpu_hours"] += self.busy * h
+            if self.rate_cache + self.rate_bw > 0:
+                io_k = (self.p_c * self.target + self.p_b * self.bw) * h
+                self.cost_rate_clock += io_k * self.inv_demand
+                if self.odd:
+                    demand, count = self.demand, self.count
+                    self.cost_count_clock += np.where((demand <= 0) & (count > 0), io_k / np.maximum(count, 1), 0.0)
+                if self.orphan:
+                    totals["unattributed"] += float(io_k[self.count == 0].sum())
+            if self.any_stall:
+                self.work += self.speed * dt
+                self.stall_clock += (1.0 - self.speed) * dt
+            else:
+                self.work += dt
+            if self.any_grow:
+                self.cache = np.minimum(self.target, self.cache + self.grow * dt)
+        self.idle = self.idle + 1 if t_next == self.t else 0
+        self.t = t_next
+        # What is left of a fill or of a job's work in less than the clock's resolution at t is done: t + gap
+        # would round to t, and the slot would never end.
+        self.tick_s = 4.0 * math.ulp(max(1.0, abs(t_next)))
+        if self.any_grow:
+            self.cache = np.where(self.grow * self.tick_s >= self.target - self.cache, self.target, self.cache)
+
+    def depart(self, t_dep: float) -> bool:
+        """Every job whose work clock has reached its target leaves; True if any did."""
+        t = self.t
+        if t_dep > t:
+            return False
+        heads, work, speed, tick_s = self.heads, self.work, self.speed, self.tick_s
+        due = np.flatnonzero(heads - work <= np.maximum(_TOL * np.maximum(1.0, np.abs(heads)), speed * tick_s))
+        for k in due:
+            heap = self.heaps[k]
+            limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
+            while heap and heap[0][0] <= limit:
+                _, j = heapq.heappop(heap)
+                self.end[j] = max(t, self.start[j] + self.dur[j])  # never before its unstalled run time
+                self.stall[j] = self.stall_clock[k] - self.mark_stall[j]
+                self.share[j] = (
+                    self.p_g * self.g[j] * (t - self.start[j]) / 3600.0
+                    + self.r[j] * (self.cost_rate_clock[k] - self.mark_rate[j])
+                    + (self.cost_count_clock[k] - self.mark_count[j])
+                )
+                self.demand[k] -= self.r[j]
+                self.count[k] -= 1
+                self.free += self.g[j]
+                del self.running[j]
+                self.done += 1
+            heads[k] = heap[0][0] if heap else math.inf
+            if self.count[k] == 0:
+                self.demand[k] = 0.0
+        return due.size > 0
+
+    def admit(self) -> bool:
+        """Arrivals join the queue; the queue starts in FIFO order while its head fits.  True if a job started."""
+        t, order, g = self.t, self.order, self.g
+        while self.nxt < self.n and self.submit[order[self.nxt]] <= t:
+            self.queue.append(int(order[self.nxt]))
+            self.nxt += 1
+        started = False
+        while self.queue and g[self.queue[0]] <= self.free:
+            j = self.queue.popleft()
+            k = self.kj[j]
+            self.start[j] = t
+            self.free -= g[j]
+            self.demand[k] += self.r[j]
+            self.count[k] += 1
+            self.mark_rate[j] = self.cost_rate_clock[k]
+            self.mark_count[j] = self.cost_count_clock[k]
+            self.mark_stall[j] = self.stall_clock[k]
+            heapq.heappush(self.heaps[k], (self.work[k] + self.dur[j], j))
+            self.heads[k] = self.heaps[k][0][0]
+            self.running[j] = None
+            started = True
+        return started
+
+    def reallocate(self) -> None:
+        """The policy's targets c*_k and effective hit ratios for the running jobs (kept on an infeasible answer)."""
+        d, demand, count = self.d, self.demand, self.count
+        self.busy = self.cfg.gpus - self.free
+        policy = self.policy
+        run = None if policy.aggregate else np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+        alloc = policy(demand, run, self.kj, self.g, self.r)
+        if alloc.has_allocation:
+            self.target = np.minimum(np.asarray(alloc.cache_gb, dtype=float), d)
+            eff = np.where(demand > 0, 1.0 - np.asarray(alloc.bandwidth_gbps) / demand, 0.0)
+            self.eff = np.clip(eff, 0.0, self.target / d)
+        else:
+            self.infeasible_events += 1
+            self.target = np.where(count > 0, self.target, 0.0)
+            self.eff = self.target / d
+        self.cache = np.minimum(self.cache, self.target) if self.cfg.warmup else self.target.copy()
+        self.inv_demand = np.where(demand > 0, 1.0 / demand, 0.0)
+        self.odd = bool(((demand <= 0) & (count > 0)).any())
+        self.orphan = bool(((count == 0) & (self.target > 0)).any())
+
+    def feed(self) -> None:
+        """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates."""
+        target, demand, K = self.target, self.demand, self.K
+        if self.cfg.warmup:
+            cache = np.where(np.abs(target - self.cache) <= _TOL * np.maximum(1.0, target), target, self.cache)
+            self.cache = cache
+            need = demand * (1.0 - self.eff * np.where(target > 0, cache / target, 0.0))
+        else:
+            need = demand * (1.0 - self.eff)
+        total_need = float(need.sum())
+        share_b = 1.0 if total_need <= self.B * (1.0 + _TOL) else self.B / total_need
+        self.bw = bw = need * share_b
+        self.any_stall = share_b < 1.0
+        self.speed = np.where(need > 0, share_b, 1.0) if self.any_stall else np.ones(K)
+        if self.cfg.warmup:
+            self.grow = np.where(self.cache < target * (1.0 - _TOL), bw, 0.0)
+            self.any_grow = bool((self.grow > 0).any())
+        self.rate_gpu = self.p_g * self.busy
+        self.rate_cache = self.p_c * float(target.sum())
+        self.rate_bw = self.p_b * float(bw.sum())
+        self.rows.append(
+            (
+                self.t,
+                len(self.running),
+                len(self.queue),
+                self.busy,
+                float(target.sum()),
+                float(self.cache.sum()),
+                float(bw.sum()),
+                self.rate_gpu + self.rate_cache + self.rate_bw,
+                self.rate_gpu,
+                self.rate_cache,
+                self.rate_bw,
+            )
+        )
+
+    def result(self) -> SimResult:
+        """The per-job table, the per-event series and the summary (schema ``cbalab/simulation@1``)."""
+        cfg, jobs, n = self.cfg, self.workload.jobs, self.n
+        start, end, submit, stall, totals = self.start, self.end, self.submit, self.stall, self.totals
+        rows, B = self.rows, self.B
+
+        series = pd.DataFrame(
+            rows,
+            columns=[
+                "time_s",
+                "running_jobs",
+                "queued_jobs",
+                "gpus_busy",
+                "cache_gb",
+                "cache_filled_gb",
+                "bandwidth_gbps",
+                "cost_per_hour",
+                "gpu_cost_per_hour",
+                "cache_cost_per_hour",
+                "bandwidth_cost_per_hour",
+            ],
+        )
+        jct = end - submit
+        table = pd.DataFrame(
+            {
+                "job_id": jobs["job_id"].to_numpy(),
+                "model": jobs["model"].to_numpy(),
+                "dataset": jobs["dataset"].to_numpy(),
+                "gpus": self.g,
+                "io_gbps": self.r,
+                "duration_s": self.dur,
+                "submit_s": submit,
+                "start_s": start,
+                "end_s": end,
+                "jct_s": jct,
+                "queue_s": start - submit,
+                "stall_s": stall,
+                "cost": self.share,
+            }
+        )
+        io = totals["cache"] + totals["bandwidth"]
+        summary = {
+            "schema": SCHEMA,
+            "policy": cfg.policy,
+            "seed": cfg.seed,
+            "jobs": n,
+            "makespan_s": float(np.max(end) - np.min(submit)) if n else 0.0,
+            "gpu_hours": totals["gpu_hours"],
+            "stall_hours": float(stall.sum() / 3600.0),
+            "cost": {
+                "gpu": totals["gpu"],
+                "cache": totals["cache"],
+                "bandwidth": totals["bandwidth"],
+                "io": io,
+                "total": totals["gpu"] + io,
+            },
+            "mean_jct_s": float(np.mean(jct)) if n else 0.0,
+            "p99_jct_s": float(np.percentile(jct, 99)) if n else 0.0,
+            "mean_queue_s": float(np.mean(start - submit)) if n else 0.0,
+            "events": len(rows),
+            "infeasible_events": self.infeasible_events,
+            "wall_seconds": time.perf_counter() - self.wall,
+            "config": {**asdict(cfg), "bandwidth_gbps": None if math.isinf(B) else B},
+            "workload": {**self.workload.settings, "source": jobs.attrs.get("source", "")},
+        }
+        return SimResult(table, series, summary)
+
+
 def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
     """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model."""
-    cfg.check()
-    wall = time.perf_counter()
-    jobs = workload.jobs
-    n = len(jobs)
-    d = workload.datasets["size_gb"].to_numpy(dtype=float)
-    K = d.size
-    submit = jobs["submit_s"].to_numpy(dtype=float)
-    order = np.argsort(submit, kind="stable")
-    dur = jobs["duration_s"].to_numpy(dtype=float)
-    g = jobs["gpus"].to_numpy(dtype=np.int64)
-    r = jobs["io_gbps"].to_numpy(dtype=float)
-    kj = jobs["dataset_index"].to_numpy(dtype=np.int64)
-    too_big = np.flatnonzero(g > cfg.gpus)
-    if too_big.size:
-        j = int(too_big[0])
-        raise InstanceError(f"jobs[{jobs['job_id'].iloc[j]}].gpus", int(g[j]), f"exceeds the cluster's {cfg.gpus} GPUs")
-    p_g, p_c, p_b = (float(x) for x in cfg.prices)
-    B = float(cfg.bandwidth_gbps)
-    policy = _Policy(cfg.policy, d, cfg)
-
-    # Per-job results.
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    stall = np.zeros(n)
-    share = np.zeros(n)
-    mark_rate = np.zeros(n)  # cost clock A_k (per unit rate) at the job's start
-    mark_count = np.zeros(n)  # cost clock per job (datasets whose demand is 0) at the job's start
-    mark_stall = np.zeros(n)
-    # Per-dataset state.
-    demand = np.zeros(K)  # R_k of the running jobs
-    count = np.zeros(K, dtype=np.int64)
-    work = np.zeros(K)  # work clock W_k = ∫ s_k dt
-    stall_clock = np.zeros(K)
-    cost_rate_clock = np.zeros(K)
-    cost_count_clock = np.zeros(K)
-    heads = np.full(K, np.inf)
-    heaps: list[list[tuple[float, int]]] = [[] for _ in range(K)]
-    target = np.zeros(K)  # c*_k
-    eff = np.zeros(K)  # η*_k, the policy's effective hit ratio at its target
-    cache = np.zeros(K)  # c_k filled
-    need = np.zeros(K)
-    bw = np.zeros(K)
-    speed = np.ones(K)
-    grow = np.zeros(K)
-    running: dict[int, None] = {}
-    queue: deque[int] = deque()
-    free = cfg.gpus
-    busy = 0
-    totals = {"gpu": 0.0, "cache": 0.0, "bandwidth": 0.0, "gpu_hours": 0.0, "unattributed": 0.0}
-    infeasible_events = 0
-    rows: list[tuple] = []
-    rate_gpu = rate_cache = rate_bw = 0.0
-    t = float(submit[order[0]]) if n else 0.0
-    nxt = 0
-    tick = t + cfg.period_s if cfg.period_s else math.inf
-    bar = _progress(n, cfg.progress)
-    done = 0
-
-    inv_demand = np.zeros(K)
-    idle = 0
-    any_stall = any_grow = odd = orphan = False
-    with np.errstate(divide="ignore", invalid="ignore"):
-        while done < n:
-            # ---- the next event: a departure, a cache reaching its target, an arrival or a period tick
-            t_dep = t_warm = math.inf
-            if running:
-                gap = np.where(speed > 0, (heads - work) / speed, np.inf) if any_stall else heads - work
-                t_dep = t + float(gap.min())
-            if any_grow:
-                t_warm = t + float(np.where(grow > 0, (target - cache) / grow, np.inf).min())
-            t_arr = float(submit[order[nxt]]) if nxt < n else math.inf
-            t_next = min(t_dep, t_warm, t_arr, tick)
-            if not math.isfinite(t_next):
-                raise RuntimeError("no job can progress (the bandwidth cap B is 0 while jobs need remote IO)")
-            dt = max(t_next - t, 0.0)
-            # ---- integrate the slot [t, t_next) at the rates set at its start
-            if dt > 0:
-                h = dt / 3600.0
-                totals["gpu"] += rate_gpu * h
-                totals["cache"] += rate_cache * h
-                totals["bandwidth"] += rate_bw * h
-                totals["gpu_hours"] += busy * h
-                if rate_cache + rate_bw > 0:
-                    io_k = (p_c * target + p_b * bw) * h
-                    cost_rate_clock += io_k * inv_demand
-                    if odd:
-                        cost_count_clock += np.where((demand <= 0) & (count > 0), io_k / np.maximum(count, 1), 0.0)
-                    if orphan:
-                        totals["unattributed"] += float(io_k[count == 0].sum())
-                if any_stall:
-                    work += speed * dt
-                    stall_clock += (1.0 - speed) * dt
-                else:
-                    work += dt
-                if any_grow:
-                    cache = np.minimum(target, cache + grow * dt)
-            idle = idle + 1 if t_next == t else 0
-            t = t_next
-            changed = False
-            # What is left of a fill or of a job's work in less than the clock's resolution at t is done: t + gap
-            # would round to t, and the slot would never end.
-            tick_s = 4.0 * math.ulp(max(1.0, abs(t)))
-            if any_grow:
-                cache = np.where(grow * tick_s >= target - cache, target, cache)
-            # ---- departures: every job whose work clock has reached its target
-            if t_dep <= t:
-                due = np.flatnonzero(heads - work <= np.maximum(_TOL * np.maximum(1.0, np.abs(heads)), speed * tick_s))
-                for k in due:
-                    heap = heaps[k]
-                    limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
-                    while heap and heap[0][0] <= limit:
-                        _, j = heapq.heappop(heap)
-                        end[j] = max(t, start[j] + dur[j])  # never before its unstalled run time, to the last ulp
-                        stall[j] = stall_clock[k] - mark_stall[j]
-                        share[j] = (
-                            p_g * g[j] * (t - start[j]) / 3600.0
-                            + r[j] * (cost_rate_clock[k] - mark_rate[j])
-                            + (cost_count_clock[k] - mark_count[j])
-                        )
-                        demand[k] -= r[j]
-                        count[k] -= 1
-                        free += g[j]
-                        del running[j]
-                        done += 1
-                    heads[k] = heap[0][0] if heap else math.inf
-                    if count[k] == 0:
-                        demand[k] = 0.0
-                    changed = True
-            # ---- arrivals join the queue; the queue starts in FIFO order while the head fits
-            while nxt < n and submit[order[nxt]] <= t:
-                queue.append(int(order[nxt]))
-                nxt += 1
-            while queue and g[queue[0]] <= free:
-                j = queue.popleft()
-                k = kj[j]
-                start[j] = t
-                free -= g[j]
-                demand[k] += r[j]
-                count[k] += 1
-                mark_rate[j] = cost_rate_clock[k]
-                mark_count[j] = cost_count_clock[k]
-                mark_stall[j] = stall_clock[k]
-                heapq.heappush(heaps[k], (work[k] + dur[j], j))
-                heads[k] = heaps[k][0][0]
-                running[j] = None
-                changed = True
-            if t >= tick:
-                tick = t + cfg.period_s
-                changed = True
-            if idle > K + 2 and not changed:
-                raise RuntimeError(f"the replay makes no progress at t = {t!r} s (a zero-length slot repeats)")
-            # ---- re-allocate: the policy's targets for the running jobs
-            if changed:
-                busy = cfg.gpus - free
-                run = None if policy.aggregate else np.fromiter(running, dtype=np.int64, count=len(running))
-                alloc = policy(demand, run, kj, g, r)
-                if alloc.has_allocation:
-                    target = np.minimum(np.asarray(alloc.cache_gb, dtype=float), d)
-                    eff = np.where(demand > 0, 1.0 - np.asarray(alloc.bandwidth_gbps) / demand, 0.0)
-                    eff = np.clip(eff, 0.0, target / d)
-                else:
-                    infeasible_events += 1
-                    target = np.where(count > 0, target, 0.0)
-                    eff = target / d
-                cache = np.minimum(cache, target) if cfg.warmup else target.copy()
-                inv_demand = np.where(demand > 0, 1.0 / demand, 0.0)
-                odd = bool(((demand <= 0) & (count > 0)).any())
-                orphan = bool(((count == 0) & (target > 0)).any())
-            elif not any_grow:
-                if rows:
-                    rows.append((t, len(running), len(queue), busy, *rows[-1][4:]))
-                continue
-            # ---- the slot's feeding at the cache it starts with, its stalls and its cost rate
-            if cfg.warmup:
-                cache = np.where(np.abs(target - cache) <= _TOL * np.maximum(1.0, target), target, cache)
-                need = demand * (1.0 - eff * np.where(target > 0, cache / target, 0.0))
-            else:
-                need = demand * (1.0 - eff)
-            total_need = float(need.sum())
-            share_b = 1.0 if total_need <= B * (1.0 + _TOL) else B / total_need
-            bw = need * share_b
-            any_stall = share_b < 1.0
-            speed = np.where(need > 0, share_b, 1.0) if any_stall else np.ones(K)
-            if cfg.warmup:
-                grow = np.where(cache < target * (1.0 - _TOL), bw, 0.0)
-                any_grow = bool((grow > 0).any())
-            rate_gpu = p_g * busy
-            rate_cache = p_c * float(target.sum())
-            rate_bw = p_b * float(bw.sum())
-            rows.append(
-                (
-                    t,
-                    len(running),
-                    len(queue),
-                    busy,
-                    float(target.sum()),
-                    float(cache.sum()),
-                    float(bw.sum()),
-                    rate_gpu + rate_cache + rate_bw,
-                    rate_gpu,
-                    rate_cache,
-                    rate_bw,
-                )
-            )
-            if bar is not None and done - bar.n >= 500:
-                bar.update(done - bar.n)
-    if bar is not None:
-        bar.update(done - bar.n)
-        bar.close()
-
-    series = pd.DataFrame(
-        rows,
-        columns=[
-            "time_s",
-            "running_jobs",
-            "queued_jobs",
-            "gpus_busy",
-            "cache_gb",
-            "cache_filled_gb",
-            "bandwidth_gbps",
-            "cost_per_hour",
-            "gpu_cost_per_hour",
-            "cache_cost_per_hour",
-            "bandwidth_cost_per_hour",
-        ],
-    )
-    jct = end - submit
-    table = pd.DataFrame(
-        {
-            "job_id": jobs["job_id"].to_numpy(),
-            "model": jobs["model"].to_numpy(),
-            "dataset": jobs["dataset"].to_numpy(),
-            "gpus": g,
-            "io_gbps": r,
-            "duration_s": dur,
-            "submit_s": submit,
-            "start_s": start,
-            "end_s": end,
-            "jct_s": jct,
-            "queue_s": start - submit,
-            "stall_s": stall,
-            "cost": share,
-        }
-    )
-    io = totals["cache"] + totals["bandwidth"]
-    summary = {
-        "schema": SCHEMA,
-        "policy": cfg.policy,
-        "seed": cfg.seed,
-        "jobs": n,
-        "makespan_s": float(np.max(end) - np.min(submit)) if n else 0.0,
-        "gpu_hours": totals["gpu_hours"],
-        "stall_hours": float(stall.sum() / 3600.0),
-        "cost": {
-            "gpu": totals["gpu"],
-            "cache": totals["cache"],
-            "bandwidth": totals["bandwidth"],
-            "io": io,
-            "total": totals["gpu"] + io,
-        },
-        "mean_jct_s": float(np.mean(jct)) if n else 0.0,
-        "p99_jct_s": float(np.percentile(jct, 99)) if n else 0.0,
-        "mean_queue_s": float(np.mean(start - submit)) if n else 0.0,
-        "events": len(rows),
-        "infeasible_events": infeasible_events,
-        "wall_seconds": time.perf_counter() - wall,
-        "config": {**asdict(cfg), "bandwidth_gbps": None if math.isinf(B) else B},
-        "workload": {**workload.settings, "source": jobs.attrs.get("source", "")},
-    }
-    return SimResult(table, series, summary)
+    return Replay(workload, cfg).run()
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -461,30 +537,3 @@ def _progress(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, unit="job", desc="replay", mininterval=0.5)
-
-
-def run_command(args: Any) -> dict:
-    """What ``cbalab simulate`` does: build the workload, replay it, write ``--out``; return the summary."""
-    from cbalab.experiments.workload import assign, generate_trace, load_trace
-
-    trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
-    workload = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets, gpu_type=args.gpu_type)
-    prices = tuple(
-        DEFAULT_PRICES[i] if value is None else value
-        for i, value in enumerate((args.price_gpu, args.price_cache, args.price_bandwidth))
-    )
-    cfg = SimConfig(
-        policy=args.policy,
-        gpus=args.gpus,
-        cache_gb=args.cache_gb,
-        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=prices,
-        warmup=not args.no_warmup,
-        period_s=args.period,
-        seed=args.seed,
-        progress=not args.quiet and len(trace) >= 10_000,
-    )
-    result = simulate(workload, cfg)
-    if args.out:
-        result.write(args.out)
-    return result.summary

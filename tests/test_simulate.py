@@ -205,3 +205,25 @@ def test_slots_shorter_than_the_clock_resolution_still_end() -> None:
     assert res.jobs["end_s"].notna().all()
     assert (res.jobs["end_s"] >= res.jobs["submit_s"] + res.jobs["duration_s"]).all()
     assert res.summary["events"] < 20
+
+
+def test_summary_is_written_last_with_the_sha256_of_each_table(tmp_path) -> None:
+    """summary.json names jobs.csv and timeseries.csv with their sha256, so a reader can check the set is whole."""
+    from cbalab.models.files import sha256_file
+
+    w = assign(generate_trace(60, 4), 4, n_datasets=6)
+    out = simulate(w, SimConfig(policy="cba", gpus=32)).write(tmp_path / "run")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["files"] == {name: sha256_file(out / name) for name in ("jobs.csv", "timeseries.csv")}
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "summary.json", "timeseries.csv"]
+
+
+def test_make_workload_needs_exactly_one_source() -> None:
+    from cbalab.experiments.workload import make_workload
+
+    with pytest.raises(InstanceError, match="exactly one"):
+        make_workload()
+    with pytest.raises(InstanceError, match="exactly one"):
+        make_workload(trace="t.csv", n_jobs=3)
+    w = make_workload(n_jobs=20, seed=5, n_datasets=4)
+    assert w.jobs.equals(assign(generate_trace(20, 5), 5, n_datasets=4).jobs)

@@ -204,3 +204,34 @@ def test_workload_datasets_copy_the_public_list() -> None:
         workload_datasets(0)
     with pytest.raises(InstanceError, match="skew"):
         assign(generate_trace(3, seed=0), seed=0, skew=math.nan)
+
+
+def test_catalog_data_ships_beside_the_module_and_loads_in_file_order() -> None:
+    """catalog.csv is package data of cbalab.experiments.workload; every row has its source."""
+    import csv
+    from importlib import resources
+
+    text = resources.files("cbalab.experiments.workload").joinpath("catalog.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    cat = Catalog.default()
+    assert [r["id"] for r in rows if r["record"] == "dataset"] == list(cat.datasets)
+    assert [r["id"] for r in rows if r["record"] == "model"] == list(cat.models)
+    assert all(r["source"] for r in rows if r["record"] in ("dataset", "model"))
+    assert sum(r["record"] == "throughput" for r in rows) == sum(
+        len(t) for m in cat.models.values() for t in m.throughput.values()
+    )
+    # Numbers load bit-for-bit: CIFAR-10 is 50,000 records of 3,073 bytes.
+    assert cat.datasets["cifar-10"].size_gb == 50_000 * 3073 / 1e9
+    assert cat.datasets["wikitext-2"].samples == 2_088_628 // 35
+
+
+def test_one_zipf_draw_behind_every_generator() -> None:
+    """generate_cost and assign draw datasets through zipf_draw: the same seeded stream gives the same picks."""
+    from cbalab.experiments.workload import dataset_sizes, generate_cost, philly_gpus, zipf_draw
+
+    inst = generate_cost(50, 7, 11, skew=1.3)
+    rng = np.random.default_rng(11)
+    philly_gpus(rng, 50)
+    rng.lognormal(math.log(0.05), 0.8, size=50)
+    dataset_sizes(rng, 7)
+    assert zipf_draw(rng, 7, 50, 1.3).items.tolist() == inst.job_dataset.tolist()

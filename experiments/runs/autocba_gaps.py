@@ -9,8 +9,8 @@ times AutoCBA (greedy, CBA pass and certificate together) on ``--big-jobs`` jobs
 
     nice -n 10 python -m cbalab.experiments.runs.autocba_gaps [--instances 1000] [--out results/autocba_gaps]
 
-Writes ``gaps.csv`` (one row per instance, every parameter a column) and ``timing.csv`` under ``--out`` and
-prints the summary.  Deterministic: instance i uses seed i.
+Writes ``gaps.csv`` (one row per instance, every parameter a column) and ``timing.csv`` under ``--out``, each
+with its ``.meta.json`` (experiments/runs/common.py), and prints the summary.  Deterministic: instance i uses seed i.
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance
 from cbalab.models.solve import welfare_milp
+
+SCRIPT = "cbalab.experiments.runs.autocba_gaps"
 
 #: Swept parameters (instance i takes entry i mod len of each, with co-prime lengths so they mix).
 BUDGET_FRACTIONS = (0.2, 0.35, 0.5, 0.8, 0.1)
@@ -119,10 +122,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("results/autocba_gaps"))
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
 
     gaps = pd.DataFrame([measure(i) for i in range(args.instances)])
-    gaps.to_csv(args.out / "gaps.csv", index=False)
+    write_results(args.out / "gaps.csv", gaps, script=SCRIPT, seed=0, arguments=vars(args))
     print(f"AutoCBA vs MILP over {len(gaps)} instances ({gaps.n_jobs.min()}-{gaps.n_jobs.max()} jobs):")
     print(
         f"  gap 1 - W/OPT: mean {gaps.gap.mean():.4%}, worst {gaps.gap.max():.4%}, "
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     print(by[["gap", "certificate_slack"]].agg(["mean", "max"]).to_string())
 
     times = timing(args.big_jobs, args.big_datasets, args.repeats)
-    times.to_csv(args.out / "timing.csv", index=False)
+    write_results(args.out / "timing.csv", times, script=SCRIPT, seed=0, arguments=vars(args))
     print(f"AutoCBA on {args.big_jobs} jobs x 4 options ({args.big_datasets} datasets), {args.repeats} seeds:")
     print(
         f"  seconds: min {times.autocba_s.min():.2f}, median {times.autocba_s.median():.2f}, "

@@ -8,7 +8,8 @@ capacity rows of P1 matter).  Methods:
 * ``cba``             algorithms.cba.cba on the loaded instance (best of several repeats);
 * ``pyomo build+solve`` models.milp.cost.build_cost_model + models.solve.solve_model (HiGHS via Pyomo);
 * ``pyomo solve``     the solve_model part alone;
-* ``highspy build+solve`` the same LP assembled from numpy arrays (:func:`highs_lp`) and solved by HiGHS directly;
+* ``highspy build+solve`` the same LP (same hit-ratio form) assembled from numpy arrays
+  (models.milp.cost_highspy.solve_cost_lp) and solved by HiGHS directly;
 * ``highspy solve``   HiGHS's run() alone.
 
 It checks that all objectives agree (prints the largest relative difference)
@@ -17,7 +18,7 @@ and times ``models.instance.load`` of the largest instance's JSON file.
 Acceptance target (issue #2): CBA on 100k jobs × 10k datasets under 20 ms and
 at least 500× faster than HiGHS on the same LP.
 
-Run:  nice -n 10 python -m cbalab.experiments.runs.bench_cost [--repeats 7]
+Run:  nice -n 10 python -m cbalab.experiments.runs.bench_cost [--repeats 7] [--out bench_cost.csv]
 """
 
 from __future__ import annotations
@@ -26,99 +27,20 @@ import argparse
 import math
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import highspy
 import numpy as np
+import pandas as pd
 
 from cbalab.algorithms.cba import cba
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance, load
+from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 #: (jobs, datasets) of the benchmark instances.
 SIZES = ((1_000, 100), (10_000, 1_000), (100_000, 10_000))
-
-
-@dataclass
-class HighsAnswer:
-    """What HiGHS returned on P1's LP: model status text, objective (IO + GPU cost, $/h), cache per dataset."""
-
-    status: str
-    objective: float | None
-    cache_gb: np.ndarray | None
-    build_seconds: float
-    solve_seconds: float
-
-
-def highs_lp(inst: Instance, *, threads: int = 1) -> HighsAnswer:
-    """P1's LP (MODEL.md §4, continuous cache and bandwidth) built from numpy arrays and solved by highspy.
-
-    Columns: c_k (bounds [0, d_k], cost p_c) then b_j (bounds [0, ∞), cost p_b).
-    Rows: b_j + (r_j / d_k(j)) c_k(j) ≥ r_j for every job (the entry is left
-    out when r_j = 0); Σ_k c_k ≤ C; Σ_j b_j ≤ B when B is finite.  The
-    constant p_g Σ_j g_j is the model's objective offset.
-    """
-    start = time.perf_counter()
-    K, J = inst.n_datasets, inst.n_jobs
-    r = inst.job_io_gbps
-    d = inst.dataset_size_gb
-    coef = r / d[inst.job_dataset]
-    has = coef > 0
-    # Row-wise CSR: job rows (c entry if r_j > 0, then b_j), the cache row, the bandwidth row.
-    per_row = 1 + has.astype(np.int64)
-    starts = [np.concatenate([[0], np.cumsum(per_row)])[:-1]]
-    index = np.empty(int(per_row.sum()), dtype=np.int32)
-    value = np.empty(index.size)
-    first = starts[0]
-    jobs_with = np.flatnonzero(has)
-    index[first[jobs_with]] = inst.job_dataset[jobs_with]
-    value[first[jobs_with]] = coef[jobs_with]
-    b_pos = first + per_row - 1
-    index[b_pos] = K + np.arange(J)
-    value[b_pos] = 1.0
-    nnz = index.size
-    rows_lower = [r.astype(float)]
-    rows_upper = [np.full(J, highspy.kHighsInf)]
-    idx_parts, val_parts, start_parts = [index], [value], [starts[0]]
-    start_parts.append(np.array([nnz]))
-    idx_parts.append(np.arange(K, dtype=np.int32))
-    val_parts.append(np.ones(K))
-    rows_lower.append(np.array([-highspy.kHighsInf]))
-    rows_upper.append(np.array([inst.cache_gb]))
-    nnz += K
-    if math.isfinite(inst.bandwidth_gbps):
-        start_parts.append(np.array([nnz]))
-        idx_parts.append(K + np.arange(J, dtype=np.int32))
-        val_parts.append(np.ones(J))
-        rows_lower.append(np.array([-highspy.kHighsInf]))
-        rows_upper.append(np.array([inst.bandwidth_gbps]))
-    lp = highspy.HighsLp()
-    lp.num_col_ = K + J
-    lp.num_row_ = int(sum(x.size for x in rows_lower))
-    lp.col_cost_ = np.concatenate([np.full(K, inst.price_cache), np.full(J, inst.price_bandwidth)])
-    lp.col_lower_ = np.zeros(K + J)
-    lp.col_upper_ = np.concatenate([d, np.full(J, highspy.kHighsInf)])
-    lp.row_lower_ = np.concatenate(rows_lower)
-    lp.row_upper_ = np.concatenate(rows_upper)
-    lp.offset_ = inst.price_gpu * float(inst.job_gpus.sum())
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([*start_parts, [sum(x.size for x in idx_parts)]]).astype(np.int32)
-    lp.a_matrix_.index_ = np.concatenate(idx_parts).astype(np.int32)
-    lp.a_matrix_.value_ = np.concatenate(val_parts)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", threads)
-    h.passModel(lp)
-    built = time.perf_counter()
-    h.run()
-    solved = time.perf_counter()
-    status = h.modelStatusToString(h.getModelStatus())
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return HighsAnswer(status, None, None, built - start, solved - built)
-    cache = np.asarray(h.getSolution().col_value[:K])
-    return HighsAnswer(status, h.getInfo().objective_function_value, cache, built - start, solved - built)
 
 
 def binding_instance(n_jobs: int, n_datasets: int, seed: int) -> Instance:
@@ -166,13 +88,14 @@ def bench(n_jobs: int, n_datasets: int, repeats: int) -> dict:
     out = solve_model(model, SolveOptions())
     solved = time.perf_counter()
 
-    hs = highs_lp(inst)
+    hs = solve_cost_lp(inst)
     objectives = {"cba": cba_cost, "pyomo": out.objective, "highspy": hs.objective}
     ref = cba_cost
     diff = max(abs(v - ref) / abs(ref) for v in objectives.values() if v is not None)
     return {
         "jobs": n_jobs,
         "datasets": n_datasets,
+        "seed": n_jobs,
         "cba_status": ours.status,
         "pyomo_status": out.status,
         "highspy_status": hs.status,
@@ -203,8 +126,20 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--largest", type=int, default=len(SIZES), help="how many of the sizes to run (1..3)")
+    ap.add_argument("--out", help="also write the rows as a tidy CSV (with its .meta.json)")
     args = ap.parse_args(argv)
     rows = [bench(n, k, args.repeats) for n, k in SIZES[: args.largest]]
+    if args.out:
+        tidy = pd.DataFrame(
+            [
+                {
+                    **{k: v for k, v in r.items() if k not in ("objectives", "missing")},
+                    **{f"objective_{k}": v for k, v in r["objectives"].items()},
+                }
+                for r in rows
+            ]
+        )
+        write_results(args.out, tidy, script="cbalab.experiments.runs.bench_cost", seed=None, arguments=vars(args))
     head = (
         f"{'jobs':>8} {'datasets':>8} {'cba ms':>9} {'pyomo b+s s':>12} {'pyomo s s':>10} {'highspy b+s s':>14}"
         f" {'highspy s s':>12} {'pyomo/cba':>10} {'highspy/cba':>12} {'max rel diff':>13}"

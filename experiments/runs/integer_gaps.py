@@ -1,7 +1,7 @@
 """Acceptance run for the integer variants of P1 (spec/MODEL.md §4; proofs/cba_integer_gap.md).
 
 For each variant — whole datasets, blocks, bandwidth tiers, blocks + tiers, whole datasets + tiers — over
-``--instances`` generated instances (experiments/workload.generate_cost with the variant set by
+``--instances`` generated instances (experiments/workload/variants.py: generate_cost with the variant set by
 Instance.replace; 5-40 jobs, 2-12 datasets, swept price ratio, cache and bandwidth caps, block and tier sizes)
 it measures CBA's rounding against the exact MILP (Pyomo + HiGHS, MIP gap 0, no time limit), both scored by
 the referee, and checks every proven claim on the way (bound ≤ optimum ≤ CBA ≤ optimum + a-priori gap bound).
@@ -9,8 +9,9 @@ Then, per variant, it times the MILP and CBA on ``--big-jobs`` × ``--big-datase
 
     nice -n 10 python -m cbalab.experiments.runs.integer_gaps [--instances 1000] [--out results/integer_gaps]
 
-Writes ``gaps.csv`` (one row per instance and variant, every parameter a column), ``timing.csv`` and prints
-the summary tables.  Deterministic: instance i of every variant uses seed i.
+Writes ``gaps.csv`` (one row per instance and variant, every parameter a column), ``timing.csv`` (each with
+its ``.meta.json``, experiments/runs/common.py) and prints the summary tables.  Deterministic: instance i of
+every variant uses seed i.
 """
 
 from __future__ import annotations
@@ -22,49 +23,22 @@ from pathlib import Path
 import pandas as pd
 
 from cbalab.algorithms.cba import cba
-from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost
+from cbalab.experiments.runs.common import write_results
+from cbalab.experiments.workload.variants import (
+    BANDWIDTH_FRACTIONS,
+    CACHE_FRACTIONS,
+    CACHE_PRICE_SCALES,
+    VARIANTS,
+    variant_instance,
+)
 from cbalab.models.evaluate import Allocation, evaluate
 from cbalab.models.instance import Instance
 from cbalab.models.solve import SolveOptions, cost_milp
 
-#: variant name -> (cache granularity, bandwidth sold in tiers?)
-VARIANTS = {
-    "dataset": ("dataset", False),
-    "block": ("block", False),
-    "tiers": ("continuous", True),
-    "block+tiers": ("block", True),
-    "dataset+tiers": ("dataset", True),
-}
-
-#: Swept parameters (instance i takes entry i mod len of each, with co-prime lengths so they mix).
-CACHE_PRICE_SCALES = (0.1, 1.0, 10.0, 30.0, 100.0)
-BANDWIDTH_FRACTIONS = (None, 0.7, None, 0.9)
-CACHE_FRACTIONS = (0.05, 0.2, 0.5)
-BLOCK_GB = (1.0, 8.0, 32.0, 128.0, 512.0, 4.0, 16.0)
-TIER_FRACTIONS = (0.02, 0.1, 0.3, 0.05, 0.2, 0.5, 0.01, 0.15, 0.4, 1.0, 0.07)
+SCRIPT = "cbalab.experiments.runs.integer_gaps"
 
 #: Relative tolerance of the checks (HiGHS's feasibility tolerance is 1e-7).
 TOL = 1e-6
-
-
-def instance(variant: str, i: int, n_jobs: int | None = None, n_datasets: int | None = None) -> Instance:
-    """Instance i of ``variant``: generate_cost(seed=i) with swept sizes and prices, the variant set by replace."""
-    granularity, tiers = VARIANTS[variant]
-    p_g, p_c, p_b = DEFAULT_PRICES
-    base = generate_cost(
-        n_jobs if n_jobs is not None else 5 + i % 36,
-        n_datasets if n_datasets is not None else 2 + (i // 3) % 11,
-        seed=i,
-        cache_fraction=CACHE_FRACTIONS[i % len(CACHE_FRACTIONS)],
-        bandwidth_fraction=BANDWIDTH_FRACTIONS[i % len(BANDWIDTH_FRACTIONS)],
-        prices=(p_g, p_c * CACHE_PRICE_SCALES[i % len(CACHE_PRICE_SCALES)], p_b),
-    )
-    total = float(base.job_io_gbps.sum())
-    return base.replace(
-        cache_granularity=granularity,
-        block_gb=BLOCK_GB[i % len(BLOCK_GB)] if granularity == "block" else None,
-        bandwidth_step_gbps=TIER_FRACTIONS[i % len(TIER_FRACTIONS)] * total if tiers and total > 0 else None,
-    )
 
 
 def _scored(inst: Instance, alloc: Allocation) -> tuple[float, float]:
@@ -77,7 +51,7 @@ def _scored(inst: Instance, alloc: Allocation) -> tuple[float, float]:
 
 def compare(variant: str, i: int) -> dict:
     """One row: CBA's rounding vs the exact MILP on instance i of ``variant``, with every proven claim checked."""
-    inst = instance(variant, i)
+    inst = variant_instance(variant, i)
     t0 = time.perf_counter()
     mine = cba(inst)
     t1 = time.perf_counter()
@@ -131,7 +105,7 @@ def timing(variant: str, n_jobs: int, n_datasets: int, seeds: int) -> list[dict]
     """MILP (Pyomo build + HiGHS, gap 0) and CBA wall time on ``seeds`` instances of n_jobs × n_datasets."""
     rows = []
     for s in range(seeds):
-        inst = instance(variant, s, n_jobs, n_datasets)
+        inst = variant_instance(variant, s, n_jobs, n_datasets)
         t0 = time.perf_counter()
         mine = cba(inst)
         t1 = time.perf_counter()
@@ -154,13 +128,6 @@ def timing(variant: str, n_jobs: int, n_datasets: int, seeds: int) -> list[dict]
             }
         )
     return rows
-
-
-def _write(df: pd.DataFrame, path: Path) -> None:
-    """Write a CSV atomically (never a half-written result file)."""
-    tmp = path.with_suffix(".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)
 
 
 def summarize(gaps: pd.DataFrame) -> pd.DataFrame:
@@ -202,12 +169,12 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows = []
+    rows: list[dict] = []
     for variant in args.variants:
         rows.extend(compare(variant, i) for i in range(args.instances))
         print(f"{variant}: {args.instances} instances done at {time.perf_counter() - start:.0f} s", flush=True)
     gaps = pd.DataFrame(rows)
-    _write(gaps, out / "gaps.csv")
+    write_results(out / "gaps.csv", gaps, script=SCRIPT, seed=0, arguments=vars(args))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summarize(gaps).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     times = []
@@ -216,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
             times.extend(timing(variant, args.big_jobs, args.big_datasets, args.big_seeds))
             print(f"{variant}: timing done at {time.perf_counter() - start:.0f} s", flush=True)
         timed = pd.DataFrame(times)
-        _write(timed, out / "timing.csv")
+        write_results(out / "timing.csv", timed, script=SCRIPT, seed=0, arguments=vars(args))
         table = timed.groupby("variant", sort=False).agg(
             milp_median_s=("milp_seconds", "median"),
             milp_max_s=("milp_seconds", "max"),

@@ -15,45 +15,66 @@ import argparse
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from cbalab.algorithms import registry as methods
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.simulate import SimConfig, simulate
-from cbalab.experiments.workload import DEFAULT_PRICES, assign, generate_trace, load_trace
+from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
-POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
+SCRIPT = "cbalab.experiments.runs.replay_table"
+
+POLICIES = tuple(methods.cache_policies())
 
 
-def table(args: argparse.Namespace) -> pd.DataFrame:
-    """Replay the workload of ``args`` under every policy; one tidy row per (policy, warm-up) run."""
-    trace = load_trace(args.trace) if args.trace else generate_trace(args.generate, args.seed)
-    workload = assign(trace, args.seed, skew=args.skew, n_datasets=args.datasets)
+def table(
+    *,
+    trace: str | Path | None = None,
+    n_jobs: int | None = None,
+    seed: int = 0,
+    skew: float = 1.0,
+    n_datasets: int = 48,
+    gpus: int = 768,
+    cache_gb: float = 500.0,
+    bandwidth_gbps: float | None = None,
+    warmups: Sequence[bool] = (True,),
+    policies: Sequence[str] = POLICIES,
+) -> pd.DataFrame:
+    """Replay one workload (``trace`` or ``n_jobs`` generated jobs) under every policy and warm-up setting.
+
+    One tidy row per (warm-up, policy) run with every setting as a column;
+    ``io_vs_cba`` is each run's IO cost relative to CBA's with the same
+    warm-up setting.  ``bandwidth_gbps`` None is no cap.
+    """
+    workload = make_workload(trace=trace, n_jobs=n_jobs, seed=seed, skew=skew, n_datasets=n_datasets)
     rows = []
-    for warmup in (True, False) if args.both_warmups else (not args.no_warmup,):
-        for policy in args.policies:
+    for warmup in warmups:
+        for policy in policies:
             cfg = SimConfig(
                 policy=policy,
-                gpus=args.gpus,
-                cache_gb=args.cache_gb,
-                bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+                gpus=gpus,
+                cache_gb=cache_gb,
+                bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
                 prices=DEFAULT_PRICES,
                 warmup=warmup,
-                seed=args.seed,
+                seed=seed,
             )
             start = time.perf_counter()
             s = simulate(workload, cfg).summary
             rows.append(
                 {
-                    "trace": args.trace or f"generated:{args.generate}",
+                    "trace": str(trace) if trace is not None else f"generated:{n_jobs}",
                     "jobs": s["jobs"],
                     "policy": policy,
                     "warmup": warmup,
-                    "seed": args.seed,
-                    "skew": args.skew,
-                    "datasets": args.datasets,
-                    "gpus": args.gpus,
-                    "cache_gb": args.cache_gb,
-                    "bandwidth_gbps": args.bandwidth_gbps,
+                    "seed": seed,
+                    "skew": skew,
+                    "datasets": n_datasets,
+                    "gpus": gpus,
+                    "cache_gb": cache_gb,
+                    "bandwidth_gbps": bandwidth_gbps,
                     "price_gpu": DEFAULT_PRICES[0],
                     "price_cache": DEFAULT_PRICES[1],
                     "price_bandwidth": DEFAULT_PRICES[2],
@@ -92,9 +113,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--policies", nargs="+", default=list(POLICIES))
     p.add_argument("--out")
     args = p.parse_args(argv)
-    frame = table(args)
+    frame = table(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=args.bandwidth_gbps,
+        warmups=(True, False) if args.both_warmups else (not args.no_warmup,),
+        policies=args.policies,
+    )
     if args.out:
-        frame.to_csv(args.out, index=False)
+        write_results(args.out, frame, script=SCRIPT, seed=args.seed, arguments=vars(args))
     shown = frame[["policy", "warmup", "cache_cost", "bandwidth_cost", "io_cost", "io_vs_cba", "total_cost"]]
     print(shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
     return 0

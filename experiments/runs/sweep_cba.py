@@ -3,7 +3,7 @@
 Checks Theorem 1 of proofs/cba_optimality.md at scale: (i) CBA's cost equals
 the LP optimum, (ii) CBA says infeasible exactly when HiGHS does.  The LP is
 built from numpy arrays and solved by highspy directly
-(:func:`experiments.bench_cost.highs_lp`), since Pyomo's model building would
+(models.milp.cost_highspy.solve_cost_lp, the hit-ratio form of models/milp/cost.py), since Pyomo's model building would
 dominate 10,000 small solves.
 
 Instance ``i`` is drawn from ``numpy.random.default_rng([seed, i])``:
@@ -28,7 +28,7 @@ feeding bandwidth, in both directions, each with the instance that gave it
 ("relative to the objective" is floored at 1e-9 of the cost scale, the referee's tolerance, so that
 an optimum of 0 against a re-scored 2e-18 counts as agreement).
 
-Run:  nice -n 10 python -m cbalab.experiments.runs.sweep_cba --instances 10000 --seed 0
+Run:  nice -n 10 python -m cbalab.experiments.runs.sweep_cba --instances 10000 --seed 0 [--out sweep_cba.csv]
 """
 
 from __future__ import annotations
@@ -38,12 +38,15 @@ import math
 import time
 
 import numpy as np
+import pandas as pd
 
 from cbalab.algorithms.cba import cba
-from cbalab.experiments.runs.bench_cost import highs_lp
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import Allocation, Evaluation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
+from cbalab.models.kernels import prefix_fill
+from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 
@@ -53,7 +56,7 @@ def least_remote(inst: Instance) -> float:
     R = inst.dataset_demand(inst.job_io_gbps)
     d = inst.dataset_size_gb
     order = np.lexsort((np.arange(d.size), -(R / d)))
-    cached = np.clip(inst.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
+    cached = prefix_fill(d, order, inst.cache_gb)[order]
     return float(np.sum(R[order] * (1.0 - cached / d[order])))
 
 
@@ -123,8 +126,9 @@ def sweep(n: int, seed: int) -> dict:
         "referee_rejects_highs": 0,
         "modes": dict.fromkeys(BANDWIDTH_MODES, 0),
         "disagreements": [],
+        "rows": [],
     }
-    worst = {
+    worst: dict[str, tuple[float, tuple[int, str] | None]] = {
         "objective_vs_scale": (0.0, None),
         "objective_vs_optimum": (0.0, None),
         "cba_above_rescored": (0.0, None),
@@ -135,9 +139,12 @@ def sweep(n: int, seed: int) -> dict:
         stats["instances"] += 1
         stats["modes"][mode] += 1
         ours = cba(inst)
-        exact = highs_lp(inst)
+        exact = solve_cost_lp(inst)
         cba_inf = not ours.has_allocation
         highs_inf = exact.objective is None
+        row = {"instance": i, "seed": seed, "mode": mode, "jobs": inst.n_jobs, "datasets": inst.n_datasets}
+        row.update(cba_status=ours.status, highs_status=exact.status)
+        stats["rows"].append(row)
         stats["cba_infeasible"] += cba_inf
         stats["highs_infeasible"] += highs_inf
         if cba_inf != highs_inf:
@@ -157,6 +164,7 @@ def sweep(n: int, seed: int) -> dict:
         )
         # relative to the cost itself, floored at 1e-9 of the scale (the referee's tolerance): 0 vs 2e-18 agrees
         size = max(abs(opt_io), abs(ev.cost_io), abs(theirs.cost_io), 1e-9 * scale, 1e-300)
+        row.update(cba_io=ev.cost_io, highs_io=opt_io, highs_rescored_io=theirs.cost_io, cost_scale=scale)
         for key, value in (
             ("objective_vs_scale", abs(ev.cost_io - opt_io) / max(scale, 1e-300)),
             ("objective_vs_optimum", abs(ev.cost_io - opt_io) / size),
@@ -174,10 +182,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write one row per instance as a tidy CSV (with its .meta.json)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     s = sweep(args.instances, args.seed)
     seconds = time.perf_counter() - start
+    if args.out:
+        rows = pd.DataFrame(s["rows"])
+        write_results(args.out, rows, script="cbalab.experiments.runs.sweep_cba", seed=args.seed, arguments=vars(args))
     print(f"sweep_cba: {s['instances']} instances, seed {args.seed}, {seconds:.1f} s")
     print(f"  bandwidth modes: {s['modes']}")
     print(f"  infeasible: CBA {s['cba_infeasible']}, HiGHS {s['highs_infeasible']}, disagreements {s['disagree']}")

@@ -1,0 +1,116 @@
+"""Job traces: the Philly trace and the generic CSV form (spec/INTERFACE.md, "Traces and simulation output")."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cbalab.models.instance import InstanceError
+
+#: The Philly trace's columns (spec/INTERFACE.md, "Traces and simulation output").
+PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+#: The generic trace's required and optional columns.
+TRACE_COLUMNS = ("submit_time_s", "duration_s", "gpus")
+TRACE_OPTIONAL = ("job_id", "model", "dataset")
+
+
+class TraceError(InstanceError):
+    """A bad trace file: the message names the file, the line and the column (CLI exit 2)."""
+
+    def __init__(self, source: str, line: int, column: str, value: object, problem: str) -> None:
+        self.line = line
+        self.column = column
+        super().__init__(f"{source}: line {line}, column {column!r}", value, problem)
+
+
+def load_trace(path: str | Path) -> pd.DataFrame:
+    """Read a job trace (generic or Philly form) into a DataFrame sorted by submit time.
+
+    Columns: ``line`` (of the file), ``job_id``, ``submit_s`` (from the
+    earliest submission in the Philly form, as written in the generic form),
+    ``duration_s``, ``gpus``, ``model`` and ``dataset`` ("" when not pinned).
+    Blank lines are skipped (the Philly file ends with one).  Every bad value
+    raises :class:`TraceError` naming the line and the column.
+    """
+    p = Path(path)
+    source = str(path)
+    try:
+        with p.open(newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            rows: list[list[str]] = []
+            lines: list[int] = []
+            for row in reader:
+                if not row or all(not x.strip() for x in row):
+                    continue
+                rows.append(row)
+                lines.append(reader.line_num)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
+    if header is None:
+        raise TraceError(source, 1, "header", None, "empty file: expected a header line")
+    header = [h.strip() for h in header]
+    philly = set(PHILLY_COLUMNS) <= set(header)
+    required = ("timestamp", "duration", "num_gpus") if philly else TRACE_COLUMNS
+    for col in required:
+        if col not in header:
+            raise TraceError(source, 1, col, header, "required column missing from the header")
+    for i, row in enumerate(rows):
+        if len(row) != len(header):
+            raise TraceError(source, lines[i], "*", row, f"has {len(row)} fields, the header has {len(header)}")
+    line = np.asarray(lines, dtype=np.int64)
+    cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
+
+    def number(col: str, *, positive: bool, integer: bool) -> np.ndarray:
+        values = pd.to_numeric(pd.Series(cols[col], dtype=object), errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(values) & ((values > 0) if positive else (values >= 0))
+        if integer:
+            ok &= values == np.floor(values)
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            what = ("a whole number" if integer else "a number") + (" > 0" if positive else " >= 0")
+            raise TraceError(source, int(line[bad[0]]), col, cols[col][bad[0]], f"must be {what}")
+        return values
+
+    if philly:
+        stamps = pd.to_datetime(pd.Series(cols["timestamp"]), format="%Y-%m-%d %H:%M:%S", errors="coerce")
+        bad = np.flatnonzero(stamps.isna().to_numpy())
+        if bad.size:
+            raise TraceError(
+                source, int(line[bad[0]]), "timestamp", cols["timestamp"][bad[0]], "not YYYY-MM-DD HH:MM:SS"
+            )
+        seconds = (stamps - stamps.min()).dt.total_seconds().to_numpy() if len(rows) else np.zeros(0)
+        duration = number("duration", positive=True, integer=False)
+        gpus = number("num_gpus", positive=True, integer=True)
+        ids = [f"philly-{n}" for n in line]
+        model = dataset = [""] * len(rows)
+    else:
+        seconds = number("submit_time_s", positive=False, integer=False)
+        duration = number("duration_s", positive=True, integer=False)
+        gpus = number("gpus", positive=True, integer=True)
+        ids = cols["job_id"] if "job_id" in cols else [f"job-{n}" for n in line]
+        seen: dict[str, int] = {}
+        for i, jid in enumerate(ids):
+            if not jid:
+                raise TraceError(source, int(line[i]), "job_id", jid, "must be a non-empty string")
+            if jid in seen:
+                raise TraceError(source, int(line[i]), "job_id", jid, f"duplicate id (first on line {seen[jid]})")
+            seen[jid] = int(line[i])
+        model = cols.get("model", [""] * len(rows))
+        dataset = cols.get("dataset", [""] * len(rows))
+    frame = pd.DataFrame(
+        {
+            "line": line,
+            "job_id": ids,
+            "submit_s": seconds,
+            "duration_s": duration,
+            "gpus": gpus.astype(np.int64),
+            "model": model,
+            "dataset": dataset,
+        }
+    )
+    frame.attrs["source"] = source
+    return frame.sort_values("submit_s", kind="stable").reset_index(drop=True)

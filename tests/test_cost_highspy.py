@@ -1,0 +1,72 @@
+"""models/milp/cost_highspy.py: the numpy-built LP of P1 against the Pyomo build of models/milp/cost.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cbalab.algorithms.cba import cba
+from cbalab.experiments.workload import generate_cost
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.milp.cost import build_cost_model
+from cbalab.models.milp.cost_highspy import solve_cost_lp
+from cbalab.models.solve import solve_model
+
+
+def _instances() -> list[Instance]:
+    """Small generated instances under no cap, a loose cap, the tight cap and a cap below it."""
+    out = []
+    for seed in range(6):
+        inst = generate_cost(12 + 3 * seed, 2 + seed, seed, skew=0.5 * seed, cache_fraction=0.1 + 0.15 * seed)
+        total = float(inst.job_io_gbps.sum())
+        least = float(cba(inst.replace(price_cache=0.0, price_bandwidth=1.0)).bandwidth_gbps.sum())
+        for bandwidth in (math.inf, 0.5 * (least + total), least, least - 1e-3 * total):
+            out.append(inst.replace(bandwidth_gbps=max(bandwidth, 0.0)))
+    return out
+
+
+@pytest.mark.parametrize("inst", _instances())
+def test_highspy_lp_matches_the_pyomo_build(inst: Instance) -> None:
+    """Same status and the same optimum (to HiGHS's 1e-7 tolerances) as build_cost_model(relax=True)."""
+    pyomo = solve_model(build_cost_model(inst, relax=True))
+    ours = solve_cost_lp(inst)
+    assert ours.optimal == (pyomo.status == "optimal"), (ours.status, pyomo.status)
+    if not ours.optimal:
+        assert pyomo.status == "infeasible"
+        return
+    scale = inst.price_bandwidth * float(inst.job_io_gbps.sum()) + inst.price_cache * inst.cache_gb
+    assert abs(ours.objective - pyomo.objective) <= 1e-7 * (scale + abs(pyomo.objective))
+    assert ours.cache_gb.sum() <= inst.cache_gb * (1 + 1e-7)
+    assert (ours.cache_gb >= 0).all() and (ours.cache_gb <= inst.dataset_size_gb).all()
+    # CBA's optimum (Theorem 1) is the same number.
+    total = evaluate(inst, cba(inst), "cost").cost_total
+    assert abs(ours.objective - total) <= 1e-7 * (scale + abs(total))
+
+
+def test_a_slow_job_on_a_huge_dataset_stays_feasible() -> None:
+    """r_j / d_k = 1e-11 (below HiGHS's 1e-9 drop threshold) must not make a feasible instance infeasible.
+
+    The GB form of the feeding row had that coefficient; the hit-ratio form has r_j.
+    """
+    inst = build(
+        dataset_size_gb=np.array([1e5, 10.0]),
+        job_dataset=np.array([0, 1]),
+        job_gpus=np.array([1, 1]),
+        job_io_gbps=np.array([1e-6, 1.0]),
+        cache_gb=1e5 + 10.0,
+        bandwidth_gbps=0.5e-6,
+        prices=(2.5, 1e-9, 0.9),
+    )
+    ours = solve_cost_lp(inst)
+    assert ours.optimal, ours.status
+    assert ours.cache_gb[0] >= 0.5 * 1e5 * (1 - 1e-6)
+    assert abs(ours.objective - evaluate(inst, cba(inst), "cost").cost_total) <= 1e-9
+
+
+def test_integer_variants_are_refused() -> None:
+    inst = generate_cost(5, 2, 0).replace(cache_granularity="dataset")
+    with pytest.raises(InstanceError, match="cache_granularity"):
+        solve_cost_lp(inst)
