@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.runs.integer_gaps import instance
-from cbalab.models.files import atomic_write_csv
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.solve import SolveOptions, solve_model
 
@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> None:
             row = run_one(seed, form, args.jobs, args.datasets, args.time_limit)
             rows.append(row)
             pair[form] = row
-            atomic_write_csv(out / "integer_milp_bench.csv", pd.DataFrame(rows))
+            write_results(
+                out / "integer_milp_bench.csv",
+                pd.DataFrame(rows),
+                script="integer_milp_bench",
+                seed=None,
+                arguments=vars(args),
+            )
             print(f"seed {seed} {form}: {row['status']} in {row['wall_seconds']:.2f} s", flush=True)
         old, new = pair["without_block_count"], pair["with_block_count"]
         if new["status"] != "optimal":

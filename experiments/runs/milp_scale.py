@@ -33,9 +33,9 @@ from pathlib import Path
 import pandas as pd
 
 from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import Allocation, evaluate
-from cbalab.models.files import atomic_write_csv
 from cbalab.models.instance import Instance
 from cbalab.models.solve import solve_welfare, solve_welfare_stall
 from cbalab.models.types import SolveOptions
@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     for i, params in enumerate(runs, 1):
         row = run_one(params)
         rows.append(row)
-        atomic_write_csv(out / "milp_scale.csv", pd.DataFrame(rows))
+        write_results(
+            out / "milp_scale.csv", pd.DataFrame(rows), script="milp_scale", seed=args.seed, arguments=vars(args)
+        )
         print(
             f"[{i}/{len(runs)} {time.perf_counter() - begin:.0f} s] N={row['jobs']} F={row['budget_fraction']} "
             f"seed={row['seed']} {row['form']}: {row['status']} {row['seconds']:.2f} s welfare={row['welfare']}",
