@@ -51,8 +51,9 @@ def brute_force(inst: Instance) -> float:
 def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance:
     """1-4 jobs on 1-3 datasets, 1-3 options each with any (non-concave) utilities, any limits.
 
-    ``linear_feeding`` draws only the instances of Theorem C (proofs/autocba_guarantee.md): no cache (C = 0)
-    or free cache for all (p_c = 0, C ≥ Σ d), and B = ∞.
+    ``linear_feeding`` draws only the instances of Theorem C (proofs/autocba_guarantee.md): no cache (C = 0,
+    (L0), with any B, so that budget, G and B can all bind: d up to 3) or free cache for all (p_c = 0,
+    C ≥ Σ d and B = ∞, (L1)).
     """
     n_k = draw(st.integers(1, 3))
     n_j = draw(st.integers(1, 4))
@@ -72,9 +73,10 @@ def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance
     if linear_feeding:
         if draw(st.booleans()):
             cache, p_c = 0.0, draw(st.sampled_from([0.0, 0.01, 1.0]))
+            bandwidth = draw(st.sampled_from([math.inf, 0.5, 1.0, 2.0, 4.0]))
         else:
             cache, p_c = float(sizes.sum()) * draw(st.sampled_from([1.0, 2.0])), 0.0
-        bandwidth = math.inf
+            bandwidth = math.inf
     else:
         cache = float(sizes.sum()) * draw(st.sampled_from([0.0, 0.3, 0.7, 1.0]))
         p_c = draw(st.sampled_from([0.0, 0.004, 0.05, 1.0]))
@@ -116,7 +118,8 @@ def test_autocba_feasible_and_bracketed_by_brute_force(inst: Instance) -> None:
 def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
     """Theorem C (proofs/autocba_guarantee.md): with linear feeding cost, welfare ≥ OPT/(2d), ≥ OPT/2 for d = 1.
 
-    d is the number of the limits (budget, G) that can bind; B = ∞ here.
+    d is the number of the limits (budget, G, B) that can bind: B only under (L0), where the remote IO of an
+    option is its rate r_o, so d reaches 3.
     """
     welfare = _check_feasible(inst, autocba(inst))
     opt = brute_force(inst)
@@ -128,6 +131,8 @@ def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
     cost, _ = standalone_cost(inst)
     d = int(_sum_of_job_max(inst, keep, cost) > inst.budget_per_hour)
     d += int(inst.gpus is not None and _sum_of_job_max(inst, keep, inst.option_gpus.astype(float)) > inst.gpus)
+    if math.isfinite(inst.bandwidth_gbps) and inst.cache_gb == 0:
+        d += int(_sum_of_job_max(inst, keep, inst.option_io_gbps) > inst.bandwidth_gbps)
     assert ratio >= (1.0 / (2 * d) if d else 1.0) - 1e-9
 
 
