@@ -220,10 +220,10 @@ def solve_welfare(
     warm: Allocation | None = None,
     cutoff: bool = False,
 ) -> Allocation:
-    """Solve P2 (MODEL.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+    """Solve P2 (docs/model.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
 
     ``form="arrays"`` (the default) builds the array form of models/milp/welfare.py and solves it with
-    highspy; ``form="pyomo"`` builds P2 as MODEL.md §5 writes it through Pyomo (the reference the array
+    highspy; ``form="pyomo"`` builds P2 as docs/model.md §5 writes it through Pyomo (the reference the array
     form is checked against, proofs/welfare_milp_forms.md Theorem F1).  ``warm`` (arrays only) is a
     feasible allocation handed to HiGHS as its first incumbent; with ``cutoff`` its welfare (less a
     relative 1e-9) also becomes HiGHS's objective bound.  The run facts go to ``extra["milp"]``.
@@ -308,7 +308,7 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
     """Cache c = d h and least feeding b_j = r_j (1 − h_k(j)), scaled into C, B and the budget if rounding broke them.
 
     Scaling the cache down or the bandwidth down by a factor 1 − ε stalls jobs
-    by at most ε (MODEL.md §5 scoring); ε is the solver's feasibility slack.
+    by at most ε (docs/model.md §5 scoring); ε is the solver's feasibility slack.
     """
     d = inst.dataset_size_gb
     cache = d * hit
@@ -326,12 +326,12 @@ def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Alloca
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (MODEL.md §5)."""
+    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (docs/model.md §5)."""
     return solve_welfare(inst, relax=False, options=options)
 
 
 def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """The stall-allowed welfare problem P2s (MODEL.md §5) through its MILP relaxation, exact when it certifies.
+    """The stall-allowed welfare problem P2s (docs/model.md §5) through its MILP relaxation, exact when it certifies.
 
     The array form with ``stall=True`` maximises Σ U_o s_o with fed fractions s_o ≤ y_o and remote demand
     r_o (s_o − z_o), z_o ≤ s_o, Σ_{o ∈ O_j} z_o ≤ h_k(j).  The referee's demand of a job fed at s is
@@ -394,5 +394,5 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
 
 
 def welfare_milp_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Registered method ``milp-stall``: the stall-allowed reference P2s (MODEL.md §5), certified when exact."""
+    """Registered method ``milp-stall``: the stall-allowed reference P2s (docs/model.md §5), certified when exact."""
     return solve_welfare_stall(inst, options)

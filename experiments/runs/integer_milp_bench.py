@@ -1,4 +1,4 @@
-"""Regression benchmark of the integer P1 MILP (spec/MODEL.md §4; proofs/cba_integer_gap.md, Theorem I6).
+"""Regression benchmark of the integer P1 MILP (docs/model.md §4; proofs/cba_integer_gap.md, Theorem I6).
 
 Blocks + bandwidth tiers, seed 0, 1,000 jobs × 200 datasets (experiments/runs/integer_gaps.instance), built
 and solved twice in one run: with the block count N = Σ_k n_k (today's formulation) and without it (the

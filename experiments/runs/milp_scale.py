@@ -1,10 +1,10 @@
-"""How the exact welfare MILP (P2, spec/MODEL.md §5) scales, today's formulation against the new ones, in one run.
+"""How the exact welfare MILP (P2, docs/model.md §5) scales, today's formulation against the new ones, in one run.
 
 Instance family: ``cbalab generate --kind welfare --jobs N --datasets N/10 --seed S --utility mixed
 --budget-fraction F`` (experiments.workload.generate_welfare; 4 GPU options per job), N ∈ {100, 300, 1000,
 3000}, F ∈ {0.1, 0.2, 0.35}, 3 seeds.  Per instance, every form is timed wall-clock, build included:
 
-* ``pyomo``       P2 as MODEL.md §5 writes it, built through Pyomo and handed to HiGHS (today's method);
+* ``pyomo``       P2 as docs/model.md §5 writes it, built through Pyomo and handed to HiGHS (today's method);
 * ``arrays``      the array form of models/milp/welfare.py built from numpy and passed to highspy;
 * ``arrays+warm`` the same with AutoCBA's allocation as HiGHS's first incumbent (AutoCBA's time not included;
                   it is the ``autocba`` row);

@@ -1,4 +1,4 @@
-"""The cost problem P1 (spec/MODEL.md §4) as a Pyomo model, with its integer variants.
+"""The cost problem P1 (docs/model.md §4) as a Pyomo model, with its integer variants.
 
 The model is assembled from one builder per group of constraints, each named
 for what it states:
@@ -44,7 +44,7 @@ from cbalab.models.instance import Instance
 
 
 def build_cost_model(inst: Instance, *, relax: bool = False, count_blocks: bool = True) -> pyo.ConcreteModel:
-    """P1 of MODEL.md §4 for ``inst`` (fixed GPUs and rates), exact for its cache and bandwidth variants.
+    """P1 of docs/model.md §4 for ``inst`` (fixed GPUs and rates), exact for its cache and bandwidth variants.
 
     ``count_blocks`` adds the block count N under blocks (not in the relaxation, whose LP it leaves
     unchanged); see the module docstring.
@@ -64,7 +64,7 @@ def build_cost_model(inst: Instance, *, relax: bool = False, count_blocks: bool 
 
 
 def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
-    """Occupied cache c_k and hit ratio h_k = s_k / d_k per dataset (MODEL.md §3-§4, cache granularity).
+    """Occupied cache c_k and hit ratio h_k = s_k / d_k per dataset (docs/model.md §3-§4, cache granularity).
 
     continuous: h_k ∈ [0, 1], c_k = d_k h_k.  dataset: h_k = z_k ∈ {0, 1}, c_k = d_k z_k.
     block of size u: c_k = u n_k with n_k ∈ {0, …, ⌈d_k/u⌉}, and d_k h_k ≤ c_k, h_k ≤ 1
@@ -106,7 +106,7 @@ def define_block_count(m: pyo.ConcreteModel, inst: Instance) -> None:
 
 
 def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
-    """Bandwidth b_j ≥ 0 per job; under tiers of size β, Σ_j b_j ≤ β·m with m whole (MODEL.md §4)."""
+    """Bandwidth b_j ≥ 0 per job; under tiers of size β, Σ_j b_j ≤ β·m with m whole (docs/model.md §4)."""
     m.bw = pyo.Var(m.J, domain=pyo.NonNegativeReals)
     step = inst.bandwidth_step_gbps
     if step is not None:
@@ -117,7 +117,7 @@ def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
 
 
 def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """No stalls: b_j ≥ r_j (1 - h_k(j)) for every job (MODEL.md §3-§4)."""
+    """No stalls: b_j ≥ r_j (1 - h_k(j)) for every job (docs/model.md §3-§4)."""
     r = inst.job_io_gbps
     k_of = inst.job_dataset
 
@@ -130,7 +130,7 @@ def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
 
 
 def define_capacity(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """Σ_k c_k ≤ C and Σ_j b_j ≤ B (MODEL.md §4); the second is dropped when B is unlimited."""
+    """Σ_k c_k ≤ C and Σ_j b_j ≤ B (docs/model.md §4); the second is dropped when B is unlimited."""
     m.cache_capacity = pyo.Constraint(expr=pyo.quicksum(m.cache[k] for k in m.K) <= float(inst.cache_gb))
     if math.isfinite(inst.bandwidth_gbps) and inst.n_jobs:  # with no job the sum is 0 and the row trivial
         m.bandwidth_capacity = pyo.Constraint(expr=pyo.quicksum(m.bw[j] for j in m.J) <= float(inst.bandwidth_gbps))

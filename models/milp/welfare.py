@@ -1,4 +1,4 @@
-"""The welfare problem P2 (spec/MODEL.md §5) as a Pyomo MILP, exact for any utility table.
+"""The welfare problem P2 (docs/model.md §5) as a Pyomo MILP, exact for any utility table.
 
 Variables are indexed by option row o (the CSR rows of ``Instance.option_*``;
 j(o) is the job of row o, g_o, r_o, U_o its GPUs, rate and utility) and by
@@ -19,7 +19,7 @@ is an upper bound on the welfare.  (McCormick is then no longer exact, and
 the relaxation is correspondingly weaker; it is still a valid bound because
 every integer solution with w = y h satisfies it.)
 
-Only continuous caching without bandwidth tiers is modelled: P2 in MODEL.md §5
+Only continuous caching without bandwidth tiers is modelled: P2 in docs/model.md §5
 is stated for continuous c and b, and every P2 method in cbalab (AutoCBA, the
 baselines, the brute force of the tests) feeds through the continuous P1
 closed form.  Other variants are rejected with an InstanceError rather than
@@ -38,7 +38,7 @@ from cbalab.models.instance import Instance
 
 
 def build_welfare_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:
-    """P2 of MODEL.md §5 for ``inst`` (every job needs options); ``relax`` gives the LP relaxation."""
+    """P2 of docs/model.md §5 for ``inst`` (every job needs options); ``relax`` gives the LP relaxation."""
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
     m = pyo.ConcreteModel(name="cbalab-P2")
@@ -134,15 +134,14 @@ def define_welfare(m: pyo.ConcreteModel, inst: Instance) -> None:
 
 # ----------------------------------------------------------------- the array form, built from numpy for HiGHS
 #
-# build_welfare_model above is P2 as MODEL.md §5 writes it, one Pyomo component per row.  The array form
+# build_welfare_model above is P2 as docs/model.md §5 writes it, one Pyomo component per row.  The array form
 # below states the same problem built from numpy in milliseconds; proofs/welfare_milp_forms.md proves both
 # have the same optima (Theorem F1) and tests/test_welfare_milp.py checks it against the Pyomo model and
 # brute force.  It may drop three groups of rows, each implied at an optimum or redundant (measured: HiGHS
 # is slower without them, so by default all are kept, see build_welfare_arrays):
 #
-# * b_j (optional): the bandwidth enters P2 only through Σ_j b_j (cap, budget), so every feeding row is
-#   tight at some optimum and Σ_j b_j = Σ_o r_o (y_o − w_o) may be substituted (w ≤ y keeps it ≥ 0) --
-#   measured slower (HiGHS finds its cuts on the per-job rows), so the rows are kept by default;
+# * b_j: the bandwidth enters P2 only through Σ_j b_j (cap, budget), so every feeding row is tight at
+#   some optimum and Σ_j b_j = Σ_o r_o (y_o − w_o) may be substituted (w ≤ y keeps it ≥ 0);
 # * w ≥ h + y − 1: w only lowers the remote demand, so raising w to min(y, h) never hurts;
 # * w_o ≤ h_k(o): implied by the per-job cut Σ_{o ∈ O_j} w_o ≤ h_k(j) and w ≥ 0;
 #
@@ -154,7 +153,7 @@ def define_welfare(m: pyo.ConcreteModel, inst: Instance) -> None:
 # w_o's role): proofs/welfare_milp_forms.md, Theorem F3, for what it bounds and when it is exact.
 
 
-#: Rows of MODEL.md §5's form that the array form keeps by default (build_welfare_arrays).
+#: Rows of docs/model.md §5's form that the array form keeps by default (build_welfare_arrays).
 DEFAULT_ROWS = frozenset({"feeding", "w_below_h", "w_above"})
 
 
@@ -249,7 +248,7 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
 def build_welfare_arrays(
     inst: Instance, *, stall: bool = False, relax: bool = False, rows_kept: frozenset[str] = DEFAULT_ROWS
 ) -> WelfareArrays:
-    """P2 of MODEL.md §5 (or its stall relaxation) in array form; see the comment above and Theorem F1.
+    """P2 of docs/model.md §5 (or its stall relaxation) in array form; see the comment above and Theorem F1.
 
     ``rows_kept`` chooses which of the rows the array form can do without it puts back (Theorem F1 holds for
     every choice): ``"feeding"`` the per-job bandwidth b_j ≥ Σ_o r_o (y_o − w_o), ``"w_below_h"`` the rows
