@@ -9,7 +9,7 @@ C = 0 is lower by more than 1e-9 relative).  Gaps are against P2 (AutoCBA never 
 
     nice -n 10 python -m cbalab.experiments.runs.autocba_hard [--candidates 3000] [--out results/autocba_hard]
 
-Prints progress every 100 candidates, rewrites ``hard.csv`` (one row per candidate) every 100 candidates and
+Prints progress and rewrites ``hard.csv`` (one row per candidate) every 10 candidates and
 at the end, and prints mean and worst gap over the kept instances.
 """
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     begin = time.perf_counter()
     for i in range(args.first, args.first + args.candidates):
         rows.append(measure(i, args.time_limit))
-        if len(rows) % 100 == 0 or i == args.first + args.candidates - 1:
+        if len(rows) % 10 == 0 or i == args.first + args.candidates - 1:
             df = pd.DataFrame(rows)
             write_results(out / "hard.csv", df, script=SCRIPT, seed=args.first, arguments=vars(args))
             hard = df[df.get("hard", pd.Series(False, index=df.index)).fillna(False).astype(bool)]
