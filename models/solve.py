@@ -634,7 +634,7 @@ def solve_welfare(
         t1 = time.perf_counter()
         start = None
         level = None
-        if warm is not None and warm.has_allocation:
+        if warm is not None and warm.gpus is not None and warm.cache_gb is not None:
             start = start_point(inst, arrays, warm.gpus, warm.cache_gb)
             if cutoff:
                 value = float(arrays.cost @ start)
@@ -745,8 +745,8 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     alloc = Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw, extra={"bandwidth_repair": factor})
     alloc.extra.update(milp=facts, relaxation_objective=out.objective, scored_welfare=scored)
     alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-    exact = out.status == "optimal" and out.objective is not None
-    exact = exact and scored >= out.objective - 1e-6 * max(1.0, abs(out.objective))
+    best = out.objective
+    exact = out.status == "optimal" and best is not None and scored >= best - 1e-6 * max(1.0, abs(best))
     alloc.status = "optimal" if exact else ("feasible" if out.status == "optimal" else out.status)
     alloc.reason = (
         None

@@ -98,7 +98,7 @@ def define_block_count(m: pyo.ConcreteModel, inst: Instance) -> None:
     The upper bound repeats Σ_k c_k ≤ C as a bound on N, so that presolve keeps N as a column
     (with only bounds the row implies, HiGHS substitutes N away and loses the branching it offers).
     """
-    u = float(inst.block_gb)
+    u = inst.block_size_gb
     top = sum(int(pyo.value(m.blocks[k].ub)) for k in m.K)
     most = min(top, math.floor(inst.cache_gb / u * (1 + 1e-12)))
     m.total_blocks = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, most))
@@ -141,7 +141,7 @@ def define_cost(m: pyo.ConcreteModel, inst: Instance) -> None:
     gpu = inst.price_gpu * float(inst.job_gpus.sum())
     bandwidth = m.provisioned if hasattr(m, "provisioned") else pyo.quicksum(m.bw[j] for j in m.J)
     counted = hasattr(m, "total_blocks")
-    occupied = inst.block_gb * m.total_blocks if counted else pyo.quicksum(m.cache[k] for k in m.K)
+    occupied = inst.block_size_gb * m.total_blocks if counted else pyo.quicksum(m.cache[k] for k in m.K)
     m.cost = pyo.Objective(
         expr=gpu + inst.price_cache * occupied + inst.price_bandwidth * bandwidth,
         sense=pyo.minimize,
