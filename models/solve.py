@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
 import highspy
 import numpy as np
@@ -485,6 +485,13 @@ def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocat
     return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=False, options=options))
 
 
+@dataclass
+class _Direct:
+    """A highspy instance where :func:`_interruptible` looks for Pyomo's (``_solver_model``), to cancel it."""
+
+    _solver_model: highspy.Highs
+
+
 def solve_arrays(
     arrays: WelfareArrays,
     options: SolveOptions = SolveOptions(),
@@ -505,7 +512,10 @@ def solve_arrays(
     h.setOptionValue("output_flag", False)
     limit = options.time_limit
     if isinstance(options, Budget):  # the clock of the whole call (build included) and the presolve retry
-        limit = None if limit is None else max(limit - (t0 - options.started), 0.0)
+        late = _ran_out(options.started, limit, "building the array model")
+        if late is not None:
+            return late, None, {"start_given": start is not None, "cutoff": cutoff}
+        limit = None if limit is None else limit - (t0 - options.started)
         if not options.presolve:
             h.setOptionValue("presolve", "off")
     h.setOptionValue("mip_rel_gap", options.mip_gap)
@@ -541,7 +551,7 @@ def solve_arrays(
         sol.value_valid = True
         h.setSolution(sol)
     t1 = time.perf_counter()
-    h.run()
+    _interruptible(cast(Highs, _Direct(h)), h.run)  # a worker thread, so that Ctrl-C stops HiGHS at once
     t2 = time.perf_counter()
     info = h.getInfo()
     status = h.getModelStatus()
