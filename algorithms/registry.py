@@ -156,7 +156,20 @@ register(
     "LP relaxation of P2: its optimum as bound, rounded down",
     exact=True,
 )
-register("milp", "welfare", "cbalab.models.solve:welfare_milp", "exact optimum of P2 (MODEL.md §5), HiGHS", exact=True)
+register(
+    "milp",
+    "welfare",
+    "cbalab.models.solve:welfare_milp",
+    "exact optimum of P2, no stalls (MODEL.md §5), array form, HiGHS",
+    exact=True,
+)
+register(
+    "milp-stall",
+    "welfare",
+    "cbalab.models.solve:welfare_milp_stall",
+    "stall-allowed reference P2s (MODEL.md §5): relaxation MILP, optimal only when realised (Theorem F3)",
+    exact=True,
+)
 register(
     "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
 )

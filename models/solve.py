@@ -34,8 +34,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
+import highspy
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
@@ -45,7 +46,7 @@ from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import bandwidth_factor
 from cbalab.models.milp.cost import build_cost_model
-from cbalab.models.milp.welfare import build_welfare_model
+from cbalab.models.milp.welfare import WelfareArrays, build_welfare_arrays, build_welfare_model, start_point
 from cbalab.models.types import SolveOptions
 
 #: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
@@ -484,8 +485,130 @@ def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocat
     return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=False, options=options))
 
 
-def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Solve P2 (MODEL.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+@dataclass
+class _Direct:
+    """A highspy instance where :func:`_interruptible` looks for Pyomo's (``_solver_model``), to cancel it."""
+
+    _solver_model: highspy.Highs
+
+
+def solve_arrays(
+    arrays: WelfareArrays,
+    options: SolveOptions = SolveOptions(),
+    *,
+    start: np.ndarray | None = None,
+    cutoff: float | None = None,
+) -> tuple[Outcome, np.ndarray | None, dict]:
+    """Maximise an array-form P2 (models/milp/welfare.py) with highspy; same statuses as :func:`solve_model`.
+
+    ``start`` is handed to HiGHS as an incumbent (setSolution; HiGHS checks it and drops it if infeasible).
+    ``cutoff`` is a welfare every optimum reaches (that of a known feasible allocation, minus a tolerance),
+    passed as HiGHS's ``objective_bound`` so that nodes whose bound is below it are pruned.  Returns the
+    outcome, the solution vector (None without one) and run facts (build/solve seconds, nodes, whether
+    HiGHS kept the start).
+    """
+    t0 = time.perf_counter()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    limit = options.time_limit
+    if isinstance(options, Budget):  # the clock of the whole call (build included) and the presolve retry
+        late = _ran_out(options.started, limit, "building the array model")
+        if late is not None:
+            return late, None, {"start_given": start is not None, "cutoff": cutoff}
+        limit = None if limit is None else limit - (t0 - options.started)
+        if not options.presolve:
+            h.setOptionValue("presolve", "off")
+    h.setOptionValue("mip_rel_gap", options.mip_gap)
+    if options.mip_gap == 0.0:
+        h.setOptionValue("mip_abs_gap", 0.0)
+    h.setOptionValue("threads", options.threads)
+    if limit is not None:
+        h.setOptionValue("time_limit", float(limit))
+    if cutoff is not None:
+        h.setOptionValue("objective_bound", float(cutoff))
+    integrality = arrays.integral.astype(np.int32)  # HighsVarType: 0 continuous, 1 integer
+    h.passModel(
+        arrays.n_cols,
+        int(arrays.row_hi.size),
+        int(arrays.value.size),
+        int(highspy.MatrixFormat.kRowwise),
+        int(highspy.ObjSense.kMaximize),
+        0.0,
+        arrays.cost,
+        arrays.col_lo,
+        arrays.col_hi,
+        arrays.row_lo,
+        arrays.row_hi,
+        arrays.start,
+        arrays.index,
+        arrays.value,
+        integrality,
+    )
+    facts: dict = {"start_given": start is not None, "cutoff": cutoff}
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(start)
+        sol.value_valid = True
+        h.setSolution(sol)
+    t1 = time.perf_counter()
+    _interruptible(cast(Highs, _Direct(h)), h.run)  # a worker thread, so that Ctrl-C stops HiGHS at once
+    t2 = time.perf_counter()
+    info = h.getInfo()
+    status = h.getModelStatus()
+    facts.update(pass_seconds=t1 - t0, solve_seconds=t2 - t1, nodes=int(info.mip_node_count))
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    x = np.asarray(h.getSolution().col_value, dtype=float) if has_solution else None
+    objective = float(info.objective_function_value) if has_solution else None
+    bound = float(info.mip_dual_bound) if arrays.integral.any() else objective
+    ms = highspy.HighsModelStatus
+    if status == ms.kOptimal:
+        return (
+            Outcome(
+                "optimal",
+                objective,
+                bound if bound is not None and math.isfinite(bound) else objective,
+                "HiGHS: optimal",
+                has_solution,
+            ),
+            x,
+            facts,
+        )
+    if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+        if cutoff is not None:
+            return Outcome("error", None, None, f"HiGHS found nothing above the cutoff {cutoff}", False), None, facts
+        return (
+            Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({status.name})", False),
+            None,
+            facts,
+        )
+    if status == ms.kTimeLimit:
+        message = f"HiGHS stopped at the time limit of {options.time_limit} s"
+        return Outcome("time_limit", objective, bound, message, has_solution), x, facts
+    return (
+        Outcome(
+            "feasible" if has_solution else "error", objective, bound, f"HiGHS stopped: {status.name}", has_solution
+        ),
+        x,
+        facts,
+    )
+
+
+def solve_welfare(
+    inst: Instance,
+    *,
+    relax: bool,
+    options: SolveOptions = SolveOptions(),
+    form: str = "arrays",
+    warm: Allocation | None = None,
+    cutoff: bool = False,
+) -> Allocation:
+    """Solve P2 (docs/model.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+
+    ``form="arrays"`` (the default) builds the array form of models/milp/welfare.py and solves it with
+    highspy; ``form="pyomo"`` builds P2 as docs/model.md §5 writes it through Pyomo (the reference the array
+    form is checked against, proofs/welfare_milp_forms.md Theorem F1).  ``warm`` (arrays only) is a
+    feasible allocation handed to HiGHS as its first incumbent; with ``cutoff`` its welfare (less a
+    relative 1e-9) also becomes HiGHS's objective bound.  The run facts go to ``extra["milp"]``.
 
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
@@ -505,13 +628,42 @@ def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveO
     in ``extra["bandwidth_repair"]``.  Non-continuous instances raise
     InstanceError (models/milp/welfare.py).
     """
-    model = build_welfare_model(inst, relax=relax)
-    out = solve_model(model, options)
+    t0 = time.perf_counter()
+    facts: dict = {"form": form}
+    if form == "pyomo":
+        model = build_welfare_model(inst, relax=relax)
+        t1 = time.perf_counter()
+        out = solve_model(model, options)
+        if out.has_solution:
+            n_rows = int(inst.option_ptr[-1])
+            y = np.fromiter((pyo.value(model.y[o]) for o in range(n_rows)), dtype=float, count=n_rows)
+            h = np.fromiter((pyo.value(model.h[k]) for k in range(inst.n_datasets)), dtype=float, count=inst.n_datasets)
+        facts.update(build_seconds=t1 - t0, solve_seconds=time.perf_counter() - t1)
+    elif form == "arrays":
+        arrays = build_welfare_arrays(inst, relax=relax)
+        t1 = time.perf_counter()
+        start = None
+        level = None
+        if warm is not None and warm.gpus is not None and warm.cache_gb is not None:
+            start = start_point(inst, arrays, warm.gpus, warm.cache_gb)
+            if cutoff:
+                value = float(arrays.cost @ start)
+                level = value - 1e-9 * max(1.0, abs(value))
+        out, x, run_facts = solve_arrays(arrays, options, start=start, cutoff=level)
+        facts.update(run_facts, build_seconds=t1 - t0)
+        if out.status == "error" and level is not None and x is None:
+            # Nothing strictly above the warm start's welfare less 1e-9: the warm start is optimal to that
+            # tolerance, which is not a proof at gap 0; solve again without the cutoff.
+            out, x, run_facts = solve_arrays(arrays, options, start=start)
+            facts.update(run_facts, resolved_without_cutoff=True)
+        if x is not None:
+            y, h = arrays.y(x), arrays.h(x)
+    else:
+        raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")
     if not out.has_solution:
-        return Allocation.none(out.status, out.message, bound=out.bound)
-    n_rows = int(inst.option_ptr[-1])
-    y = np.fromiter((pyo.value(model.y[o]) for o in range(n_rows)), dtype=float, count=n_rows)
-    h = np.fromiter((pyo.value(model.h[k]) for k in range(inst.n_datasets)), dtype=float, count=inst.n_datasets)
+        alloc = Allocation.none(out.status, out.message, bound=out.bound)
+        alloc.extra = {"milp": facts}
+        return alloc
     chosen = np.flatnonzero(y >= (1.0 - 1e-6 if relax else 0.5))
     jobs = inst.option_job()[chosen]
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)
@@ -519,6 +671,7 @@ def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveO
     gpus[jobs] = inst.option_gpus[chosen]
     rates[jobs] = inst.option_io_gbps[chosen]
     alloc = _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0))
+    alloc.extra["milp"] = facts
     if relax:
         alloc.status = "feasible" if out.status == "optimal" else out.status
         alloc.bound = out.objective if out.status == "optimal" else None
@@ -537,7 +690,7 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
     """Cache c = d h and least feeding b_j = r_j (1 − h_k(j)), scaled into C, B and the budget if rounding broke them.
 
     Scaling the cache down or the bandwidth down by a factor 1 − ε stalls jobs
-    by at most ε (MODEL.md §5 scoring); ε is the solver's feasibility slack.
+    by at most ε (docs/model.md §5 scoring); ε is the solver's feasibility slack.
     """
     d = inst.dataset_size_gb
     cache = d * hit
@@ -555,5 +708,68 @@ def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Alloca
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (MODEL.md §5)."""
+    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (docs/model.md §5)."""
     return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=False, options=options))
+
+
+def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """The stall-allowed welfare problem P2s (docs/model.md §5) through its MILP relaxation, exact when it certifies.
+
+    The array form with ``stall=True`` maximises Σ U_o s_o with fed fractions s_o ≤ y_o and remote demand
+    r_o (s_o − z_o), z_o ≤ s_o, Σ_{o ∈ O_j} z_o ≤ h_k(j).  The referee's demand of a job fed at s is
+    r s (1 − h) ≥ r (s − min(s, h)), so this MILP is a relaxation of P2s and its optimum bounds P2s from
+    above (proofs/welfare_milp_forms.md, Theorem F3).  The allocation gives each chosen job the model's
+    bandwidth b_j = r_o (s_o − z_o); where s_o or h_k(o) is whole, z_o = s_o h_k(o) and the referee feeds
+    the job at exactly s_o.  The answer is ``optimal`` only when the welfare the referee will score
+    (Σ U_o min(1, b_j / (r_o (1 − h)))) reaches the relaxation's proven optimum; else ``feasible`` with
+    that optimum as ``bound``.
+    """
+    arrays = build_welfare_arrays(inst, stall=True)
+    out, x, facts = solve_arrays(arrays, options)
+    if x is None:
+        alloc = Allocation.none(out.status, out.message, bound=out.bound)
+        alloc.extra = {"milp": facts}
+        return alloc
+    y, z, h, s = arrays.y(x), arrays.w(x), np.clip(arrays.h(x), 0.0, 1.0), np.clip(arrays.fed(x), 0.0, 1.0)
+    chosen = np.flatnonzero(y >= 0.5)
+    o_job = inst.option_job()
+    jobs = o_job[chosen]
+    r = inst.option_io_gbps[chosen]
+    gpus = np.zeros(inst.n_jobs, dtype=np.int64)
+    rates = np.zeros(inst.n_jobs)
+    gpus[jobs] = inst.option_gpus[chosen]
+    rates[jobs] = r
+    cache = inst.dataset_size_gb * h
+    if cache.sum() > inst.cache_gb:
+        cache *= inst.cache_gb / cache.sum()
+    hit = np.minimum(cache, inst.dataset_size_gb) / inst.dataset_size_gb
+    bw = np.zeros(inst.n_jobs)
+    bw[jobs] = np.maximum(r * (s[chosen] - np.minimum(z[chosen], s[chosen])), 0.0)
+    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
+    factor = bandwidth_factor(inst, float(bw.sum()), money)
+    bw *= factor
+    miss = 1.0 - hit[inst.job_dataset[jobs]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fed = np.where(r * miss > 0, np.minimum(1.0, bw[jobs] / (r * miss)), 1.0)
+    scored = float(inst.option_utility[chosen] @ fed)
+    alloc = Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw, extra={"bandwidth_repair": factor})
+    alloc.extra.update(milp=facts, relaxation_objective=out.objective, scored_welfare=scored)
+    alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
+    best = out.objective
+    exact = out.status == "optimal" and best is not None and scored >= best - 1e-6 * max(1.0, abs(best))
+    alloc.status = "optimal" if exact else ("feasible" if out.status == "optimal" else out.status)
+    alloc.reason = (
+        None
+        if exact
+        else (
+            out.message
+            if out.status != "optimal"
+            else "P2s relaxation optimum not realised: a stalled job reads a partly cached dataset (Theorem F3)"
+        )
+    )
+    return alloc
+
+
+def welfare_milp_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered method ``milp-stall``: the stall-allowed reference P2s (docs/model.md §5), certified when exact."""
+    return _exact(inst, "welfare", options, solve_welfare_stall)

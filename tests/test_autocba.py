@@ -52,8 +52,9 @@ def brute_force(inst: Instance) -> float:
 def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance:
     """1-4 jobs on 1-3 datasets, 1-3 options each with any (non-concave) utilities, any limits.
 
-    ``linear_feeding`` draws only the instances of Theorem C (proofs/autocba_guarantee.md): no cache (C = 0)
-    or free cache for all (p_c = 0, C ≥ Σ d), and B = ∞.
+    ``linear_feeding`` draws only the instances of Theorem C (proofs/autocba_guarantee.md): no cache (C = 0,
+    (L0), with any B, so that budget, G and B can all bind: d up to 3) or free cache for all (p_c = 0,
+    C ≥ Σ d and B = ∞, (L1)).
     """
     n_k = draw(st.integers(1, 3))
     n_j = draw(st.integers(1, 4))
@@ -73,9 +74,10 @@ def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance
     if linear_feeding:
         if draw(st.booleans()):
             cache, p_c = 0.0, draw(st.sampled_from([0.0, 0.01, 1.0]))
+            bandwidth = draw(st.sampled_from([math.inf, 0.5, 1.0, 2.0, 4.0]))
         else:
             cache, p_c = float(sizes.sum()) * draw(st.sampled_from([1.0, 2.0])), 0.0
-        bandwidth = math.inf
+            bandwidth = math.inf
     else:
         cache = float(sizes.sum()) * draw(st.sampled_from([0.0, 0.3, 0.7, 1.0]))
         p_c = draw(st.sampled_from([0.0, 0.004, 0.05, 1.0]))
@@ -117,7 +119,8 @@ def test_autocba_feasible_and_bracketed_by_brute_force(inst: Instance) -> None:
 def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
     """Theorem C (proofs/autocba_guarantee.md): with linear feeding cost, welfare ≥ OPT/(2d), ≥ OPT/2 for d = 1.
 
-    d is the number of the limits (budget, G) that can bind; B = ∞ here.
+    d is the number of the limits (budget, G, B) that can bind: B only under (L0), where the remote IO of an
+    option is its rate r_o, so d reaches 3.
     """
     welfare = _check_feasible(inst, autocba(inst))
     opt = brute_force(inst)
@@ -129,6 +132,8 @@ def test_guarantee_half_and_one_over_2d(inst: Instance) -> None:
     cost, _ = standalone_cost(inst)
     d = int(_sum_of_job_max(inst, keep, cost) > inst.budget_per_hour)
     d += int(inst.gpus is not None and _sum_of_job_max(inst, keep, inst.option_gpus.astype(float)) > inst.gpus)
+    if math.isfinite(inst.bandwidth_gbps) and inst.cache_gb == 0:
+        d += int(_sum_of_job_max(inst, keep, inst.option_io_gbps) > inst.bandwidth_gbps)
     assert ratio >= (1.0 / (2 * d) if d else 1.0) - 1e-9
 
 
@@ -331,3 +336,68 @@ def test_incremental_pricing_is_cba_exact(case: tuple[Instance, np.ndarray, np.n
     feeder.apply(k, dR, priced)
     assert feeder.io_cost == pytest.approx(after.io_cost, rel=1e-9, abs=1e-9)
     assert sum(feeder.c) <= inst.cache_gb * (1 + 1e-12) + 1e-12
+
+
+def best_single_job(inst: Instance) -> float:
+    """The best welfare of one job alone: every option by itself, fed at least cost by CBA, within G and the budget."""
+    best = 0.0
+    for o in range(int(inst.option_ptr[-1])):
+        if inst.gpus is not None and inst.option_gpus[o] > inst.gpus:
+            continue
+        rates = np.zeros(inst.n_jobs)
+        rates[int(inst.option_job()[o])] = inst.option_io_gbps[o]
+        f = feed(inst, rates)
+        if f.cache_gb is None:
+            continue
+        if inst.price_gpu * float(inst.option_gpus[o]) + f.io_cost <= inst.budget_per_hour * (1 + 1e-12):
+            best = max(best, float(inst.option_utility[o]))
+    return best
+
+
+@st.composite
+def forced_to_b(draw: st.DrawFn) -> Instance:
+    """1-3 jobs on one dataset of size d = C whose B leaves exactly r (1 − h) remote for a drawn h: caching is forced.
+
+    The class of issue 12's counterexample (d = C = 10, B = 1, r = 2.47): the standalone remote IO
+    r (1 − (1 − B/r)) rounds to just above B.
+    """
+    n_j = draw(st.integers(1, 3))
+    d = draw(st.sampled_from([1.0, 10.0, 37.5]))
+    r = [draw(st.floats(0.5, 5.0)) for _ in range(n_j)]
+    h = draw(st.floats(0.05, 0.95))
+    return build(
+        dataset_size_gb=np.array([d]),
+        job_dataset=np.zeros(n_j, dtype=np.int64),
+        cache_gb=d,
+        bandwidth_gbps=r[0] * (1 - h),
+        prices=(draw(st.sampled_from([0.0, 1.0])), draw(st.sampled_from([0.01, 1.0])), 0.9),
+        budget_per_hour=draw(st.sampled_from([100.0, 1000.0])),
+        options=(np.arange(n_j + 1), np.full(n_j, 8), np.array(r), np.array([draw(st.floats(1.0, 20.0)) for _ in r])),
+    )
+
+
+@given(st.one_of(tiny_instances(), forced_to_b()))
+def test_autocba_at_least_the_best_single_job(inst: Instance) -> None:
+    """proofs/autocba_guarantee.md, step 1 and the best-single safeguard: AutoCBA's welfare ≥ any one job's alone.
+
+    Issue 12 found W = 0 < OPT = 10 when caching is forced to leave exactly B remote: fits_alone ran at zero
+    slack and dropped the only option.  The best single job is recomputed here by CBA's feeding, not by
+    AutoCBA's filter.
+    """
+    welfare = _check_feasible(inst, autocba(inst))
+    single = best_single_job(inst)
+    assert welfare >= single - TOL * max(1.0, single)
+
+
+def test_issue_12_forced_caching_at_exactly_b() -> None:
+    """Issue 12's instance: one job, d = C = 10, B = 1, r = 2.47, U = 10; AutoCBA must find welfare 10 (was 0)."""
+    inst = build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0]),
+        cache_gb=10.0,
+        bandwidth_gbps=1.0,
+        prices=(0.0, 1.0, 0.9),
+        budget_per_hour=100.0,
+        options=(np.array([0, 1]), np.array([8]), np.array([2.47]), np.array([10.0])),
+    )
+    assert _check_feasible(inst, autocba(inst)) == pytest.approx(10.0)

@@ -19,6 +19,7 @@ from cbalab.algorithms.cba import cba
 from cbalab.models.evaluate import Allocation, evaluate
 from cbalab.models.flow import cost_flow, flow_cache
 from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.kernels import weak_dual
 from cbalab.models.solve import cost_lp, cost_milp
 from tests.strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
 
@@ -58,10 +59,10 @@ def assert_optimal_and_certified(inst: Instance, alloc: Allocation) -> None:
 def test_theorem1_cba_equals_lp_optimum_and_flow_optimum(inst: Instance) -> None:
     """Theorem 1 of proofs/cba_optimality.md, (i) and (ii), against HiGHS and the min-cost flow.
 
-    (i) When P1 is feasible, CBA's cost equals the exact LP optimum of P1
+    (ii) When P1 is feasible, CBA's cost equals the exact LP optimum of P1
     (HiGHS via Pyomo, gap 0, no time limit) and, when B = ∞, the optimum of
     the independent min-cost flow of models/flow.py (within 1e-12).
-    (ii) CBA reports ``infeasible`` exactly when HiGHS proves the LP infeasible
+    (i) CBA reports ``infeasible`` exactly when HiGHS proves the LP infeasible
     (checked where B is clearly below the least remote IO, and where it is not
     below it at all, including B exactly tight).
 
@@ -157,7 +158,7 @@ def highs_cost_tolerance(unit: Instance, *, own_b: bool = False) -> float:
 
 @given(cost_instances())
 def test_theorem1_cba_feasible_exactly_when_rho_fill_fits_and_passes_referee(inst: Instance) -> None:
-    """Theorem 1 (ii) of proofs/cba_optimality.md: infeasible exactly when the ρ-ordered fill of C leaves > B.
+    """Theorem 1 (i) of proofs/cba_optimality.md: infeasible exactly when the ρ-ordered fill of C leaves > B.
 
     The least remote IO is computed by an independent loop (tests/strategies.py).
     CBA answers exactly when that fill fits B (within the referee's slack on B);
@@ -254,7 +255,7 @@ def _inst(sizes: list[float], job_dataset: list[int], rates: list[float], **kw: 
 
 
 def test_theorem1_hand_example_threshold_rule() -> None:
-    """Theorem 1 (i) of proofs/cba_optimality.md on a hand-solved instance.
+    """Theorem 1 (ii) of proofs/cba_optimality.md (Case A) on a hand-solved instance.
 
     Datasets a (10 GB, ρ = 2/10 = 0.2), b (10 GB, ρ = 0.5/10 = 0.05), c (5 GB, unread).
     p_c = 0.1, p_b = 1: caching pays when p_b ρ > p_c, i.e. ρ > 0.1: only a.
@@ -269,13 +270,27 @@ def test_theorem1_hand_example_threshold_rule() -> None:
     assert evaluate(inst, a, "cost").cost_total == pytest.approx(3.5, rel=1e-12)
 
 
+def test_theorem1_hand_example_case_b() -> None:
+    """Theorem 1 (ii) of proofs/cba_optimality.md, Case B worked by hand (C binds in the profit phase).
+
+    d = (10, 10) GB, r = (2, 1) GB/s, p_c = 0.01, p_b = 1, C = 15, B = ∞: cache (10, 5), remote 0.5 GB/s,
+    IO cost 0.5 + 0.15 = 0.65; the dual λ = p_b ρ_2 − p_c = 0.09, ν = (0.1, 0) gives 3 − 1.35 − 1 = 0.65.
+    """
+    inst = _inst([10.0, 10.0], [0, 1], [2.0, 1.0], cache_gb=15.0, prices=(0.0, 0.01, 1.0))
+    a = cba(inst)
+    assert_optimal_and_certified(inst, a)
+    np.testing.assert_allclose(a.cache_gb, [10.0, 5.0])
+    assert evaluate(inst, a, "cost").cost_io == pytest.approx(0.65, rel=1e-12)
+    assert weak_dual(inst, np.array([2.0, 1.0]), 0.09, 0.0) == pytest.approx(0.65, rel=1e-12)
+
+
 def test_theorem1_hand_example_bandwidth_forces_unprofitable_cache() -> None:
-    """Theorem 1 (i) of proofs/cba_optimality.md: B forces caching past the price threshold.
+    """Theorem 1 (ii) of proofs/cba_optimality.md (Case C): B forces caching past the price threshold.
 
     Same datasets as above, B = 0.25.  After caching a, 0.5 GB/s remain > B, so
     b (ρ = 0.05) must cache 0.25 / 0.05 = 5 GB (total 15 = C).  Cost = 0.1·15 +
     1·0.25 = 1.75 (+ 2.0 for GPUs) = 3.75.  With B = 0.2 the fill of C leaves
-    0.25 > 0.2: infeasible (Theorem 1 (ii)).
+    0.25 > 0.2: infeasible (Theorem 1 (i)).
     """
     inst = _inst([10.0, 10.0, 5.0], [0, 1], [2.0, 0.5], cache_gb=15.0, prices=(1.0, 0.1, 1.0), bandwidth_gbps=0.25)
     a = cba(inst)
@@ -377,7 +392,7 @@ def test_flow_refuses_what_a_flow_cannot_state(changes: dict, field: str) -> Non
 
 
 def test_theorem1_flow_exact_on_dyadic_scaling_of_extreme_data() -> None:
-    """Theorem 1 (i) of proofs/cba_optimality.md: flow and CBA agree on data spanning 1e-3..1e5 GB.
+    """Theorem 1 (ii) of proofs/cba_optimality.md: flow and CBA agree on data spanning 1e-3..1e5 GB.
 
     Capacities 0.1 + 0.2 (not a short binary fraction), 1e5 and 1e-3 GB become exact integers
     under one power of two (models/flow.py), so the network simplex sees the float data itself.

@@ -23,7 +23,8 @@ from cbalab.experiments.cli import main
 from cbalab.experiments.workload.variants import VARIANTS
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance, InstanceError, build, from_dict
-from cbalab.models.solve import cost_lp, cost_milp
+from cbalab.models.milp.cost import build_cost_model
+from cbalab.models.solve import cost_lp, cost_milp, solve_model
 
 #: Equality tolerance between exact answers (HiGHS's feasibility tolerance is 1e-7).
 TOL = 1e-6
@@ -353,3 +354,19 @@ def test_no_provisioned_gbps_without_tiers() -> None:
     inst = from_dict(_doc({"cache_granularity": "dataset"}))
     doc, _ = methods.run(inst, "cost", "cba")
     assert "provisioned_gbps" not in doc and doc["status"] in ("optimal", "feasible")
+
+
+@pytest.mark.parametrize("variant", ["block", "block+tiers"])
+@given(data=st.data())
+def test_theorem_i6_block_count_keeps_the_optimum(variant: str, data: st.DataObject) -> None:
+    """Theorem I6 of proofs/cba_integer_gap.md: the MILP with the block count N = Σ n_k (N ≤ ⌊C/u⌋) and without it
+    both prove the enumerated optimum (or both prove infeasibility)."""
+    inst = data.draw(tiny_instances(variant))
+    ref = enumerated_optimum(inst)
+    for counted in (True, False):
+        out = solve_model(build_cost_model(inst, count_blocks=counted))
+        if ref is None:
+            assert out.status == "infeasible", (counted, out)
+        else:
+            assert out.status == "optimal", (counted, out)
+            assert _close(out.objective, ref), (counted, out.objective, ref)

@@ -19,7 +19,7 @@ def test_select_by_property() -> None:
         f"{b}{t}" for b in ("gavel-tput", "gavel-fair", "optimus") for t in ("", "-tuned")
     }
     assert all(m.takes_cache_policy for m in schedulers)
-    assert {m.name for m in registry.select(exact=True)} == {"lp", "milp"}
+    assert {m.name for m in registry.select(exact=True)} == {"lp", "milp", "milp-stall"}
     assert len(registry.select()) == len(registry.all_methods())
 
 

@@ -18,13 +18,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cbalab.algorithms.autocba import autocba
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError, build
-from cbalab.models.milp.welfare import build_welfare_model
+from cbalab.models.milp.welfare import build_welfare_arrays, build_welfare_model, standalone_fits
 from cbalab.models.options import SHAPES
-from cbalab.models.solve import solve_model, welfare_lp, welfare_milp
+from cbalab.models.solve import (
+    solve_arrays,
+    solve_model,
+    solve_welfare,
+    welfare_lp,
+    welfare_milp,
+    welfare_milp_stall,
+)
 
 
 def brute_force(inst: Instance) -> float:
@@ -199,3 +207,116 @@ def test_a_stalled_allocation_can_outscore_the_p2_optimum() -> None:
     stalled = evaluate(inst, Allocation(np.array([1]), np.zeros(1), np.array([0.5])), "welfare")
     assert stalled.feasible
     assert stalled.welfare == pytest.approx(5.0)
+
+
+ROW_CHOICES = [frozenset(), frozenset({"feeding"}), frozenset({"feeding", "w_below_h", "w_above"})]
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()), kept=st.sampled_from(ROW_CHOICES))
+def test_theorem_f1_array_form_has_the_optimum_of_p2(inst: Instance, kept: frozenset[str]) -> None:
+    """Theorem F1 (proofs/welfare_milp_forms.md): the array form, with any of its optional rows, has P2's optimum.
+
+    Checked against the brute force and against P2 as MODEL.md §5 writes it (the Pyomo model); the array
+    form's allocation is scored by the referee.
+    """
+    arrays = build_welfare_arrays(inst, rows_kept=kept)
+    out, x, _ = solve_arrays(arrays)
+    expected = brute_force(inst)
+    assert out.status == "optimal" and x is not None
+    assert out.objective == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    pyomo = solve_welfare(inst, relax=False, form="pyomo")
+    assert evaluate(inst, pyomo, "welfare").welfare == pytest.approx(out.objective, rel=1e-6, abs=1e-6)
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()), cutoff=st.booleans())
+def test_theorem_f1_warm_start_and_cutoff_keep_the_optimum(inst: Instance, cutoff: bool) -> None:
+    """Theorem F1 with AutoCBA's allocation as HiGHS's incumbent (and its welfare as cutoff): same proven optimum."""
+    alloc = solve_welfare(inst, relax=False, warm=autocba(inst), cutoff=cutoff)
+    ev = evaluate(inst, alloc, "welfare")
+    assert alloc.status == "optimal"
+    assert ev.feasible, ev.violations
+    assert ev.welfare == pytest.approx(brute_force(inst), rel=1e-6, abs=1e-6)
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()))
+def test_lemma_f2_dropped_options_cannot_run_alone(inst: Instance) -> None:
+    """Lemma F2: an option the array form fixes to 0 does not fit alone (its job alone, fed by P1, breaks a limit).
+
+    The check feeds the option alone by CBA's closed form (Theorem 1), independent of standalone_fits.
+    """
+    for o in np.flatnonzero(~standalone_fits(inst)):
+        rates = np.zeros(inst.n_jobs)
+        rates[int(inst.option_job()[o])] = inst.option_io_gbps[o]
+        f = feed(inst, rates)
+        over_gpus = inst.gpus is not None and inst.option_gpus[o] > inst.gpus
+        over_budget = f.cache_gb is None or (
+            inst.price_gpu * float(inst.option_gpus[o]) + f.io_cost > inst.budget_per_hour * (1 + 1e-9) + 1e-9
+        )
+        assert over_gpus or over_budget
+
+
+def _random_allocation(inst: Instance, data: st.DataObject) -> Allocation:
+    """Any allocation within G, C, B and the budget: drawn options, cache and bandwidth, scaled into the limits."""
+    gpus = np.zeros(inst.n_jobs, dtype=np.int64)
+    for j in range(inst.n_jobs):
+        rows = [-1, *range(int(inst.option_ptr[j]), int(inst.option_ptr[j + 1]))]
+        o = data.draw(st.sampled_from(rows))
+        gpus[j] = 0 if o < 0 else inst.option_gpus[o]
+    if inst.gpus is not None and gpus.sum() > inst.gpus:
+        gpus[:] = 0
+    cache = np.array([data.draw(st.floats(0.0, 1.0)) for _ in range(inst.n_datasets)]) * inst.dataset_size_gb
+    if cache.sum() > inst.cache_gb:
+        cache *= inst.cache_gb / cache.sum()
+    bw = np.array([data.draw(st.floats(0.0, 3.0)) for _ in range(inst.n_jobs)])
+    spend = inst.price_gpu * gpus.sum() + inst.price_cache * cache.sum()
+    if spend > inst.budget_per_hour:
+        return Allocation(np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_datasets), np.zeros(inst.n_jobs))
+    factor = 1.0
+    if bw.sum() > 0:
+        factor = min(1.0, inst.bandwidth_gbps / bw.sum())
+        if inst.price_bandwidth > 0:
+            factor = min(factor, (inst.budget_per_hour - spend) / (inst.price_bandwidth * bw.sum()))
+    return Allocation(gpus, cache, bw * max(factor, 0.0) * (1 - 1e-12))
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()), data=st.data())
+def test_theorem_f3_stall_relaxation_bounds_every_scored_allocation(inst: Instance, data: st.DataObject) -> None:
+    """Theorem F3 (i): the stall relaxation's optimum ≥ the referee's welfare of any allocation, stalled or not.
+
+    It is also ≥ the no-stall optimum P2 (brute force); an ``optimal`` answer is realised by the referee.
+    """
+    stall = welfare_milp_stall(inst)
+    assert stall.bound is not None
+    tol = 1e-6 * max(1.0, stall.bound)
+    assert stall.bound >= brute_force(inst) - tol
+    other = evaluate(inst, _random_allocation(inst, data), "welfare")
+    if other.feasible:
+        assert other.welfare <= stall.bound + tol
+    ev = evaluate(inst, stall, "welfare")
+    assert ev.feasible, ev.violations
+    if stall.status == "optimal":
+        assert ev.welfare >= stall.bound - tol
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()))
+def test_theorem_f3_no_budget_no_b_no_stalls(inst: Instance) -> None:
+    """Theorem F3 (ii): with the budget and B unlimited, P2s = P2 and milp-stall proves it."""
+    free = inst.replace(budget_per_hour=math.inf, bandwidth_gbps=math.inf)
+    stall = welfare_milp_stall(free)
+    assert stall.status == "optimal"
+    assert evaluate(free, stall, "welfare").welfare == pytest.approx(brute_force(free), rel=1e-6, abs=1e-6)
+
+
+def test_theorem_f3_stalled_optimum_of_the_half_fed_job() -> None:
+    """Theorem F3 (iii): on the example of MODEL.md §5 (budget 1.5, unstalled cost 2) P2s = 5 > P2 = 0, proven."""
+    inst = build(
+        dataset_size_gb=np.array([1.0]),
+        job_dataset=np.array([0]),
+        cache_gb=0.0,
+        prices=(1.0, 0.0, 1.0),
+        budget_per_hour=1.5,
+        options=(np.array([0, 1]), np.array([1]), np.array([1.0]), np.array([10.0])),
+    )
+    stall = welfare_milp_stall(inst)
+    assert stall.status == "optimal"
+    assert evaluate(inst, stall, "welfare").welfare == pytest.approx(5.0)

@@ -119,7 +119,9 @@ def autocba(
     """
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
-    keep = fits_alone(inst)
+    # Half the referee's relative slack, not zero: an option whose caching is forced to leave exactly B remote computes
+    # r (1 − (1 − B/r)) = B (1 + 2e-16) and was dropped at zero slack (issue 12: welfare 0 where OPT = 10).
+    keep = fits_alone(inst, _FIT_SLACK, absolute=False)
     best: _Greedy | None = None
     weightings = _weightings(inst, keep)
     if inst.n_jobs > _LARGE:
@@ -186,6 +188,10 @@ def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | 
         if ok:
             return Allocation(gpus, np.asarray(cache, float), np.asarray(bw, float))
     return None
+
+
+#: Relative slack of the fits-alone filter (no absolute part): half the referee's RTOL, as :func:`_within` allows.
+_FIT_SLACK = 0.5 * RTOL
 
 
 def _within(value: float, limit: float) -> bool:

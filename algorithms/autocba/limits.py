@@ -38,12 +38,18 @@ def standalone_cost(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     return cost, remote
 
 
-def fits_alone(inst: Instance, slack: float = 0.0) -> np.ndarray:
-    """Mask of option rows that fit G, B and the budget when their job runs alone (within relative ``slack``)."""
+def fits_alone(inst: Instance, slack: float = 0.0, *, absolute: bool = True) -> np.ndarray:
+    """Mask of option rows that fit G, B and the budget when their job runs alone (within ``slack``).
+
+    The slack is relative, plus the same amount absolute unless ``absolute`` is False (the greedy's filter:
+    a relative slack absorbs the rounding of r (1 − (1 − B/r)) = B (1 + 2e-16), issue 12, without admitting
+    an option that costs 1e-30 $/h over a zero budget).
+    """
     cost, remote = standalone_cost(inst)
+    extra = slack if absolute else 0.0
     ok = inst.option_utility > 0
     if inst.gpus is not None:
         ok &= inst.option_gpus <= inst.gpus
-    ok &= remote <= inst.bandwidth_gbps * (1 + slack) + slack
-    ok &= cost <= inst.budget_per_hour * (1 + slack) + slack
+    ok &= remote <= inst.bandwidth_gbps * (1 + slack) + extra
+    ok &= cost <= inst.budget_per_hour * (1 + slack) + extra
     return ok

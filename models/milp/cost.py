@@ -1,4 +1,4 @@
-"""The cost problem P1 (spec/MODEL.md §4) as a Pyomo model, with its integer variants.
+"""The cost problem P1 (docs/model.md §4) as a Pyomo model, with its integer variants.
 
 The model is assembled from one builder per group of constraints, each named
 for what it states:
@@ -11,6 +11,15 @@ for what it states:
 * :func:`define_feeding`    b_j ≥ r_j (1 - h_k(j)), every job unstalled;
 * :func:`define_capacity`   Σ_k c_k ≤ C and Σ_j b_j ≤ B;
 * :func:`define_cost`       minimise p_g Σ g_j + p_c Σ c_k + p_b (Σ b_j or β m).
+
+Under blocks the model also counts the blocks in one integer N = Σ_k n_k, bounded by ⌊C/u⌋, and
+prices the cache as p_c u N.  Nothing changes for the integer points (proofs/cba_integer_gap.md,
+Theorem I6), but HiGHS can branch on N: for a fixed number of tiers the cost is a multiple of p_c u
+plus a constant, so the branch N ≤ N* − 1 is infeasible or dearer and N ≥ N* closes the gap at once.
+Without N, B&B has to prove "no solution uses one block fewer" one n_k at a time; after the
+hit-ratio change below it did not finish blocks + tiers (1,000 jobs × 200 datasets) in 120 s
+(experiments/runs/integer_milp_bench.py measures both forms).  ``count_blocks=False`` builds the
+model without N, as it was before.
 
 ``relax=True`` drops integrality (z, n, m continuous) and gives the LP
 relaxation from the same builder.  For a ``continuous`` instance without tiers
@@ -34,8 +43,12 @@ from cbalab.models.evaluate import RTOL
 from cbalab.models.instance import Instance
 
 
-def build_cost_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:
-    """P1 of MODEL.md §4 for ``inst`` (fixed GPUs and rates), exact for its cache and bandwidth variants."""
+def build_cost_model(inst: Instance, *, relax: bool = False, count_blocks: bool = True) -> pyo.ConcreteModel:
+    """P1 of docs/model.md §4 for ``inst`` (fixed GPUs and rates), exact for its cache and bandwidth variants.
+
+    ``count_blocks`` adds the block count N under blocks (not in the relaxation, whose LP it leaves
+    unchanged); see the module docstring.
+    """
     inst.require_fixed()
     m = pyo.ConcreteModel(name="cbalab-P1")
     m.K = pyo.RangeSet(0, inst.n_datasets - 1)
@@ -44,12 +57,14 @@ def build_cost_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteMode
     define_bandwidth(m, inst, relax)
     define_feeding(m, inst)
     define_capacity(m, inst)
+    if count_blocks and not relax and inst.cache_granularity == "block":
+        define_block_count(m, inst)
     define_cost(m, inst)
     return m
 
 
 def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
-    """Occupied cache c_k and hit ratio h_k = s_k / d_k per dataset (MODEL.md §3-§4, cache granularity).
+    """Occupied cache c_k and hit ratio h_k = s_k / d_k per dataset (docs/model.md §3-§4, cache granularity).
 
     continuous: h_k ∈ [0, 1], c_k = d_k h_k.  dataset: h_k = z_k ∈ {0, 1}, c_k = d_k z_k.
     block of size u: c_k = u n_k with n_k ∈ {0, …, ⌈d_k/u⌉}, and d_k h_k ≤ c_k, h_k ≤ 1
@@ -77,8 +92,21 @@ def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
         m.served_in_blocks = pyo.Constraint(m.K, rule=lambda mm, k: float(d[k]) * mm.hit[k] <= mm.cache[k])
 
 
+def define_block_count(m: pyo.ConcreteModel, inst: Instance) -> None:
+    """N = Σ_k n_k, whole, 0 ≤ N ≤ ⌊C/u⌋ (proofs/cba_integer_gap.md, Theorem I6).
+
+    The upper bound repeats Σ_k c_k ≤ C as a bound on N, so that presolve keeps N as a column
+    (with only bounds the row implies, HiGHS substitutes N away and loses the branching it offers).
+    """
+    u = inst.block_size_gb
+    top = sum(int(pyo.value(m.blocks[k].ub)) for k in m.K)
+    most = min(top, math.floor(inst.cache_gb / u * (1 + 1e-12)))
+    m.total_blocks = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, most))
+    m.count_blocks = pyo.Constraint(expr=m.total_blocks == pyo.quicksum(m.blocks[k] for k in m.K))
+
+
 def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
-    """Bandwidth b_j ≥ 0 per job; under tiers of size β, Σ_j b_j ≤ β·m with m whole (MODEL.md §4)."""
+    """Bandwidth b_j ≥ 0 per job; under tiers of size β, Σ_j b_j ≤ β·m with m whole (docs/model.md §4)."""
     m.bw = pyo.Var(m.J, domain=pyo.NonNegativeReals)
     step = inst.bandwidth_step_gbps
     if step is not None:
@@ -89,7 +117,7 @@ def define_bandwidth(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
 
 
 def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """No stalls: b_j ≥ r_j (1 - h_k(j)) for every job (MODEL.md §3-§4)."""
+    """No stalls: b_j ≥ r_j (1 - h_k(j)) for every job (docs/model.md §3-§4)."""
     r = inst.job_io_gbps
     k_of = inst.job_dataset
 
@@ -102,17 +130,19 @@ def define_feeding(m: pyo.ConcreteModel, inst: Instance) -> None:
 
 
 def define_capacity(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """Σ_k c_k ≤ C and Σ_j b_j ≤ B (MODEL.md §4); the second is dropped when B is unlimited."""
+    """Σ_k c_k ≤ C and Σ_j b_j ≤ B (docs/model.md §4); the second is dropped when B is unlimited."""
     m.cache_capacity = pyo.Constraint(expr=pyo.quicksum(m.cache[k] for k in m.K) <= float(inst.cache_gb))
     if math.isfinite(inst.bandwidth_gbps) and inst.n_jobs:  # with no job the sum is 0 and the row trivial
         m.bandwidth_capacity = pyo.Constraint(expr=pyo.quicksum(m.bw[j] for j in m.J) <= float(inst.bandwidth_gbps))
 
 
 def define_cost(m: pyo.ConcreteModel, inst: Instance) -> None:
-    """Minimise p_g Σ g_j + p_c Σ c_k + p_b (Σ b_j, or the provisioned β m under tiers)."""
+    """Minimise p_g Σ g_j + p_c Σ c_k + p_b (Σ b_j, or the provisioned β m under tiers); Σ c_k = u N if counted."""
     gpu = inst.price_gpu * float(inst.job_gpus.sum())
     bandwidth = m.provisioned if hasattr(m, "provisioned") else pyo.quicksum(m.bw[j] for j in m.J)
+    counted = hasattr(m, "total_blocks")
+    occupied = inst.block_size_gb * m.total_blocks if counted else pyo.quicksum(m.cache[k] for k in m.K)
     m.cost = pyo.Objective(
-        expr=gpu + inst.price_cache * pyo.quicksum(m.cache[k] for k in m.K) + inst.price_bandwidth * bandwidth,
+        expr=gpu + inst.price_cache * occupied + inst.price_bandwidth * bandwidth,
         sense=pyo.minimize,
     )

@@ -1,0 +1,180 @@
+"""How the exact welfare MILP (P2, docs/model.md §5) scales, today's formulation against the new ones, in one run.
+
+Instance family: ``cbalab generate --kind welfare --jobs N --datasets N/10 --seed S --utility mixed
+--budget-fraction F`` (experiments.workload.generate_welfare; 4 GPU options per job), N ∈ {100, 300, 1000,
+3000}, F ∈ {0.1, 0.2, 0.35}, 3 seeds.  Per instance, every form is timed wall-clock, build included:
+
+* ``pyomo``       P2 as docs/model.md §5 writes it, built through Pyomo and handed to HiGHS (today's method);
+* ``arrays``      the array form of models/milp/welfare.py built from numpy and passed to highspy;
+* ``arrays+warm`` the same with AutoCBA's allocation as HiGHS's first incumbent (AutoCBA's time not included;
+                  it is the ``autocba`` row);
+* ``arrays+cut``  the warm start and its welfare (less 1e-9 relative) as HiGHS's objective bound;
+* ``stall``       the stall-allowed reference P2s (models/solve.py: solve_welfare_stall);
+* ``autocba``     AutoCBA itself: its time, welfare and certified bound.
+
+``seconds`` is wall time and ``cpu_seconds`` the process's CPU time (HiGHS runs in-process on one thread),
+which says how much of the wall time a loaded machine added.  Every MILP runs at MIP gap 0 under
+``--time-limit``; a run that stops there is ``time_limit``, never optimal.
+Every allocation is scored by the referee (models/evaluate.py).  AutoCBA's gap is taken against the no-stall
+optimum P2 (the proven welfare of any optimal no-stall form on the same instance).
+
+    nice -n 10 python -m cbalab.experiments.runs.milp_scale [--quick] [--seed 1] [--time-limit 300]
+
+Prints a line per run as it ends, rewrites ``milp_scale.csv`` (tidy: one row per instance and form)
+atomically after every run, and prints the summary table at the end.  ``grid`` and ``run_one`` are the
+interface of ``cbalab experiment scaling``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.runs.common import write_results
+from cbalab.experiments.workload import generate_welfare
+from cbalab.models.evaluate import Allocation, evaluate
+from cbalab.models.instance import Instance
+from cbalab.models.solve import solve_welfare, solve_welfare_stall
+from cbalab.models.types import SolveOptions
+
+FORMS = ("autocba", "pyomo", "arrays", "arrays+warm", "arrays+cut", "stall")
+JOBS = (100, 300, 1000, 3000)
+FRACTIONS = (0.1, 0.2, 0.35)
+
+
+def grid(quick: bool, seed: int) -> list[dict]:
+    """The runs: every size × budget fraction × seed × form (quick: 100 and 300 jobs, one seed)."""
+    jobs = JOBS[:2] if quick else JOBS
+    seeds = (seed,) if quick else (seed, seed + 1, seed + 2)
+    return [
+        {"jobs": n, "datasets": max(1, n // 10), "budget_fraction": f, "seed": s, "form": form, "time_limit": 300.0}
+        for n in jobs
+        for f in FRACTIONS
+        for s in seeds
+        for form in FORMS
+    ]
+
+
+@lru_cache(maxsize=2)
+def _instance(jobs: int, datasets: int, fraction: float, seed: int) -> Instance:
+    return generate_welfare(jobs, datasets, seed, utility_mix="mixed", budget_fraction=fraction)
+
+
+@lru_cache(maxsize=2)
+def _autocba(jobs: int, datasets: int, fraction: float, seed: int) -> tuple[Allocation, float]:
+    inst = _instance(jobs, datasets, fraction, seed)
+    start = time.perf_counter()
+    alloc = autocba(inst)
+    return alloc, time.perf_counter() - start
+
+
+def run_one(params: dict) -> dict:
+    """One form on one instance: status, wall seconds (build included), referee welfare, proven bound."""
+    key = (int(params["jobs"]), int(params["datasets"]), float(params["budget_fraction"]), int(params["seed"]))
+    inst = _instance(*key)
+    options = SolveOptions(time_limit=float(params["time_limit"]))
+    form = params["form"]
+    start, cpu = time.perf_counter(), time.process_time()
+    if form == "autocba":
+        alloc, seconds = _autocba(*key)
+    else:
+        if form == "pyomo":
+            alloc = solve_welfare(inst, relax=False, options=options, form="pyomo")
+        elif form == "arrays":
+            alloc = solve_welfare(inst, relax=False, options=options)
+        elif form in ("arrays+warm", "arrays+cut"):
+            warm = _autocba(*key)[0]
+            start, cpu = time.perf_counter(), time.process_time()
+            alloc = solve_welfare(inst, relax=False, options=options, warm=warm, cutoff=form == "arrays+cut")
+        elif form == "stall":
+            alloc = solve_welfare_stall(inst, options)
+        else:
+            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu
+    ev = evaluate(inst, alloc, "welfare")
+    facts = alloc.extra.get("milp", {})
+    return {
+        **params,
+        "status": alloc.status,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds if form != "autocba" else None,
+        "build_seconds": facts.get("build_seconds"),
+        "nodes": facts.get("nodes"),
+        "welfare": ev.welfare if ev.feasible else None,
+        "feasible": ev.feasible,
+        "bound": alloc.bound,
+    }
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per size × fraction × form: proven count, median/max seconds, speed-up vs pyomo, AutoCBA's gap to P2."""
+    df = rows.copy()
+    p2 = df[df["form"].isin(["pyomo", "arrays", "arrays+warm", "arrays+cut"]) & (df["status"] == "optimal")]
+    opt = p2.groupby(["jobs", "budget_fraction", "seed"])["welfare"].max().rename("optimum")
+    df = df.join(opt, on=["jobs", "budget_fraction", "seed"])
+    df["gap_pct"] = 100 * (df["optimum"] - df["welfare"]) / df["optimum"]
+    ref = df[df["form"] == "pyomo"].set_index(["jobs", "budget_fraction", "seed"])["seconds"].rename("pyomo_seconds")
+    df = df.join(ref, on=["jobs", "budget_fraction", "seed"])
+    df["speedup"] = df["pyomo_seconds"] / df["seconds"]
+    return (
+        df.groupby(["jobs", "budget_fraction", "form"], sort=True)
+        .agg(
+            runs=("status", "size"),
+            optimal=("status", lambda s: int((s == "optimal").sum())),
+            median_s=("seconds", "median"),
+            max_s=("seconds", "max"),
+            min_speedup=("speedup", "min"),
+            median_speedup=("speedup", "median"),
+            mean_gap_pct=("gap_pct", "mean"),
+            worst_gap_pct=("gap_pct", "max"),
+        )
+        .reset_index()
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the grid (or ``--jobs``/``--forms`` of it), writing the CSV after every run; print the summary."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--time-limit", type=float, default=300.0)
+    p.add_argument("--jobs", type=int, nargs="*", default=None, help="only these sizes")
+    p.add_argument("--fractions", type=float, nargs="*", default=None, help="only these budget fractions")
+    p.add_argument("--forms", nargs="*", default=list(FORMS), choices=FORMS)
+    p.add_argument("--out", default="results/milp_scale")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [
+        {**r, "time_limit": args.time_limit}
+        for r in grid(args.quick, args.seed)
+        if r["form"] in args.forms
+        and (args.jobs is None or r["jobs"] in args.jobs)
+        and (args.fractions is None or r["budget_fraction"] in args.fractions)
+    ]
+    rows: list[dict] = []
+    begin = time.perf_counter()
+    for i, params in enumerate(runs, 1):
+        row = run_one(params)
+        rows.append(row)
+        write_results(
+            out / "milp_scale.csv", pd.DataFrame(rows), script="milp_scale", seed=args.seed, arguments=vars(args)
+        )
+        print(
+            f"[{i}/{len(runs)} {time.perf_counter() - begin:.0f} s] N={row['jobs']} F={row['budget_fraction']} "
+            f"seed={row['seed']} {row['form']}: {row['status']} {row['seconds']:.2f} s welfare={row['welfare']}",
+            flush=True,
+        )
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summarize(pd.DataFrame(rows)).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(f"wrote {out / 'milp_scale.csv'}")
+
+
+if __name__ == "__main__":
+    main()
