@@ -50,10 +50,10 @@ class CbaKeep:
     deterministic rent-or-buy; proofs/cba_keep_competitive.md, Theorem K2, bounds every λ.
     """
 
-    def __init__(self, options: SolveOptions = SolveOptions(), trust: float = 1.0) -> None:
+    def __init__(self, options: SolveOptions | None = None, trust: float = 1.0) -> None:
         if not 0 < trust <= 1:
             raise ValueError(f"trust must lie in (0, 1], got {trust!r}")
-        self.options = options
+        self.options = options if options is not None else SolveOptions()
         self.trust = trust
         self.last_s: float | None = None
         self.keep = np.zeros(0)
