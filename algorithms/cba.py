@@ -1,4 +1,4 @@
-"""CBA: the closed-form optimum of the cost problem P1 (spec/MODEL.md §4).
+"""CBA: the closed-form optimum of the cost problem P1 (docs/model.md §4).
 
 Substituting b_j = r_j (1 - c_k(j)/d_k(j)) turns P1 into
 
@@ -135,7 +135,7 @@ def cba_continuous(inst: Instance) -> Allocation:
 
 
 def cba(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """The registered method ``cba`` for the cost problem: dispatch on the instance's variant (MODEL.md §4).
+    """The registered method ``cba`` for the cost problem: dispatch on the instance's variant (docs/model.md §4).
 
     Continuous cache and bandwidth: the closed form, :func:`cba_continuous`.  Any integer variant:
     :func:`cbalab.algorithms.cba_integer.cba_integer`.

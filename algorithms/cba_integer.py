@@ -1,4 +1,4 @@
-"""CBA's roundings for the integer variants of the cost problem P1 (spec/MODEL.md §4; proofs/cba_integer_gap.md).
+"""CBA's roundings for the integer variants of the cost problem P1 (docs/model.md §4; proofs/cba_integer_gap.md).
 
 Whole-dataset or fixed-block cache granularity and/or bandwidth bought in
 tiers: :func:`cba_integer` dispatches on the variant through ``_VARIANTS``
@@ -18,7 +18,7 @@ from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
 
-# ------------------------------------------------- integer variants (spec/MODEL.md §4, proofs/cba_integer_gap.md)
+# ------------------------------------------------- integer variants (docs/model.md §4, proofs/cba_integer_gap.md)
 #
 # Every rounding works on the substituted form of P1: cost = p_c Σ c_k + p_b · (remote IO, or the provisioned
 # P = m·β under tiers), remote IO = Σ_k R_k (1 - min(c_k, d_k)/d_k).  Under tiers the cap B is first lowered to
@@ -75,7 +75,7 @@ def _tol(x: float) -> float:
 
 
 def _remote(s: _Setting, cache: np.ndarray) -> float:
-    """Remote IO Σ_k R_k (1 - h_k) of an occupied cache, with h_k = min(c_k, d_k)/d_k (MODEL.md §3-§4)."""
+    """Remote IO Σ_k R_k (1 - h_k) of an occupied cache, with h_k = min(c_k, d_k)/d_k (docs/model.md §3-§4)."""
     return float(np.dot(s.R, 1.0 - np.minimum(cache, s.d) / s.d))
 
 
@@ -478,7 +478,7 @@ _VARIANTS: dict[tuple[str, bool], Callable[[_Setting], _Answer]] = {
 
 
 def cba_integer(inst: Instance) -> Allocation:
-    """CBA's rounding for an integer variant of P1 (MODEL.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
+    """CBA's rounding for an integer variant of P1 (docs/model.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
 
     ``status`` is ``optimal`` when proven (Theorems I1, I2 and the scan of I4 (ii) are exact, and so is any answer
     meeting its lower bound), else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, an

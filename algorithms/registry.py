@@ -127,7 +127,7 @@ register(
     "flow", "cost", "cbalab.models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified"
 )
 for _name, _module, _summary, _aggregable in (
-    ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)", True),
+    ("io-only", "io_only", "no cache, all remote IO (docs/model.md §7)", True),
     ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)", False),
     ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing", False),
     ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job", False),
@@ -160,14 +160,14 @@ register(
     "milp",
     "welfare",
     "cbalab.models.solve:welfare_milp",
-    "exact optimum of P2, no stalls (MODEL.md §5), array form, HiGHS",
+    "exact optimum of P2, no stalls (docs/model.md §5), array form, HiGHS",
     exact=True,
 )
 register(
     "milp-stall",
     "welfare",
     "cbalab.models.solve:welfare_milp_stall",
-    "stall-allowed reference P2s (MODEL.md §5): relaxation MILP, optimal only when realised (Theorem F3)",
+    "stall-allowed reference P2s (docs/model.md §5): relaxation MILP, optimal only when realised (Theorem F3)",
     exact=True,
 )
 register(

@@ -1,4 +1,4 @@
-"""The ``cbalab`` command line (spec/INTERFACE.md).
+"""The ``cbalab`` command line (docs/interface.md).
 
 Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a
 message naming the field and the value, never a traceback), 1 on an internal

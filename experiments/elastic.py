@@ -66,7 +66,7 @@ the budget; its welfare rate against the policy's certificate gives
 ``certified_gap``, and the rate actually realised at that instant (stalled by
 warm-up, paused by restarts) gives ``realised_gap``.
 
-Outputs (spec/INTERFACE.md, "The elastic replay"): jobs.csv, timeseries.csv
+Outputs (docs/interface.md, "The elastic replay"): jobs.csv, timeseries.csv
 and summary.json (``problem: "welfare"``), written atomically, summary last
 with the sha256 of each file.
 """
@@ -158,7 +158,7 @@ class ElasticConfig:
 
 @dataclass
 class ElasticResult:
-    """A replay's per-job table, per-event time series and summary (spec/INTERFACE.md, "The elastic replay")."""
+    """A replay's per-job table, per-event time series and summary (docs/interface.md, "The elastic replay")."""
 
     jobs: pd.DataFrame
     timeseries: pd.DataFrame
@@ -622,7 +622,7 @@ class ElasticReplay:
 
     # ------------------------------------------------------------------ outputs
     def result(self, wall: float) -> ElasticResult:
-        """jobs.csv, timeseries.csv and summary.json contents (spec/INTERFACE.md, "The elastic replay")."""
+        """jobs.csv, timeseries.csv and summary.json contents (docs/interface.md, "The elastic replay")."""
         w = self.w
         series = pd.DataFrame(
             self.rows,

@@ -81,7 +81,7 @@ CONNECT_TIMEOUT = "10s"
 #: Packages whose versions meta.json records.
 PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
 
-#: Exit statuses of ``cbalab experiment`` (spec/INTERFACE.md): 0 every run done, 1 a run or a figure failed,
+#: Exit statuses of ``cbalab experiment`` (docs/interface.md): 0 every run done, 1 a run or a figure failed,
 #: 2 bad input (unknown or unavailable experiment, bad option), 130 interrupted.
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 

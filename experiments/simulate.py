@@ -1,9 +1,9 @@
-"""Event-driven trace replay: the dynamic problem of spec/MODEL.md §6 under an online cost policy.
+"""Event-driven trace replay: the dynamic problem of docs/model.md §6 under an online cost policy.
 
 Jobs arrive (a :class:`experiments.workload.Workload`), wait in a strict FIFO
 queue until the cluster's G GPUs can hold them, run, and leave when their
 work is done.  A job's work is its ``duration_s``, the run time when never
-stalled; it progresses at its stall factor x_j / r_j (MODEL.md §3), so a
+stalled; it progresses at its stall factor x_j / r_j (docs/model.md §3), so a
 stalled job runs longer and pays for its GPUs longer.
 
 At every event (an arrival, a start, a departure, and every ``period_s`` when
@@ -11,13 +11,13 @@ set) the policy, any registered method of the cost problem P1
 (experiments.methods), is re-run on the running jobs and sets each dataset's
 *target* cache c*_k and the bandwidth it would buy.  Policies whose answer
 depends on the jobs only through the per-dataset demand R_k (CBA, IO-only,
-SiloD: MODEL.md §4 shows P1 depends on the jobs only through R_k) are called
+SiloD: docs/model.md §4 shows P1 depends on the jobs only through R_k) are called
 on a fixed K-job aggregate instance (one pseudo-job of rate R_k per dataset),
 so an event costs O(K log K) whatever the number of running jobs; the others
 (cache-all, CoorDL, Quiver, anything else) get an instance of the running
 jobs in arrival order.
 
-Cache warm-up (MODEL.md §6): a dataset's cache holds c_k ≤ c*_k and grows
+Cache warm-up (docs/model.md §6): a dataset's cache holds c_k ≤ c*_k and grows
 only by the bytes read remotely for it; every slot between two events uses
 the cache at its start (hit ratio c_k / d_k), buys the remote IO that keeps
 its jobs unstalled at that hit ratio, and the cache grows by that IO until
@@ -33,7 +33,7 @@ Costs are integrated exactly over the slots: GPUs (p_g per busy GPU), cache
 bandwidth (p_b per GB/s bought).  A dataset's cache and bandwidth cost is
 shared among its running jobs in proportion to their rates r_j.
 
-The outputs are the files of spec/INTERFACE.md, "Traces and simulation
+The outputs are the files of docs/interface.md, "Traces and simulation
 output": jobs.csv, timeseries.csv and summary.json (schema
 ``cbalab/simulation@1``).
 """
@@ -59,7 +59,7 @@ from cbalab.models.instance import Instance, InstanceError, check
 
 SCHEMA = "cbalab/simulation@1"
 
-#: Policies that depend on the running jobs only through the per-dataset demand R_k (MODEL.md §4).
+#: Policies that depend on the running jobs only through the per-dataset demand R_k (docs/model.md §4).
 AGGREGABLE = frozenset(m.name for m in methods.select("cost", aggregable=True))
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
@@ -105,7 +105,7 @@ class SimConfig:
 
 @dataclass
 class SimResult:
-    """A replay's per-job table, per-event time series and summary (spec/INTERFACE.md)."""
+    """A replay's per-job table, per-event time series and summary (docs/interface.md)."""
 
     jobs: pd.DataFrame
     timeseries: pd.DataFrame
@@ -214,7 +214,7 @@ class Replay:
     join the FIFO queue, which starts while its head fits), :meth:`reallocate`
     (the policy's targets for the running jobs) and :meth:`feed` (the new
     slot's remote IO, stalls and cost rates).  See the module docstring for
-    the model (MODEL.md §6).
+    the model (docs/model.md §6).
     """
 
     def __init__(self, workload: Workload, cfg: SimConfig, online: Any = None) -> None:

@@ -1,11 +1,11 @@
 """The one referee: feasibility, cost, stalls and welfare of any allocation.
 
 Every method in cbalab returns an :class:`Allocation`; this module alone turns
-it into the numbers that are reported (spec/DESIGN.md, "One referee").  A
+it into the numbers that are reported (README.md (Layout), "One referee").  A
 method's own idea of its objective is never trusted: the CLI, the tests and
 the experiments all score through :func:`evaluate`.
 
-The scoring follows spec/MODEL.md:
+The scoring follows docs/model.md:
 
 * hit ratio h_k = min(c_k, d_k) / d_k, where c_k is the capacity dataset k
   occupies and pays for (whole blocks under block caching, §4);
@@ -128,7 +128,7 @@ def option_lookup(inst: Instance, gpus: np.ndarray) -> OptionLookup:
 def least_feeding(inst: Instance, rates: np.ndarray, cache: np.ndarray) -> np.ndarray:
     """b_j = r_j (1 - h_k(j)) with h_k = min(c_k, d_k) / d_k: the least bandwidth that keeps every job unstalled.
 
-    MODEL.md §3; any feasible bandwidth dominates it (Lemma 1 of proofs/cba_optimality.md), so methods that
+    docs/model.md §3; any feasible bandwidth dominates it (Lemma 1 of proofs/cba_optimality.md), so methods that
     decide only the cache complete their allocation with it.
     """
     d = inst.dataset_size_gb
@@ -242,7 +242,7 @@ def _check_values(inst: Instance, g: np.ndarray, c: np.ndarray, b: np.ndarray, v
 
 
 def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
-    """h_k = min(c_k, d_k)/d_k, checking the cache granularity of MODEL.md §4."""
+    """h_k = min(c_k, d_k)/d_k, checking the cache granularity of docs/model.md §4."""
     d = inst.dataset_size_gb
     c = np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
     if inst.cache_granularity == "block":
@@ -270,7 +270,7 @@ def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
 
 
 def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[str]) -> float | None:
-    """The billed bandwidth P = m·β under tiers (MODEL.md §4), or None for continuous bandwidth."""
+    """The billed bandwidth P = m·β under tiers (docs/model.md §4), or None for continuous bandwidth."""
     step = inst.bandwidth_step_gbps
     if step is None:
         if claimed is not None and abs(claimed - total_b) > _slack(total_b):
@@ -292,7 +292,7 @@ def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[
 def result(
     inst: Instance, problem: str, method: str, alloc: Allocation, seconds: float
 ) -> tuple[dict, Evaluation | None]:
-    """The ``cbalab/result@1`` document (spec/INTERFACE.md) for a method's answer, scored by :func:`evaluate`.
+    """The ``cbalab/result@1`` document (docs/interface.md) for a method's answer, scored by :func:`evaluate`.
 
     An allocation that the referee finds infeasible is reported with status
     ``infeasible``, ``feasible: false`` and its violations: the method failed

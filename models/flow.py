@@ -1,6 +1,6 @@
 """P1 with no bandwidth cap as a min-cost flow: a second exact method, independent of CBA's sort.
 
-The problem (spec/MODEL.md §4) with B = ∞ and continuous cache and bandwidth:
+The problem (docs/model.md §4) with B = ∞ and continuous cache and bandwidth:
 
     minimise  p_c Σ_k c_k + p_b Σ_j b_j
     s.t.      b_j ≥ r_j (1 − c_k(j)/d_k(j)),  Σ_k c_k ≤ C,  0 ≤ c_k ≤ d_k,  b_j ≥ 0.

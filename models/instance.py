@@ -1,10 +1,10 @@
 """The cbalab data model: an instance of the allocation problems, its validation and JSON I/O.
 
-An instance is what spec/MODEL.md §2 calls the cluster (G, C, B, the integer
+An instance is what docs/model.md §2 calls the cluster (G, C, B, the integer
 variants of §4), the prices (p_g, p_c, p_b), the budget, the datasets (d_k) and
 the jobs (k(j), the fixed GPUs g_j and rate r_j of P1, and the option table
 O_j with r_j(g) and U_j(g) of P2).  The JSON form is the schema
-``cbalab/instance@1`` of spec/INTERFACE.md.
+``cbalab/instance@1`` of docs/interface.md.
 
 Jobs and datasets are kept columnar: numpy arrays by position, with the ids
 beside them, so that a 100,000-job instance loads and solves quickly.  Job
@@ -84,12 +84,12 @@ def _show(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Instance:
-    """One problem instance (spec/MODEL.md §2), columnar.
+    """One problem instance (docs/model.md §2), columnar.
 
     ``bandwidth_gbps`` and ``budget_per_hour`` are ``math.inf`` when unlimited
     (``null`` in JSON); ``gpus`` is ``None`` when the cluster has no GPU cap.
     ``cache_granularity`` is ``"continuous"``, ``"dataset"`` or ``"block"``
-    (then ``block_gb`` is the block size u of MODEL.md §4).  Jobs lacking a
+    (then ``block_gb`` is the block size u of docs/model.md §4).  Jobs lacking a
     fixed allocation have ``job_gpus == -1`` and ``job_io_gbps == nan``.
     """
 
@@ -170,7 +170,7 @@ class Instance:
             )
 
     def require_continuous(self, purpose: str) -> None:
-        """Raise InstanceError unless cache and bandwidth are continuous (no integer variant of MODEL.md §4).
+        """Raise InstanceError unless cache and bandwidth are continuous (no integer variant of docs/model.md §4).
 
         ``purpose`` completes the message, e.g. "the welfare problem is modelled".
         """
@@ -182,7 +182,7 @@ class Instance:
             raise InstanceError("cluster.bandwidth_step_gbps", step, f"{purpose} for continuous bandwidth only (null)")
 
     def dataset_demand(self, rates: np.ndarray) -> np.ndarray:
-        """R_k = sum of rates of the jobs reading dataset k (MODEL.md §3)."""
+        """R_k = sum of rates of the jobs reading dataset k (docs/model.md §3)."""
         return np.bincount(self.job_dataset, weights=rates, minlength=self.n_datasets)
 
     def option_job(self) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Job option tables for the welfare problem P2: (g, r_j(g), U_j(g)) from a throughput curve and a utility shape.
 
-spec/MODEL.md §2 and §5 define a job's elastic choices by two numbers per
+docs/model.md §2 and §5 define a job's elastic choices by two numbers per
 GPU count g in its option set O_j: the data-consumption rate r_j(g) (GB/s,
 throughput in samples/s times the mean sample size in GB) and the utility per
 hour U_j(g).  This module builds those tables from
@@ -33,7 +33,7 @@ import numpy as np
 
 from cbalab.models.instance import InstanceError
 
-#: The utility shapes of MODEL.md §5, by the names the CLI and the generator use.
+#: The utility shapes of docs/model.md §5, by the names the CLI and the generator use.
 SHAPES = ("linear", "log", "sqrt", "alpha", "sigmoid", "deadline")
 
 
@@ -101,7 +101,7 @@ def table_throughput(table: Mapping[int, float], gpus: Sequence[int] | None = No
 
 @dataclass(frozen=True)
 class Utility:
-    """A utility per hour U(x) of the normalised speed x = throughput / reference (MODEL.md §5).
+    """A utility per hour U(x) of the normalised speed x = throughput / reference (docs/model.md §5).
 
     Shapes, each scaled by ``weight`` (utility per hour) and with U(0) = 0:
 

@@ -24,7 +24,7 @@
 * HiGHS runs in a worker thread, so that Ctrl-C interrupts a solve at once.
 
 The registered methods ``lp`` and ``milp`` of the cost and welfare problems live here, since
-only models/milp and this module may import Pyomo (spec/DESIGN.md).
+only models/milp and this module may import Pyomo (README.md (Layout)).
 """
 
 from __future__ import annotations
@@ -439,7 +439,7 @@ def _no_jobs(inst: Instance, problem: str) -> Allocation:
 
 
 def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Solve P1 (MODEL.md §4) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+    """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as an Allocation.
 
     The returned ``bound`` is HiGHS's proven lower bound on the model it
     solved; the LP relaxation's bound is also a lower bound on the integer

@@ -89,7 +89,7 @@ def cost_instances(
     max_datasets: int = 8,
     bandwidth_modes: tuple[str, ...] = BANDWIDTH_MODES,
 ) -> Instance:
-    """A continuous P1 instance (MODEL.md §4) with the adversarial corners listed in the module docstring."""
+    """A continuous P1 instance (docs/model.md §4) with the adversarial corners listed in the module docstring."""
     n_datasets = draw(st.integers(1, max_datasets))
     n_jobs = draw(st.integers(1, max_jobs))
     ties = draw(st.booleans())

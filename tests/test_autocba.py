@@ -304,7 +304,7 @@ def test_feeding_cost_concave(case: tuple[Instance, np.ndarray, np.ndarray, floa
 
 
 def test_finite_bandwidth_makes_the_feasible_demands_non_convex() -> None:
-    """The counterexample of MODEL.md §5 / Theorem B (iii): (10, 0) and (0, 10) can be fed, (5, 5) cannot."""
+    """The counterexample of docs/model.md §5 / Theorem B (iii): (10, 0) and (0, 10) can be fed, (5, 5) cannot."""
     inst = build(
         dataset_size_gb=np.array([1.0, 1.0]),
         job_dataset=np.array([0, 1]),

@@ -1,4 +1,4 @@
-"""The cache baselines of the cost problem (spec/MODEL.md §7), each scored by the one referee.
+"""The cache baselines of the cost problem (docs/model.md §7), each scored by the one referee.
 
 CBA is optimal for P1 (proofs/cba_optimality.md, Theorem 1), so on every
 instance where a baseline's allocation is feasible CBA's IO cost is no higher:

@@ -1,4 +1,4 @@
-"""The ``cbalab`` command line against spec/INTERFACE.md: result documents, exit statuses, error messages.
+"""The ``cbalab`` command line against docs/interface.md: result documents, exit statuses, error messages.
 
 Most tests call ``experiments.cli.main`` in-process (fast); one runs the
 installed console script in a subprocess to check the real entry point and
@@ -21,7 +21,7 @@ from cbalab.experiments.cli import main
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.instance import build, load
 
-#: The result@1 fields spec/INTERFACE.md lists for every answer with an allocation.
+#: The result@1 fields docs/interface.md lists for every answer with an allocation.
 RESULT_FIELDS = {
     "schema",
     "problem",

@@ -1,4 +1,4 @@
-"""Hand-computed examples of the one referee (models/evaluate.py), spec/MODEL.md §3-§5.
+"""Hand-computed examples of the one referee (models/evaluate.py), docs/model.md §3-§5.
 
 Every number below is worked out by hand in the comments, on one small instance:
 

@@ -1,6 +1,6 @@
 """Hypothesis fuzzing of the loaders (models/instance.py, experiments/workload/traces.py), end to end.
 
-Valid ``cbalab/instance@1`` documents (spec/INTERFACE.md) are mutated the way
+Valid ``cbalab/instance@1`` documents (docs/interface.md) are mutated the way
 a hostile but fair user would: values swapped for other JSON types, fields
 and list entries deleted or duplicated, numbers made huge, tiny, negative or
 non-finite, values wrapped in deep nesting, and the text re-encoded,

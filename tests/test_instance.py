@@ -1,6 +1,6 @@
 """Tests of the instance model (models/instance.py): every bad input is an InstanceError naming field and value.
 
-spec/INTERFACE.md: "Bad input (unknown dataset, duplicate id, negative or
+docs/interface.md: "Bad input (unknown dataset, duplicate id, negative or
 non-finite number, empty options, unknown schema) is rejected with a message
 that names the field and the offending value, before any solving."
 """
@@ -23,7 +23,7 @@ from tests.strategies import cost_instances
 
 
 def valid_doc() -> dict:
-    """The example instance of spec/INTERFACE.md, with a second dataset and job."""
+    """The example instance of docs/interface.md, with a second dataset and job."""
     return {
         "schema": "cbalab/instance@1",
         "cluster": {

@@ -1,4 +1,4 @@
-"""The integer variants of P1 (spec/MODEL.md §4): the exact MILP, CBA's roundings and their proven gaps.
+"""The integer variants of P1 (docs/model.md §4): the exact MILP, CBA's roundings and their proven gaps.
 
 Each test names the theorem of proofs/cba_integer_gap.md it checks.  The reference optimum of the small
 instances is an exhaustive enumeration written here independently of algorithms/cba.py: every whole-dataset
@@ -135,7 +135,7 @@ def _milp_cost(inst: Instance) -> float | None:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @given(data=st.data())
 def test_milp_equals_enumeration(variant: str, data: st.DataObject) -> None:
-    """Lemma I0 of proofs/cba_integer_gap.md (the exact MILP of MODEL.md §4): HiGHS with gap 0 on the Pyomo model
+    """Lemma I0 of proofs/cba_integer_gap.md (the exact MILP of docs/model.md §4): HiGHS with gap 0 on the Pyomo model
     equals exhaustive enumeration of z / n / m, and its allocation, re-fed by solve.py, passes the referee — in
     particular under tiers the recomputed b_j = r_j (1 - h_k) stays within the provisioned bandwidth."""
     inst = data.draw(tiny_instances(variant))
@@ -318,7 +318,7 @@ BAD_GRANULARITY = [
 
 @pytest.mark.parametrize(("key", "value", "path"), BAD_GRANULARITY)
 def test_bad_granularity_is_refused(key: str, value: object, path: str, tmp_path, capsys) -> None:
-    """INTERFACE.md: a bad cache_granularity / bandwidth_step_gbps is an InstanceError naming the field and the
+    """docs/interface.md: a bad cache_granularity / bandwidth_step_gbps is an InstanceError naming the field and the
     value, and exit status 2 on the CLI."""
     doc = _doc({key: value})
     with pytest.raises(InstanceError) as err:
@@ -336,8 +336,8 @@ def test_bad_granularity_is_refused(key: str, value: object, path: str, tmp_path
 @pytest.mark.parametrize("granularity", ["continuous", "dataset", {"block_gb": 4.0}])
 @pytest.mark.parametrize("method", ["cba", "milp"])
 def test_result_carries_provisioned_gbps(granularity: object, method: str, tmp_path, capsys) -> None:
-    """INTERFACE.md: under tiers the result carries provisioned_gbps, a whole number of tiers ≥ Σ b_j, and the
-    bandwidth bill is p_b times it (MODEL.md §4, bandwidth tiers)."""
+    """docs/interface.md: under tiers the result carries provisioned_gbps, a whole number of tiers ≥ Σ b_j, and the
+    bandwidth bill is p_b times it (docs/model.md §4, bandwidth tiers)."""
     file = tmp_path / "tiers.json"
     file.write_text(json.dumps(_doc({"cache_granularity": granularity, "bandwidth_step_gbps": 0.25})))
     assert main(["solve", str(file), "--problem", "cost", "--method", method]) == 0
@@ -350,7 +350,7 @@ def test_result_carries_provisioned_gbps(granularity: object, method: str, tmp_p
 
 
 def test_no_provisioned_gbps_without_tiers() -> None:
-    """INTERFACE.md: provisioned_gbps appears only under tiers."""
+    """docs/interface.md: provisioned_gbps appears only under tiers."""
     inst = from_dict(_doc({"cache_granularity": "dataset"}))
     doc, _ = methods.run(inst, "cost", "cba")
     assert "provisioned_gbps" not in doc and doc["status"] in ("optimal", "feasible")

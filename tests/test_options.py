@@ -60,7 +60,7 @@ def test_table_throughput_selects_sorts_and_names_missing_counts() -> None:
 
 
 def test_option_table_rates_are_throughput_times_sample_size() -> None:
-    """r_j(g) = throughput(g) × mean sample size (MODEL.md §2), rows sorted by g, U from the utility."""
+    """r_j(g) = throughput(g) × mean sample size (docs/model.md §2), rows sorted by g, U from the utility."""
     t = option_table([4, 1, 2], [400.0, 100.0, 200.0], 1e-4, Utility("linear", weight=3.0))
     assert t.gpus.tolist() == [1, 2, 4]
     assert t.io_gbps == pytest.approx([0.01, 0.02, 0.04])
@@ -121,7 +121,7 @@ def test_sigmoid_is_not_concave_and_is_accepted_everywhere() -> None:
 def test_deadline_step_pays_exactly_when_the_remaining_work_finishes_in_time(
     remaining: float, deadline_h: float, weight: float
 ) -> None:
-    """Deadline utility: weight if remaining_samples / throughput(g) ≤ deadline, else 0 (MODEL.md §5)."""
+    """Deadline utility: weight if remaining_samples / throughput(g) ≤ deadline, else 0 (docs/model.md §5)."""
     tput = amdahl_throughput(GPUS, 50.0, 0.05)
     u = Utility("deadline", weight=weight, remaining_samples=remaining, deadline_h=deadline_h)(tput, float(tput[0]))
     meets = remaining / tput / 3600.0 <= deadline_h

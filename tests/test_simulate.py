@@ -141,7 +141,7 @@ def test_gpus_are_a_strict_fifo_queue() -> None:
 
 
 def test_aggregated_policies_match_the_per_job_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """P1 depends on the jobs only through R_k (MODEL.md §4): the K-job aggregate gives CBA's answer exactly."""
+    """P1 depends on the jobs only through R_k (docs/model.md §4): the K-job aggregate gives CBA's answer exactly."""
     w = _generated(200, seed=9)
     cfg = SimConfig(policy="cba", gpus=16, cache_gb=40.0, bandwidth_gbps=0.2)
     fast = simulate(w, cfg)

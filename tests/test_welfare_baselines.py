@@ -1,4 +1,4 @@
-"""The IO-unaware GPU baselines of MODEL.md §7 on the welfare problem (algorithms/baselines/)."""
+"""The IO-unaware GPU baselines of docs/model.md §7 on the welfare problem (algorithms/baselines/)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def test_optimus_takes_every_top_option_when_nothing_binds() -> None:
 
 
 def test_naive_spends_the_budget_on_gpus_and_stalls_on_a_tight_budget() -> None:
-    """IO-unaware on a tight budget: GPUs take the money, bandwidth is cut, the jobs stall (MODEL.md §5, §7)."""
+    """IO-unaware on a tight budget: GPUs take the money, bandwidth is cut, the jobs stall (docs/model.md §5, §7)."""
     inst = generate_welfare(40, 8, seed=1, budget_fraction=0.2, prices=(2.5, 0.01, 30.0))
     alloc = gavel_tput.gavel_tput(inst)
     ev = evaluate(inst, alloc, "welfare")

@@ -189,7 +189,8 @@ def test_jobs_without_options_are_rejected() -> None:
 
 
 def test_a_stalled_allocation_can_outscore_the_p2_optimum() -> None:
-    """P2 forbids stalls, the referee scores them (MODEL.md §5): on a tight budget a stalled job beats P2's optimum.
+    """P2 forbids stalls, the referee scores them (docs/model.md §5): on a tight budget a stalled job beats P2.
+
 
     One job, one option (1 GPU, 1 GB/s, utility 10), no cache, p_g = p_b = 1, budget 1.5: P2 cannot afford
     the job unstalled (cost 2), so its optimum is 0; the GPU with 0.5 GB/s runs at half speed and earns 5.
@@ -216,7 +217,7 @@ ROW_CHOICES = [frozenset(), frozenset({"feeding"}), frozenset({"feeding", "w_bel
 def test_theorem_f1_array_form_has_the_optimum_of_p2(inst: Instance, kept: frozenset[str]) -> None:
     """Theorem F1 (proofs/welfare_milp_forms.md): the array form, with any of its optional rows, has P2's optimum.
 
-    Checked against the brute force and against P2 as MODEL.md §5 writes it (the Pyomo model); the array
+    Checked against the brute force and against P2 as docs/model.md §5 writes it (the Pyomo model); the array
     form's allocation is scored by the referee.
     """
     arrays = build_welfare_arrays(inst, rows_kept=kept)
@@ -308,7 +309,7 @@ def test_theorem_f3_no_budget_no_b_no_stalls(inst: Instance) -> None:
 
 
 def test_theorem_f3_stalled_optimum_of_the_half_fed_job() -> None:
-    """Theorem F3 (iii): on the example of MODEL.md §5 (budget 1.5, unstalled cost 2) P2s = 5 > P2 = 0, proven."""
+    """Theorem F3 (iii): on the example of docs/model.md §5 (budget 1.5, unstalled cost 2) P2s = 5 > P2 = 0, proven."""
     inst = build(
         dataset_size_gb=np.array([1.0]),
         job_dataset=np.array([0]),

@@ -1,4 +1,4 @@
-"""AutoCBA: greedy welfare maximisation under a budget (P2, spec/MODEL.md §5), with a certified bound.
+"""AutoCBA: greedy welfare maximisation under a budget (P2, docs/model.md §5), with a certified bound.
 
 AutoCBA chooses every job's GPU option.  For fixed options the cheapest way
 to feed them is P1, which CBA solves in closed form (algorithms/cba.py), so

@@ -107,7 +107,7 @@ class _Dual:
 
 
 def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30) -> Certificate:
-    """A proven upper bound on the optimum of P2 (MODEL.md §5): Theorem D of proofs/autocba_certificate.md.
+    """A proven upper bound on the optimum of P2 (docs/model.md §5): Theorem D of proofs/autocba_certificate.md.
 
     Minimises the Lagrangian dual over its multipliers by cyclic coordinate
     bisection on the sign of the subgradient (``rounds`` cycles, by default 8

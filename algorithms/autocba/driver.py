@@ -108,7 +108,7 @@ def autocba(
     swaps: int | None = None,
     certify: bool = True,
 ) -> Allocation:
-    """Registered method ``autocba`` for the welfare problem P2 (MODEL.md §5); see the module docstring.
+    """Registered method ``autocba`` for the welfare problem P2 (docs/model.md §5); see the module docstring.
 
     ``group_moves`` and ``best_single`` switch off the two safeguards (the
     counterexamples of proofs/autocba_guarantee.md use that); ``swaps`` is the

@@ -1,1 +1,1 @@
-"""Policies from the literature (spec/MODEL.md §7), one small module each."""
+"""Policies from the literature (docs/model.md §7), one small module each."""

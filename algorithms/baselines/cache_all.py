@@ -1,4 +1,4 @@
-"""Cache-all FIFO (spec/MODEL.md §7): whole datasets in arrival order until the cache is full.
+"""Cache-all FIFO (docs/model.md §7): whole datasets in arrival order until the cache is full.
 
 What dataset-level caches do today (Alluxio or Fluid dataset mounts): a
 dataset is mounted into the cache whole when the first job that reads it

@@ -1,7 +1,7 @@
-"""What every cache baseline of the cost problem shares (spec/MODEL.md §7): greedy filling and unstalled feeding.
+"""What every cache baseline of the cost problem shares (docs/model.md §7): greedy filling and unstalled feeding.
 
 A cache baseline decides only the cache; the bandwidth then follows as in
-P1's constraint (MODEL.md §4): every job gets b_j = r_j (1 − h_j), where h_j
+P1's constraint (docs/model.md §4): every job gets b_j = r_j (1 − h_j), where h_j
 is the fraction of its reads that hit the cache (h_k(j) = c_k / d_k when the
 dataset's cache is shared, less for CoorDL's private slices), so no job
 stalls.  The baselines ignore the bandwidth cap B: when Σ b_j exceeds it the
@@ -28,7 +28,7 @@ def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.
 
 
 def granular(inst: Instance, cache: np.ndarray) -> np.ndarray:
-    """Round a cache to the instance's granularity (MODEL.md §4) without exceeding C.
+    """Round a cache to the instance's granularity (docs/model.md §4) without exceeding C.
 
     ``dataset``: a partly cached dataset is dropped.  ``block``: a whole
     dataset occupies ⌈d_k/u⌉ blocks when they still fit in C, a partly cached

@@ -1,7 +1,7 @@
-"""CoorDL / MinIO per job (Mohan et al., VLDB 2021; spec/MODEL.md §7): private cache slices, no sharing.
+"""CoorDL / MinIO per job (Mohan et al., VLDB 2021; docs/model.md §7): private cache slices, no sharing.
 
 CoorDL's MinIO cache keeps a fixed random part of a job's dataset and never
-evicts it (the uniform caching of MODEL.md §3), but each job caches for
+evicts it (the uniform caching of docs/model.md §3), but each job caches for
 itself: two jobs reading one dataset do not hit each other's bytes.  Job j
 with a private slice s_j hits on a fraction s_j / d_k(j) of its reads and
 needs b_j = r_j (1 − s_j / d_k(j)) of remote IO.
@@ -19,7 +19,7 @@ baseline's favour:
   d_k: once n_k α reaches 1 each of the n_k jobs keeps d_k / n_k and the
   capacity left goes to other datasets.  This one is *not* a choice in the
   baseline's favour but a limit of the model: the referee's cache is per
-  dataset (c_k ≤ d_k, MODEL.md §2) and cannot hold duplicate copies, so
+  dataset (c_k ≤ d_k, docs/model.md §2) and cannot hold duplicate copies, so
   when C has room for a private full copy per job, CoorDL here saves less
   bandwidth than real private copies would (at their extra cache cost);
 * the cache paid for is Σ of the slices; the bandwidth is exactly what keeps

@@ -1,4 +1,4 @@
-"""Gavel-style max-min fairness (spec/MODEL.md §7), IO-unaware, on the welfare problem P2.
+"""Gavel-style max-min fairness (docs/model.md §7), IO-unaware, on the welfare problem P2.
 
 Gavel's max-min fairness policy maximises the smallest normalised
 throughput.  On whole options it is progressive filling: repeatedly raise the

@@ -1,4 +1,4 @@
-"""Gavel-style max-sum-throughput (spec/MODEL.md §7), IO-unaware, on the welfare problem P2.
+"""Gavel-style max-sum-throughput (docs/model.md §7), IO-unaware, on the welfare problem P2.
 
 Gavel's ``max_sum_throughput`` policy maximises the sum of the jobs'
 normalised throughputs.  On P2's whole-option choices that is a

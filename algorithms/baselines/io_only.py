@@ -1,4 +1,4 @@
-"""IO-only (spec/MODEL.md §7): no cache at all; every job reads its whole stream remotely.
+"""IO-only (docs/model.md §7): no cache at all; every job reads its whole stream remotely.
 
 What the field does without a compute-side cache: b_j = r_j for every job.
 There is no open choice to make in its favour.

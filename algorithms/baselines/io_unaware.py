@@ -1,7 +1,7 @@
-"""What every IO-unaware GPU scheduler of spec/MODEL.md §7 shares: feeding its GPUs under the budget, and tuning.
+"""What every IO-unaware GPU scheduler of docs/model.md §7 shares: feeding its GPUs under the budget, and tuning.
 
 An IO-unaware scheduler (Gavel, Optimus, Pollux) decides GPUs only.  To run it
-on the welfare problem P2 (MODEL.md §5) it is given
+on the welfare problem P2 (docs/model.md §5) it is given
 
 * a GPU budget: at most ``split`` × Budget may go to GPUs, so it uses at most
   min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
@@ -52,7 +52,7 @@ def gpu_cap(inst: Instance, split: float) -> int:
 def speedup(inst: Instance) -> np.ndarray:
     """Per option row, the job's normalised throughput: r_j(g) / r_j(g_min), its rate at its smallest option.
 
-    Throughput is proportional to the data rate (MODEL.md §2: r = samples/s ×
+    Throughput is proportional to the data rate (docs/model.md §2: r = samples/s ×
     sample size), so this is the per-job normalised throughput Gavel's
     policies use.  A job whose smallest option reads no data falls back to
     g / g_min.
@@ -89,7 +89,7 @@ def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: 
 
 
 def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") -> Allocation:
-    """Feed a scheduler's GPUs with ``policy``'s cache and the money left for bandwidth (MODEL.md §5, §7).
+    """Feed a scheduler's GPUs with ``policy``'s cache and the money left for bandwidth (docs/model.md §5, §7).
 
     The cache is cut (densest datasets kept) to the money left after GPUs;
     each job's unstalled bandwidth, max(the policy's b_j, r_j (1 − h_k(j)))

@@ -1,4 +1,4 @@
-"""Optimus/Pollux-style marginal-gain greedy (spec/MODEL.md §7), IO-unaware, on the welfare problem P2.
+"""Optimus/Pollux-style marginal-gain greedy (docs/model.md §7), IO-unaware, on the welfare problem P2.
 
 Optimus gives the next GPUs to the job whose objective gains most from them;
 in P2 a job's gain from speed is its utility table, so the greedy repeatedly

@@ -1,4 +1,4 @@
-"""Quiver-like (Kumar & Sivathanu, FAST 2020; spec/MODEL.md §7): benefit-aware caching judged per job.
+"""Quiver-like (Kumar & Sivathanu, FAST 2020; docs/model.md §7): benefit-aware caching judged per job.
 
 Quiver measures how much each job gains from caching its dataset and gives
 the cache to the jobs that gain most per cached byte.  Its judgement is per

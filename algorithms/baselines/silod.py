@@ -1,8 +1,8 @@
-"""SiloD-like (Zhao et al., EuroSys 2023; spec/MODEL.md §7): fill the cache by IO density, price-blind.
+"""SiloD-like (Zhao et al., EuroSys 2023; docs/model.md §7): fill the cache by IO density, price-blind.
 
 SiloD treats the cache and the remote IO as resources of the scheduler and
 gives cache to the data whose caching removes the most remote IO per byte:
-the IO density ρ_k = R_k / d_k of MODEL.md §4.  It has no notion of price,
+the IO density ρ_k = R_k / d_k of docs/model.md §4.  It has no notion of price,
 so it uses the whole capacity C whether or not a cached GB pays for itself;
 that is exactly where CBA differs (CBA stops where p_b ρ_k ≤ p_c unless the
 bandwidth cap B forces more).

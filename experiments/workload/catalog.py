@@ -1,6 +1,6 @@
-"""The catalog of models × datasets: (model, GPU type, GPUs) -> r_j(g) in GB/s (MODEL.md §2-§3).
+"""The catalog of models × datasets: (model, GPU type, GPUs) -> r_j(g) in GB/s (docs/model.md §2-§3).
 
-MODEL.md §2 defines a job's data-consumption rate r_j(g) as its unstalled
+docs/model.md §2 defines a job's data-consumption rate r_j(g) as its unstalled
 throughput (samples/s) times the mean sample size.  Throughputs are measured
 figures, stored in ``catalog.csv`` beside this module (shipped in the wheel)
 so that cbalab runs without ../shared, every row with its source (the
@@ -134,7 +134,7 @@ CATALOG_DATASETS, CATALOG_MODELS = _load_catalog()
 
 @dataclass(frozen=True)
 class Catalog:
-    """Models × datasets: turns (model, dataset, GPU type, GPUs) into r_j(g) in GB/s (MODEL.md §2-§3)."""
+    """Models × datasets: turns (model, dataset, GPU type, GPUs) into r_j(g) in GB/s (docs/model.md §2-§3)."""
 
     models: Mapping[str, ModelSpec]
     datasets: Mapping[str, DatasetSpec]

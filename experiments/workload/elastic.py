@@ -2,7 +2,7 @@
 
 A trace row says when a job arrived, how long it ran and on how many GPUs.
 The elastic replay (experiments/elastic.py) may run it on other GPU counts, so
-each job needs what MODEL.md §2 and §5 call its option table:
+each job needs what docs/model.md §2 and §5 call its option table:
 
 * **GPU counts.**  The counts its model's throughput is measured at in the
   catalog (Gavel: 1, 2, 4, 8; Pollux: 1, 2, 4, 8, 16, 32, 64; the two Gavel

@@ -24,7 +24,7 @@ PHILLY_GPU_SHARES = {1: 0.9317, 2: 0.0221, 4: 0.0227, 8: 0.0200, 16: 0.0035}
 
 #: Default prices, $/h per unit: a V100 GPU-hour (AWS p3 on-demand is about
 #: $3.06 per GPU-hour; we use 2.5), a GB-hour of cluster cache and a
-#: (GB/s)-hour of provisioned remote throughput, as in spec/INTERFACE.md's
+#: (GB/s)-hour of provisioned remote throughput, as in docs/interface.md's
 #: example.  Every experiment sweeps the cache/bandwidth price ratio.
 DEFAULT_PRICES = (2.5, 0.0004, 0.9)
 
@@ -150,7 +150,7 @@ def generate_welfare(
     alpha: float = 2.0,
     prices: tuple[float, float, float] = DEFAULT_PRICES,
 ) -> Instance:
-    """A seeded welfare-problem (P2, MODEL.md §5) instance: every job has an option table, no fixed allocation.
+    """A seeded welfare-problem (P2, docs/model.md §5) instance: every job has an option table, no fixed allocation.
 
     Each job scales by Amdahl's law (serial fraction uniform in [0, 0.3]) over
     ``gpu_options``; its per-GPU data rate is log-normal around 0.05 GB/s as in

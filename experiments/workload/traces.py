@@ -1,4 +1,4 @@
-"""Job traces: the Philly trace and the generic CSV form (spec/INTERFACE.md, "Traces and simulation output")."""
+"""Job traces: the Philly trace and the generic CSV form (docs/interface.md, "Traces and simulation output")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 
 from cbalab.models.instance import MAX_COUNT, InstanceError
 
-#: The Philly trace's columns (spec/INTERFACE.md, "Traces and simulation output").
+#: The Philly trace's columns (docs/interface.md, "Traces and simulation output").
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 #: The generic trace's required and optional columns.
 TRACE_COLUMNS = ("submit_time_s", "duration_s", "gpus")

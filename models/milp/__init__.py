@@ -1,1 +1,1 @@
-"""Pyomo formulations of cbalab's problems (spec/MODEL.md §4-§6), one builder per group of constraints."""
+"""Pyomo formulations of cbalab's problems (docs/model.md §4-§6), one builder per group of constraints."""

@@ -115,7 +115,7 @@ def schedule_from_replay(
     period_s: float | None = None,
     origin_s: float | None = None,
 ) -> Schedule:
-    """The schedule of a replay from its per-job start and end times (jobs.csv of spec/INTERFACE.md).
+    """The schedule of a replay from its per-job start and end times (jobs.csv of docs/interface.md).
 
     Slots are cut at every distinct start and end and, when the replay
     re-allocated every ``period_s`` seconds from ``origin_s`` (its first
@@ -431,7 +431,7 @@ class DynamicResult:
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
     def summary(self) -> dict:
-        """The ``offline_optimum`` entry of summary.json (spec/INTERFACE.md)."""
+        """The ``offline_optimum`` entry of summary.json (docs/interface.md)."""
         return {
             "cost_io": self.cost_io,
             "status": self.status,
