@@ -191,7 +191,6 @@ def test_jobs_without_options_are_rejected() -> None:
 def test_a_stalled_allocation_can_outscore_the_p2_optimum() -> None:
     """P2 forbids stalls, the referee scores them (docs/model.md §5): on a tight budget a stalled job beats P2.
 
-
     One job, one option (1 GPU, 1 GB/s, utility 10), no cache, p_g = p_b = 1, budget 1.5: P2 cannot afford
     the job unstalled (cost 2), so its optimum is 0; the GPU with 0.5 GB/s runs at half speed and earns 5.
     This is the gap the Remarks of proofs/mccormick_exact.md warn about.
