@@ -20,12 +20,15 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.runner import ExperimentError, add_experiment_parser
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
+
+if TYPE_CHECKING:
+    from cbalab.experiments.workload import Workload
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -231,6 +234,20 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _replay_workload(args: argparse.Namespace) -> Workload:
+    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded)."""
+    from cbalab.experiments.workload import make_workload
+
+    return make_workload(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpu_type=args.gpu_type,
+    )
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py).
 
@@ -239,21 +256,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.problem == "welfare":
         return _simulate_welfare(args)
     from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate, window
-    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload import DEFAULT_PRICES
 
     try:
         methods.get("cost", args.policy)
     except KeyError as e:
         raise BadInputError(f"--policy: {e.args[0]}") from None
     _writable_folder("--out", args.out)
-    workload = make_workload(
-        trace=args.trace,
-        n_jobs=args.generate,
-        seed=args.seed,
-        skew=args.skew,
-        n_datasets=args.datasets,
-        gpu_type=args.gpu_type,
-    )
+    workload = _replay_workload(args)
     if args.window is not None:
         workload = window(workload, *args.window)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
@@ -290,19 +300,12 @@ def _percent(x: float) -> str:
 def _simulate_welfare(args: argparse.Namespace) -> int:
     """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
     from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
-    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
     if args.policy not in POLICIES:
         raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
-    base = make_workload(
-        trace=args.trace,
-        n_jobs=args.generate,
-        seed=args.seed,
-        skew=args.skew,
-        n_datasets=args.datasets,
-        gpu_type=args.gpu_type,
-    )
+    base = _replay_workload(args)
     workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
