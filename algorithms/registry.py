@@ -1,12 +1,18 @@
-"""The method registry: every method by (problem, name), shared by the CLI, the tests and the experiments.
+"""The one registry of cbalab: every method, cache policy and GPU scheduler, by (problem, name).
 
-A method is a function ``(instance) -> Allocation``.  Entries name their
-function as ``"module:function"`` and are imported on first use, so that
-``cbalab solve --method cba`` never pays for importing Pyomo.  Exact methods
-(``exact=True``) also take a :class:`models.solve.SolveOptions`.
+Every entry is called the same way, ``function(instance, options) -> Allocation``
+with ``options`` a :class:`cbalab.models.types.SolveOptions` that a fast
+method may ignore.  Entries name their function as ``"module:function"`` and
+are imported on first use, so that ``cbalab solve --method cba`` never pays
+for importing Pyomo, and so that algorithms/ never imports it.
 
-:func:`run` is the one way to call a method: it times the call and has the
-answer scored by the referee (models/evaluate.py).
+An entry's properties are fields: the problem it answers, whether it is exact
+(HiGHS, gap 0), its kind (a plain method, a cost method that also serves as a
+cache policy feeding a GPU scheduler, or a GPU scheduler), whether it may be
+solved on dataset-aggregated demand (it depends on the running jobs only
+through R_k, docs/model.md §4) and whether it takes a cache policy.
+:func:`select` queries them; :func:`run` is the one way to call a method: it
+times the call and has the answer scored by the referee (models/evaluate.py).
 """
 
 from __future__ import annotations
@@ -15,53 +21,116 @@ import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
-from cbalab.models.types import SolveOptions
+from cbalab.models.types import Problem, SolveOptions
+
+#: The one call signature of every registered function.
+MethodFunction = Callable[[Instance, SolveOptions], Allocation]
+
+
+class Kind(StrEnum):
+    """What an entry is: a method, a cost method that can feed a GPU scheduler's GPUs, or a GPU scheduler."""
+
+    METHOD = "method"
+    CACHE_POLICY = "cache-policy"
+    GPU_SCHEDULER = "gpu-scheduler"
 
 
 @dataclass(frozen=True)
 class Method:
-    """One registered method: its CLI name, the problem it answers, and where its function lives."""
+    """One registered entry: its CLI name, the problem it answers, where its function lives, and its properties."""
 
     name: str
-    problem: str
+    problem: Problem
     target: str
     summary: str
     exact: bool = False
+    kind: Kind = Kind.METHOD
+    aggregable: bool = False
+    takes_cache_policy: bool = False
 
-    def function(self) -> Callable[..., Allocation]:
-        """Import and return the method's function."""
+    def function(self) -> MethodFunction:
+        """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
         module, func = self.target.split(":")
-        return getattr(importlib.import_module(module), func)
+        fn: MethodFunction = getattr(importlib.import_module(module), func)
+        return fn
 
 
-_METHODS: dict[tuple[str, str], Method] = {}
+_METHODS: dict[tuple[Problem, str], Method] = {}
 
 
-def register(name: str, problem: str, target: str, summary: str, *, exact: bool = False) -> None:
-    """Add a method to the registry; a (problem, name) pair may be registered once."""
-    key = (problem, name)
+def register(
+    name: str,
+    problem: str,
+    target: str,
+    summary: str,
+    *,
+    exact: bool = False,
+    kind: Kind = Kind.METHOD,
+    aggregable: bool = False,
+) -> None:
+    """Add an entry to the registry; a (problem, name) pair may be registered once."""
+    key = (Problem(problem), name)
     if key in _METHODS:
         raise ValueError(f"method {name!r} is already registered for problem {problem!r}")
-    _METHODS[key] = Method(name, problem, target, summary, exact)
+    _METHODS[key] = Method(
+        name,
+        Problem(problem),
+        target,
+        summary,
+        exact=exact,
+        kind=Kind(kind),
+        aggregable=aggregable,
+        takes_cache_policy=kind == Kind.GPU_SCHEDULER,
+    )
 
 
-register("cba", "cost", "cbalab.algorithms.cba:cba", "CBA closed form (Theorem 1), integer variants by rounding")
-register("lp", "cost", "cbalab.models.solve:cost_lp", "continuous relaxation of P1, HiGHS via Pyomo", exact=True)
-register("milp", "cost", "cbalab.models.solve:cost_milp", "exact optimum of P1 as written, HiGHS via Pyomo", exact=True)
+register(
+    "cba",
+    "cost",
+    "cbalab.algorithms.cba:cba",
+    "CBA closed form (Theorem 1), integer variants by rounding",
+    kind=Kind.CACHE_POLICY,
+    aggregable=True,
+)
+register(
+    "lp",
+    "cost",
+    "cbalab.models.solve:cost_lp",
+    "continuous relaxation of P1, HiGHS via Pyomo",
+    exact=True,
+    aggregable=True,
+)
+register(
+    "milp",
+    "cost",
+    "cbalab.models.solve:cost_milp",
+    "exact optimum of P1 as written, HiGHS via Pyomo",
+    exact=True,
+    aggregable=True,
+)
 register(
     "flow", "cost", "cbalab.models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified"
 )
-for _name, _module, _summary in (
-    ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)"),
-    ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)"),
-    ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing"),
-    ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job"),
-    ("silod", "silod", "SiloD-like: fill C by IO density, price-blind"),
+for _name, _module, _summary, _aggregable in (
+    ("io-only", "io_only", "no cache, all remote IO (MODEL.md §7)", True),
+    ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)", False),
+    ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing", False),
+    ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job", False),
+    ("silod", "silod", "SiloD-like: fill C by IO density, price-blind", True),
 ):
-    register(_name, "cost", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary)
+    register(
+        _name,
+        "cost",
+        f"cbalab.algorithms.baselines.{_module}:{_module}",
+        _summary,
+        kind=Kind.CACHE_POLICY,
+        aggregable=_aggregable,
+    )
 register(
     "lp",
     "welfare",
@@ -78,38 +147,81 @@ for _name, _module, _summary in (
     ("gavel-fair", "gavel_fair", "Gavel max-min fair GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
     ("optimus", "optimus", "Optimus/Pollux marginal-gain greedy GPUs, IO-unaware, SiloD cache, rest to IO"),
 ):
-    register(_name, "welfare", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary)
+    register(_name, "welfare", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary, kind=Kind.GPU_SCHEDULER)
     register(
         f"{_name}-tuned",
         "welfare",
         f"cbalab.algorithms.baselines.{_module}:{_module}_tuned",
         _summary.split(",")[0] + " with its best GPU/IO budget split (grid search, referee-scored)",
+        kind=Kind.GPU_SCHEDULER,
     )
 
 
 def all_methods() -> list[Method]:
-    """Every registered method, in registration order."""
+    """Every registered entry, in registration order."""
     return list(_METHODS.values())
+
+
+def select(
+    problem: str | None = None,
+    *,
+    kind: str | None = None,
+    aggregable: bool | None = None,
+    exact: bool | None = None,
+) -> list[Method]:
+    """The entries that match every given property (None: any), in registration order."""
+    return [
+        m
+        for m in _METHODS.values()
+        if (problem is None or m.problem == problem)
+        and (kind is None or m.kind == kind)
+        and (aggregable is None or m.aggregable == aggregable)
+        and (exact is None or m.exact == exact)
+    ]
 
 
 def names(problem: str) -> list[str]:
     """Names of the methods that answer ``problem``, in registration order."""
-    return [m.name for (p, _), m in _METHODS.items() if p == problem]
+    return [m.name for m in select(problem)]
+
+
+def cache_policies() -> list[str]:
+    """Names of the cost methods that can feed a GPU scheduler's GPUs (docs/model.md §7)."""
+    return [m.name for m in select(Problem.COST, kind=Kind.CACHE_POLICY)]
 
 
 def get(problem: str, name: str) -> Method:
     """The method ``name`` for ``problem``; KeyError with the known names otherwise."""
     try:
-        return _METHODS[(problem, name)]
-    except KeyError:
+        return _METHODS[(Problem(problem), name)]
+    except (KeyError, ValueError):
         raise KeyError(f"no method {name!r} for problem {problem!r}; known: {', '.join(names(problem))}") from None
 
 
-def run(inst: Instance, problem: str, name: str, *, time_limit: float | None = None) -> tuple[dict, Evaluation | None]:
-    """Run a method on ``inst`` and return its scored ``cbalab/result@1`` document and the referee's Evaluation."""
+def cache_policy(name: str) -> MethodFunction:
+    """The function of cache policy ``name``; ValueError naming the known policies otherwise."""
+    method = _METHODS.get((Problem.COST, name))
+    if method is None or method.kind != Kind.CACHE_POLICY:
+        raise ValueError(f"cache policy must be one of {tuple(cache_policies())}, got {name!r}")
+    return method.function()
+
+
+def run(
+    inst: Instance,
+    problem: str,
+    name: str,
+    *,
+    time_limit: float | None = None,
+    options: SolveOptions | None = None,
+) -> tuple[dict[str, Any], Evaluation | None]:
+    """Run a method on ``inst`` and return its scored ``cbalab/result@1`` document and the referee's Evaluation.
+
+    ``options`` (default: ``SolveOptions(time_limit=time_limit)``) are handed to the method.
+    """
     method = get(problem, name)
     fn = method.function()
+    opts = options if options is not None else SolveOptions(time_limit=time_limit)
     start = time.perf_counter()
-    alloc = fn(inst, SolveOptions(time_limit=time_limit)) if method.exact else fn(inst)
+    alloc = fn(inst, opts)
     seconds = time.perf_counter() - start
     return result(inst, problem, name, alloc, seconds)

@@ -1,8 +1,54 @@
 """cbalab: cache, remote-IO bandwidth and GPU allocation for deep-learning clusters.
 
+The public API (implemented in cbalab/api.py)::
+
+    import cbalab
+    inst = cbalab.generate("cost", jobs=200, datasets=40, seed=0)
+    res = cbalab.solve(inst, "cba")          # scored by the referee
+    res.status, res.objective, res.jobs_frame()
+
 The installed packages are ``cbalab.models`` (the mathematics and the referee),
 ``cbalab.algorithms`` (fast methods and the registry) and ``cbalab.experiments``
 (workloads, replays, measurement runs and the command line).
 """
 
+from cbalab.api import (
+    Allocation,
+    Evaluation,
+    Instance,
+    Problem,
+    Result,
+    SolveOptions,
+    Status,
+    build_instance,
+    evaluate,
+    generate,
+    load,
+    loads,
+    methods,
+    save,
+    solve,
+)
+from cbalab.models.instance import InstanceError
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Allocation",
+    "Evaluation",
+    "Instance",
+    "InstanceError",
+    "Problem",
+    "Result",
+    "SolveOptions",
+    "Status",
+    "__version__",
+    "build_instance",
+    "evaluate",
+    "generate",
+    "load",
+    "loads",
+    "methods",
+    "save",
+    "solve",
+]

@@ -60,7 +60,7 @@ from cbalab.models.instance import Instance, InstanceError, check
 SCHEMA = "cbalab/simulation@1"
 
 #: Policies that depend on the running jobs only through the per-dataset demand R_k (MODEL.md §4).
-AGGREGABLE = frozenset({"cba", "io-only", "silod", "lp", "milp"})
+AGGREGABLE = frozenset(m.name for m in methods.select("cost", aggregable=True))
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9

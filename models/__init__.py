@@ -1,1 +1,10 @@
-"""The mathematics of cbalab: instances, the referee, and the exact Pyomo formulations."""
+"""The mathematics of cbalab (installed as ``cbalab.models``); imports neither algorithms/ nor experiments/.
+
+- ``instance.py``: the ``cbalab/instance@1`` format, validation with field-naming errors.
+- ``evaluate.py``: the one referee that scores every allocation (docs/model.md §6).
+- ``types.py``: ``Status``, ``Problem`` and ``SolveOptions``, shared by every method.
+- ``kernels.py``: numerical kernels used by several methods (prefix fill by density, scaling into limits, weak dual).
+- ``files.py``: atomic file writers.
+- ``milp/`` and ``solve.py``: the exact Pyomo formulations of P1 and P2 and their HiGHS solve.
+- ``flow.py``: the uncapped continuous P1 as a certified min-cost flow.
+"""

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from cbalab.models.instance import Instance
+from cbalab.models.types import Problem, Status
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
 RTOL = 1e-9
 
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
-PROBLEMS = ("cost", "welfare")
+STATUSES = tuple(Status)
+PROBLEMS = tuple(Problem)
 
 
 @dataclass
@@ -100,7 +102,15 @@ def _slack(x: float | np.ndarray) -> float | np.ndarray:
     return RTOL * np.maximum(1.0, np.abs(x))
 
 
-def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class OptionLookup(NamedTuple):
+    """Per job, what its option table says about its GPU count: found, r_j(g) in Gbps, U_j(g)."""
+
+    found: np.ndarray
+    rate_gbps: np.ndarray
+    utility: np.ndarray
+
+
+def option_lookup(inst: Instance, gpus: np.ndarray) -> OptionLookup:
     """For each job's GPU count: (found, r_j(g), U_j(g)) from its option table; g = 0 is found with 0, 0."""
     opt_job = inst.option_job()
     match = inst.option_gpus == gpus[opt_job]
@@ -112,7 +122,7 @@ def option_lookup(inst: Instance, gpus: np.ndarray) -> tuple[np.ndarray, np.ndar
     found[jobs] = True
     rate[jobs] = inst.option_io_gbps[rows]
     util[jobs] = inst.option_utility[rows]
-    return found, rate, util
+    return OptionLookup(found, rate, util)
 
 
 def least_feeding(inst: Instance, rates: np.ndarray, cache: np.ndarray) -> np.ndarray:

@@ -63,6 +63,8 @@ import numpy as np
 
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.kernels import weak_dual
+from cbalab.models.types import SolveOptions
 
 
 def _scale(values: list[float]) -> tuple[list[int], int]:
@@ -132,12 +134,10 @@ def _lower_bound(inst: Instance, cache: np.ndarray, R: np.ndarray) -> float:
     full = cache.sum() >= inst.cache_gb - RTOL * max(1.0, inst.cache_gb)
     unsaturated = cache < d * (1.0 - RTOL)
     lam = max(0.0, float(gain[unsaturated].max())) if full and unsaturated.any() else 0.0
-    # p_b Σ R − λ C − Σ d max(0, gain − λ), summed as Σ min(p_b R_k, (p_c + λ) d_k) − λ C: no cancellation.
-    terms = np.minimum(inst.price_bandwidth * R, (inst.price_cache + lam) * d)
-    return float(terms.sum()) - lam * inst.cache_gb
+    return weak_dual(inst, R, lam, 0.0)
 
 
-def cost_flow(inst: Instance) -> Allocation:
+def cost_flow(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``flow`` for the cost problem: uncapped continuous P1 as a min-cost flow.
 
     A finite bandwidth cap, integer cache granularity or bandwidth tiers are

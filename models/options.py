@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -194,13 +195,22 @@ def option_table(
     return OptionTable(gpus=g, io_gbps=t * size, utility=utility(t, ref))
 
 
-def stack(tables: Sequence[OptionTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+class OptionCSR(NamedTuple):
+    """Many jobs' option tables in CSR form: job j's options are rows ``ptr[j]:ptr[j + 1]``."""
+
+    ptr: np.ndarray
+    gpus: np.ndarray
+    io_gbps: np.ndarray
+    utility: np.ndarray
+
+
+def stack(tables: Sequence[OptionTable]) -> OptionCSR:
     """Many jobs' tables (job order) as CSR ``(ptr, gpus, io_gbps, utility)`` for ``models.instance.build``."""
     counts = np.fromiter((t.gpus.size for t in tables), dtype=np.int64, count=len(tables))
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if not tables:
-        return ptr, np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    return (
+        return OptionCSR(ptr, np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    return OptionCSR(
         ptr,
         np.concatenate([t.gpus for t in tables]).astype(np.int64),
         np.concatenate([t.io_gbps for t in tables]).astype(float),

@@ -22,6 +22,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import bandwidth_factor
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.milp.welfare import build_welfare_model
 from cbalab.models.types import SolveOptions
@@ -175,13 +176,8 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
     if cache.sum() > inst.cache_gb:
         cache *= inst.cache_gb / cache.sum()
     bw = least_feeding(inst, rates, cache)
-    need = float(bw.sum())
-    factor = 1.0
-    if need > 0:
-        money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
-        factor = min(1.0, inst.bandwidth_gbps / need)
-        if inst.price_bandwidth > 0 and math.isfinite(money):
-            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * need))
+    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
+    factor = bandwidth_factor(inst, float(bw.sum()), money)
     return Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw * factor, extra={"bandwidth_repair": factor})
 
 

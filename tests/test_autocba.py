@@ -1,4 +1,4 @@
-"""AutoCBA (algorithms/autocba.py): feasibility, the certificate, the guarantee and its counterexamples.
+"""AutoCBA (algorithms/autocba/): feasibility, the certificate, the guarantee and its counterexamples.
 
 Exact references: a brute force over every option choice fed by CBA's closed
 form (P1 is solved exactly by ``feed``, proofs/cba_optimality.md, so this is
@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, target
 from hypothesis import strategies as st
 
-from cbalab.algorithms.autocba import _Greedy, autocba, fits_alone, standalone_cost, welfare_bound
+from cbalab.algorithms.autocba import autocba, fits_alone, standalone_cost, welfare_bound
+from cbalab.algorithms.autocba.greedy import _Greedy
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, evaluate
@@ -313,7 +314,7 @@ def test_finite_bandwidth_makes_the_feasible_demands_non_convex() -> None:
 @given(demands(), st.data())
 def test_incremental_pricing_is_cba_exact(case: tuple[Instance, np.ndarray, np.ndarray, float], data) -> None:
     """Lemma B2: from CBA's optimum, raising one R_k is priced exactly as re-solving P1 from scratch (B = ∞)."""
-    from cbalab.algorithms.autocba import _Feeder
+    from cbalab.algorithms.autocba.feeder import _Feeder
 
     inst, r1, r2, _ = case
     k = data.draw(st.integers(0, inst.n_datasets - 1))

@@ -73,7 +73,7 @@ def test_tuned_is_never_worse_than_naive(inst: Instance) -> None:
 
 @given(
     inst=welfare_instances(),
-    policy=st.sampled_from(sorted(io_unaware.CACHE_POLICIES)),
+    policy=st.sampled_from(sorted(methods.cache_policies())),
     split=st.sampled_from([0.3, 1.0]),
 )
 def test_every_cache_policy_feeds_within_budget(inst: Instance, policy: str, split: float) -> None:

@@ -22,9 +22,10 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, whole_first_fit
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
-def cache_all(inst: Instance) -> Allocation:
+def cache_all(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Whole datasets in order of first reference, first fit, until C is full; then feed every job unstalled."""
     referenced, first = np.unique(inst.job_dataset, return_index=True)
     order = referenced[np.argsort(first, kind="stable")]

@@ -16,15 +16,6 @@ from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance
 
 
-def fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
-    """Give ``amount[k]`` to the items in ``order`` until ``capacity`` runs out (the last one in part)."""
-    out = np.zeros_like(amount, dtype=float)
-    a = amount[order]
-    before = np.cumsum(a) - a
-    out[order] = np.clip(capacity - before, 0.0, a)
-    return out
-
-
 def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
     """Whole items in ``order``, each only if it still fits in what is left (first fit, nothing in part)."""
     out = np.zeros_like(size, dtype=float)

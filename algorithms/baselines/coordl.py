@@ -33,9 +33,10 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
-def coordl(inst: Instance) -> Allocation:
+def coordl(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Private slices: the same fraction α of its dataset for every job that pays alone, one dataset's ≤ d_k."""
     inst.require_fixed()
     d = inst.dataset_size_gb

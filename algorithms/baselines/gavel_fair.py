@@ -18,6 +18,7 @@ import numpy as np
 from cbalab.algorithms.baselines.io_unaware import naive, speedup, tuned
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
 def allocate(inst: Instance, cap: int) -> np.ndarray:
@@ -46,11 +47,11 @@ def allocate(inst: Instance, cap: int) -> np.ndarray:
     return gpus
 
 
-def gavel_fair(inst: Instance, cache_policy: str = "silod") -> Allocation:
-    """Registered ``gavel-fair``: max-min fair GPUs on the whole budget, fed by ``cache_policy``."""
-    return naive(inst, allocate, cache_policy)
+def gavel_fair(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered ``gavel-fair``: max-min fair GPUs on the whole budget, fed by ``options.cache_policy``."""
+    return naive(inst, allocate, options.cache_policy or "silod")
 
 
-def gavel_fair_tuned(inst: Instance, cache_policy: str = "silod") -> Allocation:
+def gavel_fair_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``gavel-fair-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, cache_policy)
+    return tuned(inst, allocate, options.cache_policy or "silod")

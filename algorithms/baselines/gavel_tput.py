@@ -22,6 +22,7 @@ import numpy as np
 from cbalab.algorithms.baselines.io_unaware import naive, speedup, tuned
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 #: Largest DP choice table (jobs × (cap + 1) cells, 4 bytes each) before the LP-hull greedy takes over.
 DP_CELLS = 10**8
@@ -100,11 +101,11 @@ def allocate_hull(inst: Instance, cap: int) -> np.ndarray:
     return gpus
 
 
-def gavel_tput(inst: Instance, cache_policy: str = "silod") -> Allocation:
-    """Registered ``gavel-tput``: max-sum-throughput GPUs on the whole budget, fed by ``cache_policy``."""
-    return naive(inst, allocate, cache_policy)
+def gavel_tput(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered ``gavel-tput``: max-sum-throughput GPUs on the whole budget, fed by ``options.cache_policy``."""
+    return naive(inst, allocate, options.cache_policy or "silod")
 
 
-def gavel_tput_tuned(inst: Instance, cache_policy: str = "silod") -> Allocation:
+def gavel_tput_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``gavel-tput-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, cache_policy)
+    return tuned(inst, allocate, options.cache_policy or "silod")

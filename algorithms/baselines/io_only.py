@@ -11,8 +11,9 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
-def io_only(inst: Instance) -> Allocation:
+def io_only(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """No cache; every job's bandwidth is its full rate r_j (infeasible when Σ r_j > B)."""
     return feed_unstalled(inst, np.zeros(inst.n_datasets))

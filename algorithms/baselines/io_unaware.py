@@ -7,7 +7,7 @@ on the welfare problem P2 (MODEL.md §5) it is given
   min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
   has ``split = 1`` — it knows nothing of IO, so nothing is held back for it;
 * a cache policy that feeds the chosen GPUs: one of the cost-problem methods
-  of :data:`CACHE_POLICIES`, default ``silod``, the SiloD-like price-blind
+  of the registry (kind ``cache-policy``), default ``silod``, the SiloD-like price-blind
   fill of C by IO density;
 * whatever money is left after GPUs and cache, which buys bandwidth.  If it is
   short (or B is), every job's bandwidth is cut by the same factor and the
@@ -21,24 +21,16 @@ grid includes 1, so a tuned scheduler is never worse than its naive self.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 
 import numpy as np
 
-from cbalab.models.evaluate import Allocation, evaluate, option_lookup
+from cbalab.algorithms import registry
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding, option_lookup
 from cbalab.models.instance import Instance
-
-#: Cache policies that feed an IO-unaware scheduler's GPUs (MODEL.md §7): the cost-problem methods, by name.
-CACHE_POLICIES = {
-    "silod": "cbalab.algorithms.baselines.silod:silod",
-    "io-only": "cbalab.algorithms.baselines.io_only:io_only",
-    "cache-all": "cbalab.algorithms.baselines.cache_all:cache_all",
-    "coordl": "cbalab.algorithms.baselines.coordl:coordl",
-    "quiver": "cbalab.algorithms.baselines.quiver:quiver",
-    "cba": "cbalab.algorithms.cba:cba",
-}
+from cbalab.models.kernels import bandwidth_factor, prefix_fill
+from cbalab.models.types import SolveOptions
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
 SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -76,20 +68,10 @@ def speedup(inst: Instance) -> np.ndarray:
     return np.where(base_rate > 0, by_rate, by_gpus)
 
 
-def _fill(amount: np.ndarray, order: np.ndarray, cap: float) -> np.ndarray:
-    """Take ``amount`` in ``order`` until ``cap`` is used (the last one in part)."""
-    a = amount[order]
-    before = np.cumsum(a) - a
-    taken = np.clip(cap - before, 0.0, a)
-    out = np.zeros_like(amount)
-    out[order] = taken
-    return out
-
-
 def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
     """The cache per dataset and bandwidth per job that cost-problem ``policy`` gives the jobs at ``rates``.
 
-    The policy is one of the cost methods of :data:`CACHE_POLICIES`, run on
+    The policy is a registered cache policy (algorithms/registry.py), run on
     the instance with the scheduler's GPUs and rates as the fixed allocation
     of P1.  ``silod`` (the default of every scheduler) fills C by decreasing
     IO density, price-blind.  ``cba``, when P1 is infeasible under B (no
@@ -97,11 +79,9 @@ def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: 
     stalls least.  The bandwidth is what keeps every job unstalled; B and the
     budget are applied by :func:`feed_within_budget`.
     """
-    if policy not in CACHE_POLICIES:
-        raise ValueError(f"cache policy must be one of {tuple(CACHE_POLICIES)}, got {policy!r}")
+    method = registry.cache_policy(policy)
     fixed = inst.replace(job_gpus=np.asarray(gpus, dtype=np.int64), job_io_gbps=np.asarray(rates, dtype=float))
-    module, func = CACHE_POLICIES[policy].split(":")
-    alloc = getattr(importlib.import_module(module), func)(fixed)
+    alloc = method(fixed, SolveOptions())
     if not alloc.has_allocation:
         return policy_feeding(inst, gpus, rates, "silod")
     return np.asarray(alloc.cache_gb, dtype=float), np.asarray(alloc.bandwidth_gbps, dtype=float)
@@ -126,15 +106,10 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
     if inst.price_cache > 0 and math.isfinite(money) and inst.price_cache * float(cache.sum()) > money:
         R = inst.dataset_demand(rates)
         order = np.argsort(-(R / d), kind="stable")
-        cache = _fill(cache, order, max(money, 0.0) / inst.price_cache)
+        cache = prefix_fill(cache, order, max(money, 0.0) / inst.price_cache)
     money -= inst.price_cache * float(cache.sum())
-    need = np.maximum(policy_bw, rates * (1.0 - (np.minimum(cache, d) / d)[inst.job_dataset]))
-    total = float(need.sum())
-    factor = 1.0
-    if total > 0:
-        factor = min(1.0, inst.bandwidth_gbps / total)
-        if inst.price_bandwidth > 0 and math.isfinite(money):
-            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * total))
+    need = np.maximum(policy_bw, least_feeding(inst, rates, cache))
+    factor = bandwidth_factor(inst, float(need.sum()), money)
     return Allocation(
         gpus=gpus,
         cache_gb=cache,

@@ -19,6 +19,7 @@ import numpy as np
 from cbalab.algorithms.baselines.io_unaware import naive, tuned
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 
 def allocate(inst: Instance, cap: int) -> np.ndarray:
@@ -60,11 +61,11 @@ def allocate(inst: Instance, cap: int) -> np.ndarray:
     return gpus
 
 
-def optimus(inst: Instance, cache_policy: str = "silod") -> Allocation:
-    """Registered ``optimus``: marginal-gain greedy GPUs on the whole budget, fed by ``cache_policy``."""
-    return naive(inst, allocate, cache_policy)
+def optimus(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Registered ``optimus``: marginal-gain greedy GPUs on the whole budget, fed by ``options.cache_policy``."""
+    return naive(inst, allocate, options.cache_policy or "silod")
 
 
-def optimus_tuned(inst: Instance, cache_policy: str = "silod") -> Allocation:
+def optimus_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``optimus-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, cache_policy)
+    return tuned(inst, allocate, options.cache_policy or "silod")

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
+from cbalab.models.types import SolveOptions
 
 
-def quiver(inst: Instance) -> Allocation:
+def quiver(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Cache the datasets of the jobs with the highest r_j / d_k(j) that pay alone, until C is full."""
     inst.require_fixed()
     d = inst.dataset_size_gb
@@ -37,4 +39,4 @@ def quiver(inst: Instance) -> Allocation:
     np.maximum.at(best, inst.job_dataset, density)
     worth = np.flatnonzero(inst.price_bandwidth * best > inst.price_cache)
     order = worth[np.argsort(-best[worth], kind="stable")]
-    return feed_unstalled(inst, fill(d, order, inst.cache_gb), judged="per job")
+    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb), judged="per job")

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled, fill
+from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
+from cbalab.models.types import SolveOptions
 
 
-def silod(inst: Instance) -> Allocation:
+def silod(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Cache datasets by decreasing IO density until C is full, whatever the prices; feed every job unstalled."""
     inst.require_fixed()
     d = inst.dataset_size_gb
     rho = inst.dataset_demand(inst.job_io_gbps) / d
     read = np.flatnonzero(rho > 0)
     order = read[np.argsort(-rho[read], kind="stable")]
-    return feed_unstalled(inst, fill(d, order, inst.cache_gb))
+    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb))

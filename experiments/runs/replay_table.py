@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from cbalab.algorithms import registry as methods
 from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
 SCRIPT = "cbalab.experiments.runs.replay_table"
 
-POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
+POLICIES = tuple(methods.cache_policies())
 
 
 def table(

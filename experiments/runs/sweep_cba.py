@@ -45,6 +45,7 @@ from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import Allocation, Evaluation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
+from cbalab.models.kernels import prefix_fill
 from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
@@ -55,7 +56,7 @@ def least_remote(inst: Instance) -> float:
     R = inst.dataset_demand(inst.job_io_gbps)
     d = inst.dataset_size_gb
     order = np.lexsort((np.arange(d.size), -(R / d)))
-    cached = np.clip(inst.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
+    cached = prefix_fill(d, order, inst.cache_gb)[order]
     return float(np.sum(R[order] * (1.0 - cached / d[order])))
 
 

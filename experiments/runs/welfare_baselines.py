@@ -13,7 +13,7 @@ method, its mean welfare as a fraction of the MILP optimum (min over seeds in
 brackets).  The LP row is its bound over the optimum (≥ 1).  Registered
 baselines feed their GPUs with the SiloD-like cache; ``--cache-policies`` adds
 every baseline (naive and tuned) with each other named policy of
-algorithms.baselines.io_unaware.CACHE_POLICIES, as ``NAME[POLICY]``.
+the registry (algorithms/registry.py, kind ``cache-policy``), as ``NAME[POLICY]``.
 
 A ratio above 1 is possible and is not a bug: the MILP optimises P2 as
 MODEL.md §5 states it (no stalls), while the referee also scores stalled
@@ -25,28 +25,21 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
 from cbalab.algorithms import registry as methods
-from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
-from cbalab.models.evaluate import Allocation, Evaluation, result
+from cbalab.models.evaluate import Evaluation, result
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
 SCRIPT = "cbalab.experiments.runs.welfare_baselines"
 
-#: The baselines by registered name, for runs with another cache policy than the registered default.
-BASELINES: dict[str, Callable[..., Allocation]] = {
-    "gavel-tput": gavel_tput.gavel_tput,
-    "gavel-tput-tuned": gavel_tput.gavel_tput_tuned,
-    "gavel-fair": gavel_fair.gavel_fair,
-    "gavel-fair-tuned": gavel_fair.gavel_fair_tuned,
-    "optimus": optimus.optimus,
-    "optimus-tuned": optimus.optimus_tuned,
-}
+#: The GPU schedulers (naive and tuned), for runs with another cache policy than the registered default.
+BASELINES = tuple(m.name for m in methods.select("welfare", kind="gpu-scheduler"))
 
 
 def _floats(text: str) -> list[float]:
@@ -58,7 +51,7 @@ def _floats(text: str) -> list[float]:
 
 def _with_policy(inst: Instance, name: str, policy: str) -> tuple[dict, Evaluation | None]:
     start = time.perf_counter()
-    alloc = BASELINES[name](inst, cache_policy=policy)
+    alloc = methods.get("welfare", name).function()(inst, SolveOptions(cache_policy=policy))
     return result(inst, "welfare", f"{name}[{policy}]", alloc, time.perf_counter() - start)
 
 
@@ -71,9 +64,9 @@ def run(
     cache_policies: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One row per (seed, p_b, budget fraction, method): welfare, cost, stall, seconds, and the MILP optimum."""
-    bad = sorted(set(cache_policies) - set(io_unaware.CACHE_POLICIES))
+    bad = sorted(set(cache_policies) - set(methods.cache_policies()))
     if bad:
-        raise ValueError(f"unknown cache policy {bad[0]!r}; known: {', '.join(io_unaware.CACHE_POLICIES)}")
+        raise ValueError(f"unknown cache policy {bad[0]!r}; known: {', '.join(methods.cache_policies())}")
     rows = []
     names = methods.names("welfare")
     warm = generate_welfare(2, 1, 0)

@@ -1,0 +1,507 @@
+"""CBA's roundings for the integer variants of the cost problem P1 (spec/MODEL.md §4; proofs/cba_integer_gap.md).
+
+Whole-dataset or fixed-block cache granularity and/or bandwidth bought in
+tiers: :func:`cba_integer` dispatches on the variant through ``_VARIANTS``
+and returns the proven rounding of CBA's closed form (algorithms/cba.py) with
+its lower bound and a-priori gap bound (Theorems I1-I5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cbalab.algorithms.cba import Feeding, feed
+from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.instance import Instance
+from cbalab.models.kernels import prefix_fill
+
+# ------------------------------------------------- integer variants (spec/MODEL.md §4, proofs/cba_integer_gap.md)
+#
+# Every rounding works on the substituted form of P1: cost = p_c Σ c_k + p_b · (remote IO, or the provisioned
+# P = m·β under tiers), remote IO = Σ_k R_k (1 - min(c_k, d_k)/d_k).  Under tiers the cap B is first lowered to
+# B̃ = ⌊B/β⌋·β, the most bandwidth a whole number of tiers can provision (Lemma I0 of the proof file).
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every rounding shares: sizes d_k, demands R_k, densities ρ_k, the ρ order and the caps C and B (or B̃)."""
+
+    inst: Instance
+    d: np.ndarray
+    R: np.ndarray
+    rho: np.ndarray
+    order: np.ndarray
+    cap_c: float
+    cap_b: float
+
+    @property
+    def p_c(self) -> float:
+        """Cache price p_c ($/h per GB)."""
+        return self.inst.price_cache
+
+    @property
+    def p_b(self) -> float:
+        """Bandwidth price p_b ($/h per GB/s)."""
+        return self.inst.price_bandwidth
+
+    @property
+    def total(self) -> float:
+        """Σ_k R_k, the remote IO with no cache (GB/s)."""
+        return float(self.R.sum())
+
+
+def _setting(inst: Instance) -> _Setting:
+    d = inst.dataset_size_gb
+    R = inst.dataset_demand(inst.job_io_gbps)
+    rho = R / d
+    return _Setting(inst, d, R, rho, np.argsort(-rho, kind="stable"), inst.cache_gb, _tier_cap(inst))
+
+
+def _tier_cap(inst: Instance) -> float:
+    """B̃ = ⌊B/β⌋·β under tiers of size β (B itself without tiers or when B is unlimited); Lemma I0."""
+    step = inst.bandwidth_step_gbps
+    if step is None or not np.isfinite(inst.bandwidth_gbps):
+        return inst.bandwidth_gbps
+    q = inst.bandwidth_gbps / step
+    return float(np.floor(q + RTOL * max(1.0, q))) * step
+
+
+def _tol(x: float) -> float:
+    """A tenth of the referee's slack at x: anything within it here passes models/evaluate.py."""
+    return 0.1 * RTOL * max(1.0, abs(x)) if np.isfinite(x) else 0.0
+
+
+def _remote(s: _Setting, cache: np.ndarray) -> float:
+    """Remote IO Σ_k R_k (1 - h_k) of an occupied cache, with h_k = min(c_k, d_k)/d_k (MODEL.md §3-§4)."""
+    return float(np.dot(s.R, 1.0 - np.minimum(cache, s.d) / s.d))
+
+
+def _io_cost(s: _Setting, cache: np.ndarray, provisioned: float | None) -> float:
+    """p_c Σ c_k + p_b · (remote IO, or the provisioned bandwidth under tiers)."""
+    bandwidth = _remote(s, cache) if provisioned is None else provisioned
+    return s.p_c * float(cache.sum()) + s.p_b * bandwidth
+
+
+def _fits(s: _Setting, cache: np.ndarray, provisioned: float | None) -> bool:
+    """Σ c_k ≤ C and remote IO ≤ B (and ≤ the provisioned bandwidth under tiers)."""
+    limit = s.cap_b if provisioned is None else min(s.cap_b, provisioned)
+    return float(cache.sum()) <= s.cap_c + _tol(s.cap_c) and _remote(s, cache) <= limit + _tol(limit)
+
+
+def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
+    """The least continuous cache that brings remote IO down to ``limit``: ρ-ordered fill (fractional knapsack).
+
+    None when even that exceeds C.  Lemma I2 of proofs/cba_integer_gap.md.
+    """
+    cache = np.zeros_like(s.d)
+    need = s.total - limit
+    if need > 0:
+        R_s, d_s = s.R[s.order], s.d[s.order]
+        cum = np.cumsum(R_s)
+        i = min(int(np.searchsorted(cum, need)), cum.size - 1)
+        c_s = np.where(np.arange(cum.size) < i, d_s, 0.0)
+        if R_s[i] > 0:
+            c_s[i] = min(d_s[i], d_s[i] * (need - (cum[i - 1] if i else 0.0)) / R_s[i])
+        cache[s.order] = c_s
+    return cache if _fits(s, cache, limit) else None
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Block caching as unit items (Lemma I1): dataset k's first ⌈d_k/u⌉-1 blocks save ρ_k·u GB/s each, its last
+    saves ρ_k·ℓ_k (ℓ_k the part of the last block that holds data).  Items are grouped per (dataset, kind) and the
+    groups sorted by decreasing saving, so the first t items are a best choice of t blocks."""
+
+    u: float
+    dataset: np.ndarray
+    count: np.ndarray
+    value: np.ndarray
+    cum_n: np.ndarray
+    cum_v: np.ndarray
+    top: int
+
+    def take(self, t: int, n_datasets: int) -> np.ndarray:
+        """Occupied cache u·n_k of the first t items."""
+        taken = np.clip(t - (self.cum_n - self.count), 0, self.count)
+        return self.u * np.bincount(self.dataset, weights=taken, minlength=n_datasets)
+
+    def fewest(self, need: float) -> int | None:
+        """Fewest items saving ≥ ``need`` GB/s (None: all of them save less)."""
+        if need <= 0:
+            return 0
+        i = int(np.searchsorted(self.cum_v, need))
+        if i == self.cum_v.size:
+            return None
+        before_v = self.cum_v[i - 1] if i else 0.0
+        before_n = int(self.cum_n[i - 1]) if i else 0
+        return before_n + min(int(np.ceil((need - before_v) / self.value[i])), int(self.count[i]))
+
+
+def _blocks(s: _Setting) -> _Blocks:
+    u = float(s.inst.block_gb)
+    q = s.d / u
+    n = np.maximum(np.ceil(q - RTOL * np.maximum(1.0, q)), 1.0)
+    last = np.minimum(u, s.d - (n - 1.0) * u)
+    k = np.flatnonzero(s.R > 0)
+    dataset = np.concatenate([k, k])
+    count = np.concatenate([n[k] - 1.0, np.ones(k.size)])
+    value = np.concatenate([s.rho[k] * u, s.rho[k] * last[k]])
+    order = np.argsort(-value, kind="stable")
+    keep = order[count[order] > 0]
+    count, value = count[keep].astype(np.int64), value[keep]
+    top = int(np.floor((s.cap_c + _tol(s.cap_c)) / u))
+    return _Blocks(u, dataset[keep], count, value, np.cumsum(count), np.cumsum(count * value), top)
+
+
+def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> np.ndarray | None:
+    """The fewest whole blocks that bring remote IO down to ``limit`` (exact, Lemma I1); None if > ⌊C/u⌋ needed."""
+    blocks = blocks or _blocks(s)
+    t = blocks.fewest(s.total - limit - _tol(limit))
+    if t is None or t > blocks.top:
+        return None
+    cache = blocks.take(t, s.d.size)
+    return cache if _fits(s, cache, limit) else None
+
+
+def _priced_blocks(s: _Setting) -> np.ndarray | None:
+    """Block CBA: the first t* = clamp(t₀, t_min, ⌊C/u⌋) items, t₀ = #items with p_b·saving > p_c·u (Theorem I1)."""
+    blocks = _blocks(s)
+    t_min = blocks.fewest(s.total - s.cap_b - _tol(s.cap_b))
+    if t_min is None or t_min > blocks.top:
+        return None
+    t0 = int(blocks.count[s.p_b * blocks.value > s.p_c * blocks.u].sum())
+    return blocks.take(min(max(t0, t_min), blocks.top), s.d.size)
+
+
+def _greedy_whole(s: _Setting, start: np.ndarray, limit: float, priced: bool) -> list[np.ndarray]:
+    """Whole datasets in ρ order after ``start``: take one that fits in C if it pays (``priced``) or remote IO still
+    exceeds ``limit``.  Returns the occupied caches of the final choice and, for every dataset taken only
+    because remote IO still exceeded ``limit``, of the choice so far completed instead by the one dataset that
+    closes the gap at least cost (:func:`_complete`; the step-wise completion of covering-knapsack greedy)."""
+    z = start.copy()
+    used = float(s.d[z].sum())
+    remote = s.total - float(s.R[z].sum())
+    worth = s.p_b * s.R > s.p_c * s.d
+    room = s.cap_c + _tol(s.cap_c)
+    out = []
+    for k in s.order.tolist():
+        if z[k] or used + s.d[k] > room or s.R[k] <= 0:
+            continue
+        forced = remote > limit + _tol(limit)
+        if forced and not (priced and worth[k]):
+            done = _complete(s, z, limit, priced)
+            if done is not None:
+                out.append(np.where(done, s.d, 0.0))
+        if (priced and worth[k]) or forced:
+            z[k] = True
+            used += float(s.d[k])
+            remote -= float(s.R[k])
+    return [np.where(z, s.d, 0.0), *out]
+
+
+def _whole_starts(s: _Setting) -> list[np.ndarray]:
+    """Greedy starts that need no LP: nothing, and each of the single datasets that fit in C with the largest
+    R_k (most remote IO saved) and the largest p_b R_k - p_c d_k (most money saved: greedy plus best single
+    item is the classic ½-approximation of the knapsack)."""
+    none = np.zeros(s.d.size, dtype=bool)
+    starts = [none]
+    fits = np.flatnonzero(s.d <= s.cap_c + _tol(s.cap_c))
+    for score in (s.R, s.p_b * s.R - s.p_c * s.d) if fits.size else ():
+        one = none.copy()
+        one[fits[np.argmax(score[fits])]] = True
+        starts.append(one)
+    return starts
+
+
+def _complete(s: _Setting, z: np.ndarray, limit: float, priced: bool) -> np.ndarray | None:
+    """z plus the one dataset outside z that alone brings remote IO down to ``limit``, fits in C and adds the
+    least cost (p_c d_k, less p_b R_k if ``priced``); None when remote IO is already within ``limit`` or no
+    dataset does.  Rounding the LP's fractional dataset up is one such choice (Theorem I3)."""
+    residual = s.total - float(s.R[z].sum()) - limit
+    room = s.cap_c + _tol(s.cap_c) - float(s.d[z].sum())
+    short = residual - _tol(limit)
+    ok = np.flatnonzero(~z & (short <= s.R) & (s.d <= room))
+    if residual <= _tol(limit) or not ok.size:
+        return None
+    cost = s.p_c * s.d[ok] - (s.p_b * s.R[ok] if priced else 0.0)
+    out = z.copy()
+    out[ok[np.argmin(cost)]] = True
+    return out
+
+
+def _exchanges(s: _Setting, z: np.ndarray, t: np.ndarray) -> list[np.ndarray]:
+    """z with the datasets of ``t`` added and, to make room, one dataset of z that frees enough cache removed:
+    the one of least profit p_b R_k - p_c d_k, and the one of least saving R_k (one exchange step of knapsack
+    local search, for the cost and for the bandwidth cap); none if no dataset frees enough."""
+    add = t & ~z
+    if not add.any():
+        return []
+    short = float(s.d[z | add].sum()) - s.cap_c - _tol(s.cap_c)
+    if short <= 0:
+        return [z | add]
+    ok = np.flatnonzero(z & (short <= s.d))
+    out = []
+    for loss in (s.p_b * s.R[ok] - s.p_c * s.d[ok], s.R[ok]) if ok.size else ():
+        swapped = z | add
+        swapped[ok[np.argmin(loss)]] = False
+        out.append(swapped)
+    return out
+
+
+def _cover_whole(s: _Setting, limit: float) -> np.ndarray | None:
+    """Whole datasets that bring remote IO down to ``limit`` at little cache (greedy, not exact: a knapsack).
+
+    Starts: the datasets the least continuous cover (:func:`_cover_continuous`) holds whole, that set completed
+    by one dataset, nothing, the largest-R dataset; each completed greedily in ρ order; the least cache wins.
+    """
+    starts = _whole_starts(s)
+    lp = _cover_continuous(s, limit)
+    if lp is not None:
+        full = lp >= s.d
+        starts += [full, _complete(s, full, limit, priced=False)]
+    best = None
+    for start in starts:
+        for cache in _greedy_whole(s, start, limit, priced=False) if start is not None else ():
+            if _fits(s, cache, limit) and (best is None or cache.sum() < best.sum()):
+                best = cache
+    return best
+
+
+def _whole_saving_bound(s: _Setting) -> float:
+    """Martello-Toth bound U2 ≥ the most remote IO whole datasets within C can save (Theorem I3 (iii)).
+
+    With datasets in ρ order and s the first that does not fit after its predecessors, U0 bounds the choices
+    without s (fill the rest of C at ρ_{s+1}), U1 those with s (give up d_s - rest of C at ρ_{s-1}).
+    """
+    R_s, d_s, rho_s = s.R[s.order], s.d[s.order], s.rho[s.order]
+    room = s.cap_c + _tol(s.cap_c)
+    cum = np.cumsum(d_s)
+    i = int(np.searchsorted(cum, room, side="right"))
+    if i == cum.size:
+        return s.total
+    base = float(R_s[:i].sum())
+    rest = room - (float(cum[i - 1]) if i else 0.0)
+    u0 = base + rest * (float(rho_s[i + 1]) if i + 1 < cum.size else 0.0)
+    u1 = base + float(R_s[i]) - (float(d_s[i]) - rest) * float(rho_s[i - 1]) if i and d_s[i] <= room else -np.inf
+    return max(u0, u1)
+
+
+@dataclass
+class _Answer:
+    """A rounding's result: occupied cache, provisioned bandwidth (tiers), proven IO lower bound, a-priori gap."""
+
+    cache: np.ndarray | None
+    provisioned: float | None
+    io_bound: float
+    gap_bound: float | None
+    reason: str | None = None
+
+
+def _cheapest(s: _Setting, plans: list[tuple[np.ndarray, float | None]]) -> tuple[np.ndarray, float | None] | None:
+    ok = [p for p in plans if p[0] is not None and _fits(s, *p)]
+    return min(ok, key=lambda p: _io_cost(s, *p)) if ok else None
+
+
+def _continuous_lp(s: _Setting) -> Feeding:
+    """Continuous CBA (Theorem 1 of proofs/cba_optimality.md) with the setting's cap (B̃ under tiers)."""
+    inst = s.inst if s.cap_b == s.inst.bandwidth_gbps else s.inst.replace(bandwidth_gbps=s.cap_b)
+    return feed(inst, inst.job_io_gbps)
+
+
+def _whole(s: _Setting) -> _Answer:
+    """Whole-dataset CBA (Theorem I3): round the continuous optimum's one fractional dataset t down (A) or up (B),
+    complete greedily in ρ order, also try greedy from scratch and from the largest-R dataset; keep the cheapest."""
+    lp = _continuous_lp(s)
+    if lp.cache_gb is None:
+        return _Answer(None, None, np.nan, None, lp.reason)
+    full = lp.cache_gb >= s.d
+    rounded = [full, full | (lp.cache_gb > 0)]
+    caches = [np.where(z, s.d, 0.0) for z in rounded]
+    deltas = [_io_cost(s, c, None) - lp.io_cost for c in caches if _fits(s, c, None)]
+    starts = [*rounded, _complete(s, full, s.cap_b, priced=True), *_exchanges(s, full, rounded[1]), *_whole_starts(s)]
+    plans = [(c, None) for z in starts if z is not None for c in _greedy_whole(s, z, s.cap_b, priced=True)]
+    best = _cheapest(s, plans)
+    if best is not None:
+        return _Answer(best[0], None, lp.io_bound, max(0.0, min(deltas)) if deltas else None)
+    saving = _whole_saving_bound(s)
+    if saving < s.total - s.cap_b - _tol(s.cap_b):
+        reason = (
+            f"infeasible: whole datasets within C = {s.cap_c:.6g} GB save at most {saving:.6g} GB/s of remote IO "
+            f"(Martello-Toth bound), short of the {s.total - s.cap_b:.6g} GB/s that {_cap_text(s)} requires "
+            "(Theorem I3 (iii))"
+        )
+        return _Answer(None, None, lp.io_bound, None, reason)
+    return _Answer(None, None, lp.io_bound, None, _undecided(s))
+
+
+def _undecided(s: _Setting) -> str:
+    return (
+        "undecided: the continuous relaxation is feasible but no greedy choice of whole datasets brings remote IO "
+        f"under B = {s.cap_b:.6g} GB/s within C = {s.cap_c:.6g} GB; whether one exists is a knapsack question "
+        "(NP-complete) that CBA does not decide; solve with --method milp"
+    )
+
+
+def _blocks_priced(s: _Setting) -> _Answer:
+    """Block CBA, exact (Theorem I1): its cost is also the proven lower bound."""
+    cache = _priced_blocks(s)
+    if cache is None:
+        reason = (
+            f"infeasible: the ⌊C/u⌋ = {int(np.floor(s.cap_c / s.inst.block_gb))} blocks of highest saving still "
+            f"leave more than {_cap_text(s)} of remote IO (Theorem I1)"
+        )
+        return _Answer(None, None, np.nan, None, reason)
+    return _Answer(cache, None, _io_cost(s, cache, None), 0.0)
+
+
+def _tiers(
+    s: _Setting,
+    base: _Answer,
+    cover: Callable[[_Setting, float], np.ndarray | None],
+    scan: int = 0,
+    exact_cover: bool = False,
+) -> _Answer:
+    """Bandwidth tiers on top of a rounding ``base`` solved with cap B̃ (Theorems I2, I4, I5).
+
+    Candidates: base's cache with m↑ = ⌈P/β⌉ tiers (P its remote IO), and for m ∈ {⌊P/β⌋, m↑, ⌊P*/β⌋, ⌈P*/β⌉,
+    ⌊B̃/β⌋} (P* the continuous optimum's remote IO) the least cache that fits the remote IO in m·β (``cover``);
+    the cheapest feasible one wins.  The a-priori gap grows by p_b (m↑·β - P) < p_b·β.  Then, when at most
+    ``scan`` tier counts can still beat that (:func:`_tier_range`), every one of them is tried: with an
+    ``exact_cover`` this is the exact optimum (Theorem I4 (ii)).
+    """
+    step = float(s.inst.bandwidth_step_gbps)
+    if base.cache is None:
+        tiers = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else None
+        found = cover(s, tiers * step) if tiers is not None else None
+        if found is None:
+            return _Answer(None, None, base.io_bound, None, base.reason)
+        return _Answer(found, tiers * step, base.io_bound, None)
+    remote = _remote(s, base.cache)
+    up = float(np.ceil(remote / step - _tol(remote / step)))
+    tiers = {up, float(np.floor(remote / step + _tol(remote / step)))}
+    lp = _continuous_lp(s)
+    if lp.bandwidth_gbps is not None:
+        lp_remote = float(lp.bandwidth_gbps.sum()) / step
+        tiers |= {float(np.floor(lp_remote + _tol(lp_remote))), float(np.ceil(lp_remote - _tol(lp_remote)))}
+    if np.isfinite(s.cap_b):
+        tiers.add(float(np.rint(s.cap_b / step)))
+    plans = [(base.cache, up * step)] + [(cover(s, m * step), m * step) for m in sorted(tiers)]
+    best = _cheapest(s, plans) or (base.cache, up * step)
+    lo, hi = _tier_range(s, step, _io_cost(s, *best))
+    if hi - lo + 1 <= scan:
+        best = _cheapest(s, [best] + [(cover(s, m * step), m * step) for m in range(lo, hi + 1)]) or best
+        if exact_cover:
+            return _Answer(best[0], best[1], _io_cost(s, *best), 0.0)
+    slack = s.p_b * (up * step - remote)
+    return _Answer(best[0], best[1], base.io_bound, None if base.gap_bound is None else base.gap_bound + slack)
+
+
+def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
+    """The tier counts m that can cost less than ``best``: m·β at least the least remote IO any cache within C
+    leaves (ρ-ordered fill of C), m·β ≤ B̃ (or ≤ ⌈Σ R/β⌉·β, enough for everything, when B is unlimited), and
+    p_b·m·β ≤ best (Theorem I4 (ii))."""
+    fill = prefix_fill(s.d, s.order, s.cap_c)[s.order]
+    least = (s.total - float(np.dot(s.rho[s.order], fill))) / step
+    lo = max(0, int(np.ceil(least - _tol(least))))
+    top = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else float(np.ceil(s.total / step))
+    if s.p_b > 0:
+        top = min(top, float(np.floor(best / (s.p_b * step) + _tol(best))))
+    return lo, int(top)
+
+
+def _tiers_continuous(s: _Setting) -> _Answer:
+    """Continuous cache with tiers, exact (Theorem I2): T(m) is convex, its minimum is at ⌊P*/β⌋ or ⌈P*/β⌉."""
+    lp = _continuous_lp(s)
+    if lp.cache_gb is None:
+        return _Answer(None, None, np.nan, None, _no_tiers(s))
+    ans = _tiers(s, _Answer(lp.cache_gb, None, lp.io_bound, 0.0), _cover_continuous)
+    return _Answer(ans.cache, ans.provisioned, _io_cost(s, ans.cache, ans.provisioned), 0.0)
+
+
+def _no_tiers(s: _Setting) -> str:
+    return (
+        f"infeasible: caching the {s.cap_c:.6g} GB of highest IO density still leaves more remote IO than "
+        f"{_cap_text(s)} (Theorem I2)"
+    )
+
+
+def _cap_text(s: _Setting) -> str:
+    if s.inst.bandwidth_step_gbps is None:
+        return f"the cap B = {s.cap_b:.6g} GB/s"
+    return (
+        f"the B̃ = {s.cap_b:.6g} GB/s that whole tiers of {s.inst.bandwidth_step_gbps:g} GB/s can provision "
+        f"under B = {s.inst.bandwidth_gbps:.6g}"
+    )
+
+
+def _blocks_tiers(s: _Setting) -> _Answer:
+    """Blocks with tiers (Theorem I4): exact block CBA under B̃, then tiers; gap < p_b·β."""
+    blocks = _blocks(s)
+    ans = _tiers(s, _blocks_priced(s), lambda ss, limit: _cover_blocks(ss, limit, blocks), BLOCK_TIER_SCAN, True)
+    if ans.cache is None:
+        return ans
+    ans.io_bound = max(ans.io_bound, _tiers_continuous(s).io_bound)
+    return ans
+
+
+def _whole_tiers(s: _Setting) -> _Answer:
+    """Whole datasets with tiers (Theorem I5): whole-dataset CBA under B̃, then tiers."""
+    relaxed = _tiers_continuous(s)
+    if relaxed.cache is None:
+        return relaxed
+    ans = _tiers(s, _whole(s), _cover_whole, WHOLE_TIER_SCAN)
+    ans.io_bound = max(ans.io_bound, relaxed.io_bound) if np.isfinite(ans.io_bound) else relaxed.io_bound
+    return ans
+
+
+#: Most tier counts tried one by one under blocks (each an exact O(K) cover) and under whole datasets (each an
+#: O(K) greedy); beyond that only the O(1) candidates of :func:`_tiers` are tried.
+BLOCK_TIER_SCAN = 4096
+WHOLE_TIER_SCAN = 64
+
+#: The rounding of each variant: (cache granularity, bandwidth sold in tiers?) -> procedure.
+_VARIANTS: dict[tuple[str, bool], Callable[[_Setting], _Answer]] = {
+    ("dataset", False): _whole,
+    ("block", False): _blocks_priced,
+    ("continuous", True): _tiers_continuous,
+    ("dataset", True): _whole_tiers,
+    ("block", True): _blocks_tiers,
+}
+
+
+def cba_integer(inst: Instance) -> Allocation:
+    """CBA's rounding for an integer variant of P1 (MODEL.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
+
+    ``status`` is ``optimal`` when proven (Theorems I1, I2 and the scan of I4 (ii) are exact, and so is any answer
+    meeting its lower bound), else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, an
+    exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an ``undecided``
+    reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack question).
+    ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori additive bound on cost - optimum
+    that the variant's theorem gives on this instance (None: none applies).
+    """
+    s = _setting(inst)
+    key = (inst.cache_granularity, inst.bandwidth_step_gbps is not None)
+    ans = _VARIANTS[key](s)
+    gpu = inst.price_gpu * float(inst.job_gpus.sum())
+    bound = gpu + ans.io_bound if np.isfinite(ans.io_bound) else None
+    if ans.cache is None:
+        status = "error" if ans.reason and ans.reason.startswith("undecided") else "infeasible"
+        return Allocation.none(status, ans.reason or status, bound=bound)
+    io = _io_cost(s, ans.cache, ans.provisioned)
+    proven = io <= ans.io_bound + RTOL * max(1.0, abs(io))
+    return Allocation(
+        gpus=inst.job_gpus.copy(),
+        cache_gb=ans.cache,
+        bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
+        provisioned_gbps=ans.provisioned,
+        status="optimal" if proven else "feasible",
+        bound=bound,
+        extra={"variant": _variant_name(key), "gap_bound": ans.gap_bound},
+    )
+
+
+def _variant_name(key: tuple[str, bool]) -> str:
+    return key[0] + ("+tiers" if key[1] else "")

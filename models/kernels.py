@@ -1,0 +1,56 @@
+"""Numerical kernels that several methods share, each in one place (docs/model.md §4-§5).
+
+- :func:`prefix_fill`: give items their amount in a given order until a capacity runs out — the ρ-ordered
+  fill of Theorem 1 (proofs/cba_optimality.md) and of the price-blind baselines.
+- :func:`weak_dual`: the weak-dual value D(λ, μ) of the substituted cost LP, a lower bound on the least IO
+  cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2).
+- :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
+
+The least feeding b_j = r_j (1 − h_k(j)) is :func:`cbalab.models.evaluate.least_feeding`, beside the referee.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cbalab.models.instance import Instance
+
+
+def prefix_fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
+    """Give ``amount[k]`` to the items in ``order`` until ``capacity`` runs out (the last one in part).
+
+    The answer is indexed like ``amount``; items after the last served get 0.
+    """
+    out = np.zeros_like(amount, dtype=float)
+    a = amount[order]
+    before = np.cumsum(a) - a
+    out[order] = np.clip(capacity - before, 0.0, a)
+    return out
+
+
+def weak_dual(inst: Instance, R: np.ndarray, lam: float, mu: float) -> float:
+    """D(λ, μ) of the substituted cost LP at dataset demands ``R``: a lower bound on the least IO cost.
+
+    D(λ, μ) = p_b Σ R_k + μ (Σ R_k − B) − λ C − Σ_k d_k max(0, (p_b + μ) ρ_k − p_c − λ), evaluated in
+    the equal form Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, which has no cancellation
+    between p_b Σ R_k and the savings of a nearly free cache (μ B is taken as 0 when μ = 0, so B = ∞ works).
+    """
+    p_c, p_b = inst.price_cache, inst.price_bandwidth
+    terms = np.minimum((p_b + mu) * R, (p_c + lam) * inst.dataset_size_gb)
+    cap = mu * inst.bandwidth_gbps if mu > 0 else 0.0
+    return float(terms.sum()) - cap - lam * inst.cache_gb
+
+
+def bandwidth_factor(inst: Instance, need: float, money: float) -> float:
+    """The largest factor ≤ 1 by which a total bandwidth ``need`` fits B and the ``money`` left ($/h) for it.
+
+    Every job's bandwidth scaled by this one factor stalls every job alike (docs/model.md §5 scoring).
+    """
+    factor = 1.0
+    if need > 0:
+        factor = min(1.0, inst.bandwidth_gbps / need)
+        if inst.price_bandwidth > 0 and math.isfinite(money):
+            factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * need))
+    return factor

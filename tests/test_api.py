@@ -1,0 +1,113 @@
+"""The facade ``import cbalab`` (cbalab/api.py): build, generate, solve, evaluate, frames, plot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cbalab
+from cbalab.algorithms import registry
+
+
+def _tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    jobs = pd.DataFrame(
+        {"id": ["a", "b", "c"], "dataset": ["x", "x", "y"], "gpus": [1, 2, 4], "io_gbps": [0.5, 1.0, 2.0]}
+    )
+    datasets = pd.DataFrame({"id": ["x", "y"], "size_gb": [100.0, 400.0]})
+    return jobs, datasets
+
+
+def test_all_names_resolve() -> None:
+    """Every name of ``__all__`` exists, and the API is small."""
+    for name in cbalab.__all__:
+        assert hasattr(cbalab, name), name
+    assert {"solve", "evaluate", "generate", "build_instance", "load", "save", "Result"} <= set(cbalab.__all__)
+
+
+def test_build_from_frames_equals_build_from_dicts(tmp_path: Path) -> None:
+    """DataFrames and lists of dicts give the same instance; save/load round-trips it."""
+    jobs, datasets = _tables()
+    kw = {"cache_gb": 50.0, "prices": (2.0, 0.01, 0.5), "bandwidth_gbps": 10.0}
+    a = cbalab.build_instance(jobs, datasets, **kw)
+    b = cbalab.build_instance(jobs.to_dict("records"), datasets.to_dict("records"), **kw)
+    assert a.to_dict() == b.to_dict()
+    path = cbalab.save(a, tmp_path / "inst.json")
+    assert cbalab.load(path).to_dict() == a.to_dict()
+    assert cbalab.loads(path.read_text()).to_dict() == a.to_dict()
+
+
+def test_bad_input_names_the_field() -> None:
+    """A bad cell raises InstanceError naming the job's field and value."""
+    jobs, datasets = _tables()
+    jobs.loc[1, "io_gbps"] = -1.0
+    with pytest.raises(cbalab.InstanceError, match=r"jobs\[1\]\.io_gbps"):
+        cbalab.build_instance(jobs, datasets, cache_gb=50.0, prices=(2.0, 0.01, 0.5))
+
+
+def test_solve_matches_the_registry_and_the_referee() -> None:
+    """solve() infers the problem, returns the result@1 document the registry gives, and the referee's numbers."""
+    inst = cbalab.generate("cost", jobs=30, datasets=6, seed=3)
+    res = cbalab.solve(inst, "cba")
+    doc, _ = registry.run(inst, "cost", "cba")
+    mine = res.to_dict()
+    for key in ("status", "objective", "bound", "cost_per_hour", "cache_gb", "bandwidth_gbps"):
+        assert mine[key] == doc[key], key
+    assert res.status is cbalab.Status.OPTIMAL
+    ev = cbalab.evaluate(inst, res.allocation, "cost")
+    assert ev.feasible and res.objective == pytest.approx(ev.cost_total)
+    json.dumps(mine)
+
+
+def test_frames_are_tidy_and_consistent() -> None:
+    """One row per job / dataset; dataset bandwidth sums its jobs'; cache never exceeds the size."""
+    inst = cbalab.generate("cost", jobs=25, datasets=5, seed=1)
+    res = cbalab.solve(inst, "silod")
+    jobs, ds = res.jobs_frame(), res.datasets_frame()
+    assert len(jobs) == inst.n_jobs and len(ds) == inst.n_datasets
+    assert res.to_frame().equals(jobs)
+    assert ds["bandwidth_gbps"].sum() == pytest.approx(jobs["bandwidth_gbps"].sum())
+    assert (ds["cache_gb"] <= ds["size_gb"] * (1 + 1e-9)).all()
+    assert np.allclose(ds["demand_gbps"].sum(), jobs["rate_gbps"].sum())
+
+
+def test_problem_is_required_when_ambiguous_and_methods_lists_them() -> None:
+    """``lp`` serves both problems, so solve() asks for one; methods() lists every entry with its fields."""
+    inst = cbalab.generate("welfare", jobs=6, datasets=2, seed=0)
+    with pytest.raises(ValueError, match="pass problem="):
+        cbalab.solve(inst, "lp")
+    with pytest.raises(ValueError, match="no method"):
+        cbalab.solve(inst, "nope")
+    res = cbalab.solve(inst, "gavel-tput", cache_policy="cba")
+    assert res.problem is cbalab.Problem.WELFARE
+    assert res.allocation.extra["cache_policy"] == "cba"
+    table = cbalab.methods()
+    assert len(table) == len(registry.all_methods())
+    assert set(cbalab.methods("welfare")["name"]) == set(registry.names("welfare"))
+
+
+def test_plot_draws(tmp_path: Path) -> None:
+    """plot() draws bars for every dataset on a given or new axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    res = cbalab.solve(cbalab.generate("cost", jobs=10, datasets=4, seed=2), "cba")
+    ax = res.plot()
+    assert len(ax.patches) == 2 * 4
+    ax.figure.savefig(tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+def test_facade_works_beside_a_users_models_package(tmp_path: Path) -> None:
+    """From a folder with its own ``models/`` package, ``import cbalab`` solves (see tests/test_architecture.py)."""
+    pkg = tmp_path / "models"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise ImportError('the user package was imported')\n", encoding="utf-8")
+    code = "import cbalab; r = cbalab.solve(cbalab.generate('cost', jobs=5, datasets=2), 'cba'); print(r.status)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.strip() == "optimal"
