@@ -240,6 +240,14 @@ def _figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 
     return fig, ax
 
 
+def _plain_log_ticks(axis: Any) -> None:
+    """Tick labels of a log axis as plain numbers (0.5, 2, 4) instead of powers of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "1235" else ""))
+
+
 # ------------------------------------------------------------------------------------------------ inputs
 
 
@@ -378,6 +386,11 @@ def io_cost(res: Results) -> Section:
     s.values["min_where"] = _where(pts.loc[j], base_ratio, tex=False)
     reach = int((pts["saving"] >= PAPER_IO_SAVING).sum())
     s.number("PointsReachPaper", reach, integer(reach))
+    naive = [p for p in ("io-only", "cache-all", "silod") if p in pts]
+    if naive:
+        savings = pd.DataFrame({p: 1.0 - pts["cba"] / pts[p] for p in naive})
+        s.number("NaiveMaxSavingPct", float(savings.max().max()), pct(float(savings.max().max())))
+        s.word("NaiveMaxSavingRival", str(savings.max().idxmax()))
     counts = pts["best"].value_counts()
     s.word("MostOftenBest", str(counts.index[0]))
     s.number("MostOftenBestPoints", int(counts.iloc[0]), integer(int(counts.iloc[0])))
@@ -967,38 +980,114 @@ def dynamic(res: Results) -> Section:
     return s
 
 
+#: The columns that identify one setting of the elastic replay (every policy of a setting sees the same workload).
+ONLINE_SETTING = (
+    "window_start",
+    "window_jobs",
+    "budget_fraction",
+    "utility_mix",
+    "io_scale",
+    "restart_delay_s",
+    "seed",
+)
+
+
 def online_welfare(res: Results) -> Section:
-    """AutoCBA online against the GPU schedulers on the elastic Philly replay (docs/model.md §6b)."""
+    """AutoCBA online against the GPU schedulers x cache policies on the elastic Philly replay (docs/model.md §6b)."""
     runs = res.runs
-    _need(runs, "policy", "welfare_time_average")
+    _need(runs, *ONLINE_SETTING, "policy", "cache_policy", "welfare")
     s = Section("OnlineWelfare")
     _provenance(s, res)
-    w = runs.groupby("policy")["welfare_time_average"].mean()
-    if "autocba" not in w:
-        raise ResultsUnusableError("online-welfare has no autocba rows")
-    rivals = w.drop("autocba")
-    if rivals.empty:
-        raise ResultsUnusableError("online-welfare has no baseline rows")
-    ratio = w["autocba"] / rivals[rivals > 0]
-    s.number("Policies", len(w), integer(len(w)))
-    s.number("MaxRatio", float(ratio.max()), fixed(float(ratio.max()), 2))
-    s.word("MaxRatioPolicy", str(ratio.idxmax()))
-    s.number("MinRatio", float(ratio.min()), fixed(float(ratio.min()), 2))
-    s.word("MinRatioPolicy", str(ratio.idxmin()))
-    rows = [
-        [tex_escape(str(p)), fixed(float(v), 2), fixed(float(w["autocba"] / v), 2) if v > 0 else "--"]
-        for p, v in w.items()
-    ]
-    s.table("online-welfare", booktabs(["policy", "welfare / h", "AutoCBA / policy"], rows, "lrr"))
-    fig, ax = _figure(1, 1, width=3.4, height=2.2)
-    order = w.sort_values()
-    ax[0, 0].barh(
-        range(len(order)), order.to_numpy(), color=[COLOURS.get(str(p).split("[")[0], "#888888") for p in order.index]
+    frame = runs.assign(
+        method=np.where(
+            runs["policy"] == "autocba",
+            "autocba",
+            runs["policy"].astype(str) + "[" + runs["cache_policy"].astype(str) + "]",
+        )
     )
-    ax[0, 0].set_yticks(range(len(order)), [str(p) for p in order.index])
-    ax[0, 0].set(xlabel="time-average welfare (utility / h)")
+    wide = frame.pivot_table(index=list(ONLINE_SETTING), columns="method", values="welfare", aggfunc="first")
+    if "autocba" not in wide:
+        raise ResultsUnusableError("online-welfare has no autocba rows")
+    wide = wide.dropna(subset=["autocba"])
+    baselines = [m for m in wide.columns if m != "autocba"]
+    if not baselines:
+        raise ResultsUnusableError("online-welfare has no baseline rows")
+    long = wide[baselines].stack().rename("base").reset_index()
+    long = long.merge(wide["autocba"].rename("auto").reset_index(), on=list(ONLINE_SETTING))
+    long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
+    pos = long[long["base"] > 0].copy()
+    pos["ratio"] = pos["auto"] / pos["base"]
+    if pos.empty:
+        raise ResultsUnusableError("online-welfare: no baseline earns positive welfare")
+    s.number("Settings", len(wide), integer(len(wide)))
+    s.number("Policies", len(baselines), integer(len(baselines)))
+    s.number("Pairs", len(long), integer(len(long)))
+    s.number("WindowJobs", int(runs["window_jobs"].max()), integer(int(runs["window_jobs"].max())))
+    zero = int((long["base"] <= 0).sum())
+    s.number("ZeroPairs", zero, integer(zero))
+    top = pos.loc[pos["ratio"].idxmax()]
+    s.number("MaxRatio", float(top["ratio"]), fixed(float(top["ratio"]), 2))
+    s.word("MaxRatioPolicy", str(top["method"]))
+    s.number("MaxRatioBudget", float(top["budget_fraction"]), fixed(float(top["budget_fraction"]), 2))
+    s.word("MaxRatioMix", str(top["utility_mix"]))
+    s.number("MaxRatioScale", float(top["io_scale"]), fixed(float(top["io_scale"]), 0))
+    low = pos.loc[pos["ratio"].idxmin()]
+    s.number("MinRatio", float(low["ratio"]), fixed(float(low["ratio"]), 2))
+    s.word("MinRatioPolicy", str(low["method"]))
+    s.number("MedianRatio", float(pos["ratio"].median()), fixed(float(pos["ratio"].median()), 2))
+    at_least = float((pos["ratio"] >= PAPER_WELFARE_RATIO).mean())
+    s.number("ShareAtLeastPaperPct", at_least, pct(at_least))
+    strongest = wide[baselines].max(axis=1)
+    vs_best = (wide["autocba"] / strongest.where(strongest > 0)).dropna()
+    if len(vs_best):
+        s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
+        s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 2))
+        below = int((vs_best < 1 - ZERO_GAP).sum())
+        s.number("VsBestBelowOne", below, integer(below))
+    if "certified_gap_mean" in runs:
+        gaps = runs[runs["policy"] == "autocba"]["certified_gap_mean"].astype(float).dropna()
+        if len(gaps):
+            s.number("AutoCertGapPct", float(gaps.mean()), pct(float(gaps.mean()), 2))
+    if "mean_jct_s" in runs:
+        jct = frame.pivot_table(index=list(ONLINE_SETTING), columns="method", values="mean_jct_s", aggfunc="first")
+        rel = (jct[baselines].div(jct["autocba"], axis=0)).stack().dropna()
+        if len(rel):
+            s.number("JctRatioMedian", float(rel.median()), fixed(float(rel.median()), 2))
+
+    rows = []
+    for sched, g in pos.groupby("scheduler", sort=True):
+        k = g["ratio"].idxmax()
+        rows.append(
+            [
+                tex_escape(str(sched)),
+                integer(len(g)),
+                fixed(float(g["ratio"].median()), 2),
+                fixed(float(g["ratio"].max()), 2),
+                tex_escape(str(g.loc[k, "method"]).split("[")[1].rstrip("]")),
+                pct(float((g["ratio"] >= PAPER_WELFARE_RATIO).mean()), 0),
+            ]
+        )
+    s.table(
+        "online-welfare",
+        booktabs(["scheduler", "pairs", "median", "max", "cache at max", "$\\geq$2.27 \\%"], rows, "lrrrlr"),
+    )
+    fig, ax = _figure(1, 1, width=3.4, height=2.4)
+    data = []
+    scheds = sorted(pos["scheduler"].unique())
+    scales = sorted(pos["io_scale"].unique())
+    for n, scale in enumerate(scales):
+        part = pos[pos["io_scale"] == scale]
+        x = [scheds.index(v) + (n - (len(scales) - 1) / 2) * 0.15 for v in part["scheduler"]]
+        ax[0, 0].plot(x, part["ratio"], "o", ms=2.5, alpha=0.8, label=f"IO prices x {fixed(float(scale), 0)}")
+        data += [{"series": f"io x {scale:g}", "x": m, "y": r} for m, r in zip(part["method"], part["ratio"])]
+    ax[0, 0].axhline(PAPER_WELFARE_RATIO, color="k", ls="--", lw=0.8, label="seed paper: 2.27x")
+    ax[0, 0].axhline(1.0, color="#999999", lw=0.6)
+    ax[0, 0].set_xticks(range(len(scheds)), scheds, rotation=30, ha="right")
+    ax[0, 0].set(yscale="log", ylabel="AutoCBA / baseline welfare")
+    _plain_log_ticks(ax[0, 0].yaxis)
+    ax[0, 0].legend()
     fig.tight_layout()
-    s.figure("online-welfare", fig, pd.DataFrame({"series": order.index.astype(str), "y": order.to_numpy()}))
+    s.figure("online-welfare", fig, pd.DataFrame(data))
     return s
 
 
@@ -1068,8 +1157,16 @@ def _welfare_claim(v: dict[str, Any]) -> tuple[str, str]:
 
 
 def _online_claim(v: dict[str, Any]) -> tuple[str, str]:
-    measured = f"AutoCBA / policy between {v['MinRatio']:.2f}x ({v['MinRatioPolicy']}) and {v['MaxRatio']:.2f}x"
-    return measured, _yes(v["MaxRatio"] >= PAPER_WELFARE_RATIO)
+    measured = (
+        f"AutoCBA / baseline from {v['MinRatio']:.2f}x ({v['MinRatioPolicy']}) to {v['MaxRatio']:.2f}x "
+        f"({v['MaxRatioPolicy']}, budget {v['MaxRatioBudget']:g}, {v['MaxRatioMix']}, IO x {v['MaxRatioScale']:g}); "
+        f"vs the strongest baseline of each setting at most {v['VsBestMax']:.2f}x"
+    )
+    if v["VsBestMax"] >= PAPER_WELFARE_RATIO:
+        return measured, "yes, even against the strongest baseline of some setting"
+    if v["MaxRatio"] >= PAPER_WELFARE_RATIO:
+        return measured, "partly: only against weaker scheduler x cache pairings, not the strongest baseline"
+    return measured, "no"
 
 
 def _at_most(
@@ -1138,7 +1235,7 @@ CLAIMS: tuple[Claim, ...] = (
         "seed paper (abstract)",
         "AutoCBA reaches up to 2.27x the social welfare of state-of-the-art schedulers (trace replay)",
         "online-welfare",
-        "welfare_time_average (AutoCBA / each policy)",
+        "welfare (over the fixed horizon; AutoCBA / each scheduler x cache policy, per setting)",
         _online_claim,
     ),
     Claim(
