@@ -381,6 +381,9 @@ def io_cost(res: Results) -> Section:
     s.values["max_where"] = _where(pts.loc[i], base_ratio, tex=False)
     j = int(pts["saving"].idxmin())
     s.number("MinSavingPct", float(pts.loc[j, "saving"]), pct(float(pts.loc[j, "saving"]), 2))
+    worse = int((pts["saving"] < -ZERO_GAP).sum())
+    if worse:
+        s.number("WorsePoints", worse, integer(worse))
     s.word("MinSavingRival", str(pts.loc[j, "best"]))
     s.number("MinSavingWhere", math.nan, _where(pts.loc[j], base_ratio))
     s.values["min_where"] = _where(pts.loc[j], base_ratio, tex=False)
@@ -439,7 +442,7 @@ def io_cost(res: Results) -> Section:
         booktabs(
             ["vs", "max \\%", "min \\%", "where the max is", "$\\geq$20.5\\%", "best"],
             rows,
-            "lrrp{2.6cm}rr",
+            "lrrlrr",
         ),
     )
 
