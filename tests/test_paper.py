@@ -86,7 +86,7 @@ def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Pat
     assert "\\newcommand{\\WelfareMissing}{no welfare/runs.csv in the results}" in numbers
     assert "\\WelfareMaxRatio}" not in numbers
     assert not any(f.startswith(("fig-welfare", "tab-welfare")) for f in built.files)
-    row = next(line for line in built.claims.splitlines() if "`cbalab experiment welfare`" in line)
+    row = next(line for line in built.claims.splitlines() if "`cbalab experiment welfare --out paper/results`" in line)
     assert "not yet run: no welfare/runs.csv in the results" in row
 
 
