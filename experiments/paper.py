@@ -67,6 +67,9 @@ PAPER_IO_SAVING = 0.205
 PAPER_WELFARE_RATIO = 2.27
 #: A gap at most this (relative) counts as zero: the optimum up to floating-point rounding.
 ZERO_GAP = 1e-6
+#: A baseline whose welfare is at most this fraction of AutoCBA's on the same instance is "starved": its
+#: ratio (up to 1e17 in a sweep, a float's rounding of zero) means nothing, so it is counted apart, not averaged.
+STARVED = 1e-6
 #: The cost policies of io-cost (CBA first) and the cost variants of optimality.
 COST_POLICIES = ("cba", "io-only", "cache-all", "coordl", "quiver", "silod")
 COST_VARIANTS = ("continuous", "dataset", "block", "tiers", "block+tiers", "dataset+tiers")
@@ -312,20 +315,41 @@ IO_POINT = ("trace_jobs", "price_ratio", "cache_gb", "skew", "warmup", "bandwidt
 IO_BASE = {"cache_gb": 500.0, "skew": 1.0, "warmup": True, "bandwidth_gbps": math.inf}
 
 
+#: A policy "feeds every job" at a point when its jobs' stall time is at most this fraction of their job-hours
+#: (jobs x mean JCT).  IO costs are compared only between policies that feed every job: one that stalls buys less
+#: IO and trains slower.
+STALL_TOLERANCE = 1e-4
+
+
 def _io_points(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per sweep point: every policy's IO cost, the best baseline and CBA's saving over it."""
+    """One row per sweep point: every policy's IO cost (column ``<policy>``), whether it fed every job
+    (``<policy>_fed``) and its mean JCT (``<policy>_jct_h``); the cheapest baseline that fed every job
+    (``best``, ``best_cost``) and CBA's saving over it (NaN when CBA or every baseline stalled)."""
     frame = runs.assign(
-        bandwidth_gbps=runs["bandwidth_gbps"].astype(float).fillna(math.inf), warmup=_bool(runs["warmup"])
+        bandwidth_gbps=runs["bandwidth_gbps"].astype(float).fillna(math.inf),
+        warmup=_bool(runs["warmup"]),
+        stall_share=runs["stall_h"] / (runs["jobs"] * runs["mean_jct_h"]),
     )
-    wide = frame.pivot_table(index=list(IO_POINT), columns="policy", values="io_cost_usd", aggfunc="first")
+    index = list(IO_POINT)
+    wide = frame.pivot_table(index=index, columns="policy", values="io_cost_usd", aggfunc="first")
     wide = wide.dropna(subset=["cba"])
+    stall = frame.pivot_table(index=index, columns="policy", values="stall_share", aggfunc="first").reindex_like(wide)
+    jct = frame.pivot_table(index=index, columns="policy", values="mean_jct_h", aggfunc="first").reindex_like(wide)
     rivals = [p for p in COST_POLICIES[1:] if p in wide]
     if not rivals:
         raise ResultsUnusableError("io-cost has no baseline rows")
+    fed = stall <= STALL_TOLERANCE
+    fed_cost = wide.where(fed)
     out = wide.reset_index()
-    out["best"] = wide[rivals].idxmin(axis=1).to_numpy()
-    out["best_cost"] = wide[rivals].min(axis=1).to_numpy()
-    out["saving"] = 1.0 - wide["cba"].to_numpy() / out["best_cost"].to_numpy()
+    for p in wide.columns:
+        out[f"{p}_fed"] = fed[p].to_numpy()
+        out[f"{p}_jct_h"] = jct[p].to_numpy()
+    some = fed_cost[rivals].notna().any(axis=1).to_numpy()
+    out["best"] = np.where(some, fed_cost[rivals].fillna(np.inf).idxmin(axis=1).to_numpy(), "")
+    out["best_cost"] = fed_cost[rivals].min(axis=1).to_numpy()
+    out["saving"] = np.where(
+        out["cba_fed"].to_numpy() & some, 1.0 - out["cba"].to_numpy() / out["best_cost"].to_numpy(), np.nan
+    )
     out.columns.name = None
     return out
 
@@ -360,7 +384,7 @@ def _where(row: pd.Series, base_ratio: float, tex: bool = True) -> str:
 def io_cost(res: Results) -> Section:
     """CBA against every cache baseline on the Philly replay (docs/model.md §4, §6)."""
     runs = res.runs
-    _need(runs, *IO_POINT, "policy", "io_cost_usd", "total_cost_usd", "mean_jct_h", "stall_h")
+    _need(runs, *IO_POINT, "policy", "jobs", "io_cost_usd", "total_cost_usd", "mean_jct_h", "stall_h")
     s = Section("IoCost")
     _provenance(s, res)
     jobs = int(runs["trace_jobs"].min())
@@ -374,6 +398,16 @@ def io_cost(res: Results) -> Section:
     s.number("RatioMin", min(ratios), sci(min(ratios)))
     s.number("RatioMax", max(ratios), sci(max(ratios)))
     s.number("BaseRatio", base_ratio, sci(base_ratio))
+    s.number("StallTolPct", STALL_TOLERANCE, sci(100 * STALL_TOLERANCE))
+    stalled = pts[~pts["cba_fed"].astype(bool)]
+    s.number("CbaStalledPoints", len(stalled), integer(len(stalled)))
+    if "infeasible_events" in sweep:
+        events = int(sweep[sweep["policy"] == "cba"]["infeasible_events"].sum())
+        s.number("CbaInfeasibleEvents", events, integer(events))
+    pts = pts.dropna(subset=["saving"])
+    s.number("ComparedPoints", len(pts), integer(len(pts)))
+    if pts.empty:
+        raise ResultsUnusableError("io-cost: no sweep point where CBA and a baseline both feed every job")
     i = int(pts["saving"].idxmax())
     s.number("MaxSavingPct", float(pts.loc[i, "saving"]), pct(float(pts.loc[i, "saving"])))
     s.word("MaxSavingRival", str(pts.loc[i, "best"]))
@@ -391,20 +425,21 @@ def io_cost(res: Results) -> Section:
     s.number("PointsReachPaper", reach, integer(reach))
     naive = [p for p in ("io-only", "cache-all", "silod") if p in pts]
     if naive:
-        savings = pd.DataFrame({p: 1.0 - pts["cba"] / pts[p] for p in naive})
+        savings = pd.DataFrame({p: (1.0 - pts["cba"] / pts[p]).where(pts[f"{p}_fed"].astype(bool)) for p in naive})
         s.number("NaiveMaxSavingPct", float(savings.max().max()), pct(float(savings.max().max())))
         s.word("NaiveMaxSavingRival", str(savings.max().idxmax()))
     counts = pts["best"].value_counts()
     s.word("MostOftenBest", str(counts.index[0]))
     s.number("MostOftenBestPoints", int(counts.iloc[0]), integer(int(counts.iloc[0])))
-    base = base_pts[base_pts["warmup"]]
+    base = base_pts[base_pts["warmup"] & base_pts["saving"].notna()]
     if len(base):
         b = base.iloc[0]
         s.number("BaseSavingPct", float(b["saving"]), pct(float(b["saving"])))
         s.word("BaseBest", str(b["best"]))
     whole = runs[runs["trace_jobs"] > jobs]
-    if len(whole):
-        wp = _io_points(whole).iloc[0]
+    whole_pts = _io_points(whole).dropna(subset=["saving"]) if len(whole) else pd.DataFrame()
+    if len(whole_pts):
+        wp = whole_pts.iloc[0]
         s.number("WholeJobs", int(wp["trace_jobs"]), integer(int(wp["trace_jobs"])))
         s.number("WholeSavingPct", float(wp["saving"]), pct(float(wp["saving"])))
         s.word("WholeBest", str(wp["best"]))
@@ -420,29 +455,35 @@ def io_cost(res: Results) -> Section:
         s.number("TightCbaJctH", float(jct["cba"]), fixed(float(jct["cba"]), 1))
         s.number("TightWorstJctH", float(jct.max()), fixed(float(jct.max()), 1))
         s.word("TightWorstJctPolicy", str(jct.idxmax()))
+        s.number("TightBestJctH", float(jct.min()), fixed(float(jct.min()), 1))
+        s.word("TightBestJctPolicy", str(jct.idxmin()))
 
     rows = []
     for rival in COST_POLICIES[1:]:
         if rival not in pts:
             continue
-        saving = 1.0 - pts["cba"] / pts[rival]
+        both = pts[pts[f"{rival}_fed"].astype(bool)]
+        if both.empty:
+            continue
+        saving = 1.0 - both["cba"] / both[rival]
         k = int(saving.idxmax())
         rows.append(
             [
                 tex_escape(rival),
                 pct(float(saving.max())),
                 pct(float(saving.min()), 2),
-                _where(pts.loc[k], base_ratio),
+                _where(both.loc[k], base_ratio),
                 integer(int((saving >= PAPER_IO_SAVING).sum())),
+                integer(len(both)),
                 integer(int((pts["best"] == rival).sum())),
             ]
         )
     s.table(
         "io-cost",
         booktabs(
-            ["vs", "max \\%", "min \\%", "where the max is", "$\\geq$20.5\\%", "best"],
+            ["vs", "max \\%", "min \\%", "where the max is", "$\\geq$20.5\\%", "of", "cheapest"],
             rows,
-            "lrrlrr",
+            "lrrlrrr",
         ),
     )
 
@@ -466,10 +507,12 @@ def io_cost(res: Results) -> Section:
         xscale="log", yscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="IO cost over the replay (\\$)"
     )
     ax[0, 0].legend(ncol=2)
-    for warm, dash in ((True, "-"), (False, ":")):
+    for warm, dash, marker, colour in ((True, "-", "o", COLOURS["cba"]), (False, "--", "s", "#7b1010")):
         g = _at_base(pts, "price_ratio", warmup=warm).sort_values("price_ratio")
         label = f"warm-up {'on' if warm else 'off'}"
-        ax[0, 1].plot(g["price_ratio"], 100 * g["saving"], dash, marker="o", color=COLOURS["cba"], label=label)
+        ax[0, 1].plot(
+            g["price_ratio"], 100 * g["saving"], dash, marker=marker, mfc="none", ms=4, color=colour, label=label
+        )
         data += [{"panel": "b", "series": label, "x": x, "y": y} for x, y in zip(g["price_ratio"], g["saving"])]
     ax[0, 1].axhline(100 * PAPER_IO_SAVING, color="k", lw=0.8, ls="--", label="seed paper: 20.5%")
     ax[0, 1].axhline(0.0, color="#999999", lw=0.6)
@@ -522,9 +565,10 @@ def welfare(res: Results) -> Section:
     long = long.merge(opt.rename("opt").reset_index(), on=list(WELFARE_INSTANCE))
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
     long["cache"] = long["method"].astype(str).str.split("[").str[1].str.rstrip("]")
-    pos = long[long["base"] > 0].copy()
+    starved = long["base"] <= STARVED * long["auto"]
+    pos = long[~starved].copy()
     pos["ratio"] = pos["auto"] / pos["base"]
-    zero = int((long["base"] <= 0).sum())
+    zero = int(starved.sum())
     s.number("Pairs", len(long), integer(len(long)))
     s.number("ZeroPairs", zero, integer(zero))
     k = pos["ratio"].idxmax()
@@ -538,7 +582,7 @@ def welfare(res: Results) -> Section:
     at_least = float((pos["ratio"] >= PAPER_WELFARE_RATIO).mean())
     s.number("ShareAtLeastPaperPct", at_least, pct(at_least))
     strongest = wide[baselines].max(axis=1)
-    vs_best = (auto / strongest.where(strongest > 0)).dropna()
+    vs_best = (auto / strongest.where(strongest > STARVED * auto)).dropna()
     s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
     s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 3))
     below = int((vs_best < 1 - ZERO_GAP).sum())
@@ -570,7 +614,7 @@ def welfare(res: Results) -> Section:
                 fixed(float(gp["ratio"].max()), 2),
                 f"{fixed(float(gp.loc[kk, 'budget_fraction']), 2)}, {tex_escape(str(gp.loc[kk, 'utility_mix']))}",
                 pct(float((gp["ratio"] >= PAPER_WELFARE_RATIO).mean()), 0),
-                integer(int((g["base"] <= 0).sum())),
+                integer(int((g["base"] <= STARVED * g["auto"]).sum())),
             ]
         )
     s.table(
@@ -1018,7 +1062,8 @@ def online_welfare(res: Results) -> Section:
     long = wide[baselines].stack().rename("base").reset_index()
     long = long.merge(wide["autocba"].rename("auto").reset_index(), on=list(ONLINE_SETTING))
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
-    pos = long[long["base"] > 0].copy()
+    starved = long["base"] <= STARVED * long["auto"]
+    pos = long[~starved].copy()
     pos["ratio"] = pos["auto"] / pos["base"]
     if pos.empty:
         raise ResultsUnusableError("online-welfare: no baseline earns positive welfare")
@@ -1026,7 +1071,7 @@ def online_welfare(res: Results) -> Section:
     s.number("Policies", len(baselines), integer(len(baselines)))
     s.number("Pairs", len(long), integer(len(long)))
     s.number("WindowJobs", int(runs["window_jobs"].max()), integer(int(runs["window_jobs"].max())))
-    zero = int((long["base"] <= 0).sum())
+    zero = int(starved.sum())
     s.number("ZeroPairs", zero, integer(zero))
     top = pos.loc[pos["ratio"].idxmax()]
     s.number("MaxRatio", float(top["ratio"]), fixed(float(top["ratio"]), 2))
@@ -1041,7 +1086,7 @@ def online_welfare(res: Results) -> Section:
     at_least = float((pos["ratio"] >= PAPER_WELFARE_RATIO).mean())
     s.number("ShareAtLeastPaperPct", at_least, pct(at_least))
     strongest = wide[baselines].max(axis=1)
-    vs_best = (wide["autocba"] / strongest.where(strongest > 0)).dropna()
+    vs_best = (wide["autocba"] / strongest.where(strongest > STARVED * wide["autocba"])).dropna()
     if len(vs_best):
         s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
         s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 2))
@@ -1393,6 +1438,7 @@ def numbers_tex(sections: dict[str, Section], missing: dict[str, str]) -> str:
         f"\\newcommand{{\\PaperIoSavingPct}}{{{pct(PAPER_IO_SAVING)}}}",
         f"\\newcommand{{\\PaperWelfareRatio}}{{{fixed(PAPER_WELFARE_RATIO, 2)}}}",
         f"\\newcommand{{\\ZeroGap}}{{{sci(ZERO_GAP)}}}",
+        f"\\newcommand{{\\Starved}}{{{sci(STARVED)}}}",
     ]
     for name in EXPERIMENTS:
         p = PREFIX[name]

@@ -119,5 +119,6 @@ def test_formatting() -> None:
     assert paper.sci(1e-6) == "\\ensuremath{10^{-6}}"
     assert paper.sci(4.4e-4) == "\\ensuremath{4.4\\times 10^{-4}}"
     assert paper.sci(0.5) == "0.50"
+    assert paper.sci(1e-4 * 100) == "0.010"
     assert paper.integer(82247) == "82,247"
     assert paper.tex_escape("gavel-tput[io-only]_x%") == "gavel-tput[io-only]\\_x\\%"
