@@ -1352,7 +1352,7 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "ScalingAgree",
-        "README (scaling)",
+        "cbalab (scaling experiment)",
         "CBA's cost equals the LP optimum (Pyomo + HiGHS and highspy) at every size",
         "scaling",
         "max_rel_diff",
@@ -1360,7 +1360,7 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "ScalingSpeed",
-        "README (scaling)",
+        "cbalab (scaling experiment)",
         "CBA's closed form is faster than the LP solved by HiGHS directly, at every size",
         "scaling",
         "highspy_seconds / cba_seconds (median per size)",
