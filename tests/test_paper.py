@@ -122,3 +122,13 @@ def test_formatting() -> None:
     assert paper.sci(1e-4 * 100) == "0.010"
     assert paper.integer(82247) == "82,247"
     assert paper.tex_escape("gavel-tput[io-only]_x%") == "gavel-tput[io-only]\\_x\\%"
+
+
+def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
+    paper_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No latexmk on the PATH: no PDF, and the message names what is missing."""
+    monkeypatch.setattr(paper.shutil, "which", lambda name: None)
+    pdf, message = paper.compile_pdf(paper_copy)
+    assert pdf is None and "latexmk is not installed" in message
+    assert not (paper_copy / "paper.pdf").exists()
