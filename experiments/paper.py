@@ -292,12 +292,16 @@ def _need(runs: pd.DataFrame, *columns: str) -> None:
 
 
 def _provenance(s: Section, res: Results) -> None:
-    """Runs, failed runs, size (full or quick), wall time and commit of the sweep, as macros."""
+    """Runs, failed runs, size (full or quick), wall time and commit of the sweep, as macros.
+
+    The wall time of a sweep that was interrupted and resumed is the sum over its sessions (meta.json).
+    """
     s.number("Runs", len(res.runs), integer(len(res.runs)))
     s.number("Failed", res.failed, integer(res.failed))
     quick = bool(res.meta.get("config", {}).get("quick", False))
     s.word("Size", "quick" if quick else "full")
-    wall = res.meta.get("wall_seconds")
+    sessions = res.meta.get("sessions") or []
+    wall = sum(float(x.get("wall_seconds") or 0.0) for x in sessions) if sessions else res.meta.get("wall_seconds")
     s.number("WallMin", wall or math.nan, fixed(wall / 60.0, 1) if wall else "?")
     commit = (res.meta.get("git") or {}).get("commit") or "unknown"
     s.word("Commit", commit[:8])
