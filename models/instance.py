@@ -104,6 +104,20 @@ class Instance:
         return len(self.dataset_ids)
 
     @property
+    def block_size_gb(self) -> float:
+        """The cache block size u under block granularity (docs/model.md §4); an error on any other granularity."""
+        if self.block_gb is None:
+            raise InstanceError("cluster.cache_granularity", self.cache_granularity, "has no block size")
+        return float(self.block_gb)
+
+    @property
+    def tier_gbps(self) -> float:
+        """The bandwidth tier size β (docs/model.md §4); an error when bandwidth is continuous."""
+        if self.bandwidth_step_gbps is None:
+            raise InstanceError("cluster.bandwidth_step_gbps", None, "bandwidth is continuous: there is no tier")
+        return float(self.bandwidth_step_gbps)
+
+    @property
     def has_fixed(self) -> np.ndarray:
         """Boolean mask of jobs that carry a fixed allocation (gpus, io_gbps) for P1."""
         return self.job_gpus >= 0
