@@ -132,3 +132,45 @@ def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
     pdf, message = paper.compile_pdf(paper_copy)
     assert pdf is None and "latexmk is not installed" in message
     assert not (paper_copy / "paper.pdf").exists()
+
+
+def _welfare_runs(baseline_welfare: list[float]) -> pd.DataFrame:
+    """One welfare instance: AutoCBA (welfare 10, bound 12) and one baseline per entry of ``baseline_welfare``."""
+    common = {"jobs": 4, "datasets": 2, "budget_fraction": 0.5, "utility_mix": "mixed", "io_price_scale": 1.0}
+    rows = [{**common, "replicate": 0, "seed": 1, "method": "autocba", "welfare": 10.0, "bound": 12.0}]
+    rows += [
+        {**common, "replicate": 0, "seed": 1, "method": f"optimus[{cache}]", "welfare": w, "bound": None}
+        for cache, w in zip(("silod", "io-only", "cba"), baseline_welfare)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_starved_baseline_is_counted_apart_not_averaged() -> None:
+    """A baseline at (almost) zero welfare is 'starved': counted, never a 1e17x ratio in the maximum."""
+    s = paper.welfare(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
+    assert s.values["ZeroPairs"] == 1
+    assert s.values["MaxRatio"] == pytest.approx(5.0)  # 10 / 2, not 10 / 1e-12
+    assert s.values["VsBestMax"] == pytest.approx(2.0)  # against the strongest baseline, 10 / 5
+    assert s.values["AutoOfRefMeanPct"] == pytest.approx(10.0 / 12.0)  # no MILP rows: AutoCBA's bound
+
+
+def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
+    """A baseline that stalls jobs is not the 'cheapest' even if its IO bill is lower."""
+    point = {"trace_jobs": 10, "price_ratio": 1e-3, "cache_gb": 500.0, "skew": 1.0, "warmup": True}
+    rows = [
+        {
+            **point,
+            "bandwidth_gbps": None,
+            "policy": p,
+            "jobs": 10,
+            "io_cost_usd": c,
+            "total_cost_usd": c,
+            "mean_jct_h": 1.0,
+            "stall_h": st,
+        }
+        for p, c, st in (("cba", 80.0, 0.0), ("io-only", 100.0, 0.0), ("quiver", 10.0, 5.0))
+    ]
+    pts = paper._io_points(pd.DataFrame(rows))
+    assert pts.loc[0, "best"] == "io-only"
+    assert pts.loc[0, "saving"] == pytest.approx(0.2)
+    assert not pts.loc[0, "quiver_fed"]
