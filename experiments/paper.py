@@ -631,7 +631,7 @@ def welfare(res: Results) -> Section:
     )
 
     scales = sorted(long["io_price_scale"].unique())
-    fig, ax = _figure(len(scales), 1, width=7.0, height=2.3)
+    fig, ax = _figure(len(scales), 1, width=7.0, height=2.7)
     data = []
     for a, scale in zip(ax[0], scales):
         part = long[long["io_price_scale"] == scale]
@@ -654,8 +654,9 @@ def welfare(res: Results) -> Section:
         a.set(xscale="log", ylim=(0, 1.05), xlabel="budget (fraction of all jobs at 8 GPUs)")
         a.set_title(f"IO prices x {fixed(float(scale), 0)}")
     ax[0, 0].set_ylabel("welfare / reference (mean)")
-    ax[0, -1].legend(loc="lower right", fontsize=5)
-    fig.tight_layout()
+    handles, labels = ax[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=6, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     s.figure("welfare", fig, pd.DataFrame(data))
     return s
 
@@ -974,6 +975,7 @@ def sensitivity(res: Results) -> Section:
             vmax=1,
             edgecolors="none",
             antialiased=False,
+            rasterized=True,
         )
         lo, hi = max(x.min(), y.min()), min(x.max(), y.max())
         a.plot([lo, hi], [lo, hi], "--", color="#ff3030", lw=1.2, label="Theorem 1: $p_c/p_b = \\rho$")
