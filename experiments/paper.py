@@ -624,7 +624,7 @@ def welfare(res: Results) -> Section:
     s.table(
         "welfare",
         booktabs(
-            ["scheduler", "best cache", "of ref.\\ \\%", "median", "max", "max at", "$\\geq$2.27", "zero"],
+            ["scheduler", "best cache", "of ref.\\ \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
             rows,
             "llrrrlrr",
         ),
