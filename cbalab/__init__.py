@@ -6,12 +6,14 @@ The public API (implemented in cbalab/api.py)::
     inst = cbalab.generate("cost", jobs=200, datasets=40, seed=0)
     res = cbalab.solve(inst, "cba")          # scored by the referee
     res.status, res.objective, res.jobs_frame()
+    cbalab.examples.toy_cluster()            # named teaching instances
 
 The installed packages are ``cbalab.models`` (the mathematics and the referee),
 ``cbalab.algorithms`` (fast methods and the registry) and ``cbalab.experiments``
 (workloads, replays, measurement runs and the command line).
 """
 
+from cbalab import examples
 from cbalab.api import (
     Allocation,
     Evaluation,
@@ -45,6 +47,7 @@ __all__ = [
     "__version__",
     "build_instance",
     "evaluate",
+    "examples",
     "generate",
     "load",
     "loads",

@@ -150,7 +150,7 @@ def methods(problem: str | None = None) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Result:
-    """A method's answer on an instance, scored by the referee (docs/model.md §6).
+    """A method's answer on an instance, scored by the referee (docs/model.md §3 and §5).
 
     ``status`` is the method's claim, demoted to ``infeasible`` when the
     referee finds a violation; ``objective`` is the referee's total cost
@@ -237,11 +237,11 @@ class Result:
         ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
         ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)")
         twin = ax.twinx()
-        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand (Gbps)", color="0.6")
-        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="bandwidth (Gbps)")
+        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand (GB/s)", color="0.6")
+        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="bandwidth (GB/s)")
         ax.set_xticks(x, ds["dataset"], rotation=90)
         ax.set_ylabel("GB")
-        twin.set_ylabel("Gbps")
+        twin.set_ylabel("GB/s")
         ax.set_title(f"{self.method} on {self.problem}: {self.status}, objective {self.objective}")
         ax.legend(loc="upper left")
         twin.legend(loc="upper right")
@@ -282,5 +282,5 @@ def solve(
 
 
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
-    """The referee (docs/model.md §6): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
+    """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
     return _referee(instance, allocation, Problem(problem))
