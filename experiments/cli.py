@@ -331,6 +331,18 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_paper(args: argparse.Namespace) -> int:
+    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper.py)."""
+    import os
+
+    from cbalab.experiments.paper import main_paper
+
+    for option, folder in (("--paper", args.paper), ("--results", args.results)):
+        if folder is not None and not os.path.isdir(folder):
+            raise BadInputError(f"{option}: no folder {folder!r}")
+    return main_paper(args.paper, args.results, args.check)
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
@@ -543,6 +555,12 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(run=cmd_simulate)
 
     add_experiment_parser(sub)
+
+    pp = sub.add_parser("paper", help="write paper/generated/ and paper/claims.md from the results; build the PDF")
+    pp.add_argument("--paper", default="paper", help="the paper folder (paper.tex, generated/, claims.md)")
+    pp.add_argument("--results", default=None, help="results folder (default: PAPER/results)")
+    pp.add_argument("--check", action="store_true", help="exit 1 if the committed paper is out of step")
+    pp.set_defaults(run=cmd_paper)
     return p
 
 

@@ -32,7 +32,7 @@ def _subparsers() -> dict[str, argparse.ArgumentParser]:
 
 def test_every_option_has_help_and_shows_its_default() -> None:
     subs = _subparsers()
-    assert set(subs) == {"solve", "generate", "compare", "methods", "simulate", "experiment"}
+    assert set(subs) == {"solve", "generate", "compare", "methods", "simulate", "experiment", "paper"}
     for name, sub in subs.items():
         text = sub.format_help()
         for action in sub._actions:
@@ -43,7 +43,7 @@ def test_every_option_has_help_and_shows_its_default() -> None:
                 continue
             shown = sub._get_formatter()._get_help_string(action)
             assert "default" in shown or "(required)" in shown or "(or --" in shown, (name, action.dest, shown)
-        assert "(default: 0)" in text or name in ("solve", "methods")
+        assert "(default: 0)" in text or name in ("solve", "methods", "paper")
 
 
 def test_defaults_shown_are_the_real_defaults(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,176 @@
+"""``cbalab paper``: the committed paper is in step with its results, and the check can fail (experiments/paper.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cbalab.experiments import paper
+from cbalab.experiments.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+PAPER = ROOT / "paper"
+
+
+@pytest.fixture
+def paper_copy(tmp_path: Path) -> Path:
+    """A copy of paper/ (sources, results, generated files, claims) without the built PDF."""
+    dest = tmp_path / "paper"
+    shutil.copytree(PAPER, dest, ignore=shutil.ignore_patterns("build", "paper.pdf"))
+    return dest
+
+
+def test_committed_paper_is_in_step_with_its_results() -> None:
+    """`cbalab paper --check` on the repository passes: generated/, claims.md and paper.tex agree with the results."""
+    assert paper.check_paper(PAPER) == []
+    assert main(["paper", "--paper", str(PAPER), "--check"]) == 0
+
+
+def test_hand_typed_number_in_the_evaluation_is_caught(paper_copy: Path) -> None:
+    """A number typed in the evaluation (not a macro) makes --check fail, naming its line."""
+    tex = (paper_copy / "paper.tex").read_text()
+    assert paper.hand_typed_numbers(tex) == []
+    anchor = "\\subsection{Scaling}\\label{sec:scaling}\n"
+    assert anchor in tex
+    bad = tex.replace(anchor, anchor + "CBA is 42.5 times faster than HiGHS.\n")
+    (paper_copy / "paper.tex").write_text(bad)
+    found = paper.hand_typed_numbers(bad)
+    assert len(found) == 1 and "'42.5'" in found[0]
+    line = bad[: bad.index("42.5")].count("\n") + 1
+    assert found[0].startswith(f"line {line}:")
+    assert any("42.5" in p for p in paper.check_paper(paper_copy))
+    assert main(["paper", "--paper", str(paper_copy), "--check"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("P1 and P2 on K80 GPUs, $c_1$, Section~\\ref{sec:io}, \\cite{x2023}", []),
+        ("\\includegraphics[width=0.9\\textwidth]{fig-1.pdf} \\setlength{\\tabcolsep}{3pt}", []),
+        ("a ratio of $10^{-6}$", ["10", "6"]),
+        ("saves 20.5\\,\\% % a comment with 99 in it", ["20.5"]),
+        ("\\begin{figure*}[t] 3 runs \\modelsec{4}", ["3"]),
+    ],
+)
+def test_what_counts_as_a_hand_typed_number(text: str, numbers: list[str]) -> None:
+    """Digits continuing a name, in references, labels, paths, lengths and comments are not numbers; others are."""
+    tex = f"\\section{{Evaluation}}\n{text}\n\\appendix\n"
+    found = paper.hand_typed_numbers(tex)
+    assert [f.split("'")[1] for f in found] == numbers
+
+
+def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
+    """One changed value in a committed runs.csv puts numbers.tex and claims.md out of step: --check fails."""
+    runs_path = paper_copy / "results" / "io-cost" / "runs.csv"
+    runs = pd.read_csv(runs_path)
+    cba = runs.index[runs["policy"] == "cba"]
+    runs.loc[cba, "io_cost_usd"] = runs.loc[cba, "io_cost_usd"] * 0.5
+    runs.to_csv(runs_path, index=False)
+    problems = paper.check_paper(paper_copy)
+    assert "generated/numbers.tex: differs from what the results generate (run `cbalab paper`)" in problems
+    assert "claims.md: out of step with the results (run `cbalab paper`)" in problems
+    assert main(["paper", "--paper", str(paper_copy), "--check"]) == 1
+    main(["paper", "--paper", str(paper_copy)])  # regenerating brings it back in step
+    assert paper.check_paper(paper_copy) == []
+
+
+def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Path) -> None:
+    """Without an experiment's results the switch is false, the reason is printed and its claims say 'not yet run'."""
+    shutil.rmtree(paper_copy / "results" / "welfare")
+    built = paper.build_paper(paper_copy / "results", tmp_path / "gen", compile=False)
+    numbers = (tmp_path / "gen" / "numbers.tex").read_text()
+    assert "\\HaveWelfarefalse" in numbers
+    assert "\\newcommand{\\WelfareMissing}{no welfare/runs.csv in the results}" in numbers
+    assert "\\WelfareMaxRatio}" not in numbers
+    assert not any(f.startswith(("fig-welfare", "tab-welfare")) for f in built.files)
+    row = next(line for line in built.claims.splitlines() if "`cbalab experiment welfare --out paper/results`" in line)
+    assert "not yet run: no welfare/runs.csv in the results" in row
+
+
+def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
+    """Two builds from the same results write the same bytes, figures included (no dates or version tags)."""
+    a = paper.build_paper(PAPER / "results", tmp_path / "a", compile=False)
+    paper.build_paper(PAPER / "results", tmp_path / "b", compile=False)
+    for name in a.files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_stale_generated_file_is_reported(paper_copy: Path) -> None:
+    """A generated file that the results no longer produce is a difference."""
+    (paper_copy / "generated" / "tab-stale.tex").write_text("x\n")
+    assert "generated/tab-stale.tex: committed but no longer generated (run `cbalab paper`)" in paper.check_paper(
+        paper_copy
+    )
+
+
+def test_bad_folder_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --results folder that does not exist exits 2 naming the option and the value."""
+    assert main(["paper", "--paper", str(PAPER), "--results", str(tmp_path / "nowhere"), "--check"]) == 2
+    assert "--results: no folder" in capsys.readouterr().err
+
+
+def test_formatting() -> None:
+    """Numbers are printed the way the text quotes them."""
+    assert paper.pct(0.2051) == "20.5"
+    assert paper.fixed(-0.0001, 2) == "0.00"
+    assert paper.sci(1e-6) == "\\ensuremath{10^{-6}}"
+    assert paper.sci(4.4e-4) == "\\ensuremath{4.4\\times 10^{-4}}"
+    assert paper.sci(0.5) == "0.50"
+    assert paper.sci(1e-4 * 100) == "0.010"
+    assert paper.integer(82247) == "82,247"
+    assert paper.tex_escape("gavel-tput[io-only]_x%") == "gavel-tput[io-only]\\_x\\%"
+
+
+def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
+    paper_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No latexmk on the PATH: no PDF, and the message names what is missing."""
+    monkeypatch.setattr(paper.shutil, "which", lambda name: None)
+    pdf, message = paper.compile_pdf(paper_copy)
+    assert pdf is None and "latexmk is not installed" in message
+    assert not (paper_copy / "paper.pdf").exists()
+
+
+def _welfare_runs(baseline_welfare: list[float]) -> pd.DataFrame:
+    """One welfare instance: AutoCBA (welfare 10, bound 12) and one baseline per entry of ``baseline_welfare``."""
+    common = {"jobs": 4, "datasets": 2, "budget_fraction": 0.5, "utility_mix": "mixed", "io_price_scale": 1.0}
+    rows = [{**common, "replicate": 0, "seed": 1, "method": "autocba", "welfare": 10.0, "bound": 12.0}]
+    rows += [
+        {**common, "replicate": 0, "seed": 1, "method": f"optimus[{cache}]", "welfare": w, "bound": None}
+        for cache, w in zip(("silod", "io-only", "cba"), baseline_welfare)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_starved_baseline_is_counted_apart_not_averaged() -> None:
+    """A baseline at (almost) zero welfare is 'starved': counted, never a 1e17x ratio in the maximum."""
+    s = paper.welfare(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
+    assert s.values["ZeroPairs"] == 1
+    assert s.values["MaxRatio"] == pytest.approx(5.0)  # 10 / 2, not 10 / 1e-12
+    assert s.values["VsBestMax"] == pytest.approx(2.0)  # against the strongest baseline, 10 / 5
+    assert s.values["AutoOfRefMeanPct"] == pytest.approx(10.0 / 12.0)  # no MILP rows: AutoCBA's bound
+
+
+def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
+    """A baseline that stalls jobs is not the 'cheapest' even if its IO bill is lower."""
+    point = {"trace_jobs": 10, "price_ratio": 1e-3, "cache_gb": 500.0, "skew": 1.0, "warmup": True}
+    rows = [
+        {
+            **point,
+            "bandwidth_gbps": None,
+            "policy": p,
+            "jobs": 10,
+            "io_cost_usd": c,
+            "total_cost_usd": c,
+            "mean_jct_h": 1.0,
+            "stall_h": st,
+        }
+        for p, c, st in (("cba", 80.0, 0.0), ("io-only", 100.0, 0.0), ("quiver", 10.0, 5.0))
+    ]
+    pts = paper._io_points(pd.DataFrame(rows))
+    assert pts.loc[0, "best"] == "io-only"
+    assert pts.loc[0, "saving"] == pytest.approx(0.2)
+    assert not pts.loc[0, "quiver_fed"]
