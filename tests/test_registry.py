@@ -12,7 +12,14 @@ from cbalab.models.types import Problem, SolveOptions
 
 def test_select_by_property() -> None:
     """Aggregable cost methods, cache policies and GPU schedulers are registry queries, not name tables."""
-    assert [m.name for m in registry.select("cost", aggregable=True)] == ["cba", "lp", "milp", "io-only", "silod"]
+    assert [m.name for m in registry.select("cost", aggregable=True)] == [
+        "cba",
+        "lp",
+        "milp",
+        "io-only",
+        "silod",
+        "cba-keep",
+    ]
     assert registry.cache_policies() == ["cba", "io-only", "cache-all", "coordl", "quiver", "silod"]
     schedulers = registry.select(Problem.WELFARE, kind="gpu-scheduler")
     assert {m.name for m in schedulers} == {
