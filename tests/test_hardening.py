@@ -552,12 +552,13 @@ def test_regression_issue9_6_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp
 
 
 def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch) -> None:
-    """Ctrl-C while Pyomo builds the model printed a traceback and Pyomo's own error line; now one line, exit 130."""
+    """Ctrl-C while the model is built (Pyomo or arrays) printed a traceback; now one line, exit 130."""
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(solve_module, "build_welfare_model", interrupted)
+    monkeypatch.setattr(solve_module, "build_welfare_arrays", interrupted)
     code, out, err = cli(capsys, "solve", str(write(tmp_path, doc())), "--problem", "welfare", "--method", "milp")
     assert code == 130 and out == "" and err == "cbalab: interrupted\n"
 
