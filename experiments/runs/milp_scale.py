@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.plotting import figure, save
 from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import Allocation, evaluate
@@ -44,17 +45,24 @@ from cbalab.models.types import SolveOptions
 
 FORMS = ("autocba", "pyomo", "arrays", "arrays+warm", "arrays+cut", "stall")
 JOBS = (100, 300, 1000, 3000)
+#: The size of the quick run (CI): small enough that every form proves its optimum at once.
+QUICK_JOBS = (30,)
 FRACTIONS = (0.1, 0.2, 0.35)
 
 
 def grid(quick: bool, seed: int) -> list[dict]:
-    """The runs: every size × budget fraction × seed × form (quick: 100 and 300 jobs, one seed)."""
-    jobs = JOBS[:2] if quick else JOBS
+    """The runs: every size × budget fraction × seed × form.
+
+    ``quick`` (CI) is one 30-job instance at budget fraction 0.2 in every form, each well under a second.
+    """
+    jobs = QUICK_JOBS if quick else JOBS
+    fractions = (0.2,) if quick else FRACTIONS
     seeds = (seed,) if quick else (seed, seed + 1, seed + 2)
+    limit = 60.0 if quick else 300.0
     return [
-        {"jobs": n, "datasets": max(1, n // 10), "budget_fraction": f, "seed": s, "form": form, "time_limit": 300.0}
+        {"jobs": n, "datasets": max(1, n // 10), "budget_fraction": f, "seed": s, "form": form, "time_limit": limit}
         for n in jobs
-        for f in FRACTIONS
+        for f in fractions
         for s in seeds
         for form in FORMS
     ]
@@ -136,6 +144,27 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
+    """milp_scale: wall time (build included) of each form against jobs, median over budgets and seeds.
+
+    Hollow markers are runs that did not prove their optimum (``time_limit`` or ``feasible``).
+    """
+    if runs.empty:
+        return []
+    fig, ax = figure(1, 1, width=5.0, height=3.4)
+    a = ax[0, 0]
+    for form, part in runs.groupby("form", sort=False):
+        med = part.groupby("jobs")["seconds"].median()
+        a.plot(med.index, med.to_numpy(), "-o", ms=4, label=str(form))
+        open_ = part[part["status"] != "optimal"]
+        if not open_.empty:
+            a.plot(open_["jobs"], open_["seconds"], "o", mfc="none", color="0.3", ms=6)
+    a.set(xscale="log", yscale="log", xlabel="jobs (4 options each)", ylabel="wall seconds (build + solve)")
+    a.set_title("P2 MILP forms and AutoCBA (hollow: optimum not proven)", fontsize=8)
+    a.legend(fontsize=7)
+    return save(fig, outdir, "milp_scale")
 
 
 def main(argv: list[str] | None = None) -> None:
