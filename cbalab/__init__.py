@@ -12,22 +12,27 @@ The installed packages are ``cbalab.models`` (the mathematics and the referee),
 (workloads, replays, measurement runs and the command line).
 """
 
+from cbalab import examples
 from cbalab.api import (
     Allocation,
     Evaluation,
     Instance,
     Problem,
+    ReplayResult,
     Result,
     SolveOptions,
     Status,
     build_instance,
+    build_model,
     evaluate,
     generate,
     load,
     loads,
     methods,
     save,
+    simulate,
     solve,
+    solve_model,
 )
 from cbalab.models.instance import InstanceError
 
@@ -39,16 +44,21 @@ __all__ = [
     "Instance",
     "InstanceError",
     "Problem",
+    "ReplayResult",
     "Result",
     "SolveOptions",
     "Status",
     "__version__",
     "build_instance",
+    "build_model",
     "evaluate",
+    "examples",
     "generate",
     "load",
     "loads",
     "methods",
     "save",
+    "simulate",
     "solve",
+    "solve_model",
 ]

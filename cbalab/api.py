@@ -29,6 +29,10 @@ from cbalab.models.types import Problem, SolveOptions, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from pyomo.environ import ConcreteModel
+
+    from cbalab.experiments.simulate import SimResult
+    from cbalab.models.solve import Outcome
 
 
 def load(path: str | Path) -> Instance:
@@ -284,3 +288,149 @@ def solve(
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
     """The referee (docs/model.md §6): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
     return _referee(instance, allocation, Problem(problem))
+
+
+def build_model(instance: Instance, problem: str, relax: bool = False) -> ConcreteModel:
+    """The Pyomo model of P1 (``problem="cost"``, docs/model.md §4) or P2 (``"welfare"``, §5) for ``instance``.
+
+    The same model the ``milp`` method solves (``relax=True``: the ``lp``
+    method's relaxation), for reading: ``model.pprint()`` prints every
+    variable and constraint, e.g. P2's McCormick rows ``w_below_y``,
+    ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md).  Pyomo is
+    imported here, so ``import cbalab`` stays light.
+    """
+    prob = Problem(problem)
+    if prob == Problem.COST:
+        from cbalab.models.milp.cost import build_cost_model
+
+        return build_cost_model(instance, relax=relax)
+    from cbalab.models.milp.welfare import build_welfare_model
+
+    return build_welfare_model(instance, relax=relax)
+
+
+def solve_model(model: ConcreteModel, time_limit: float | None = None, **options: Any) -> Outcome:
+    """Solve a model of :func:`build_model` with HiGHS (MIP gap 0 unless ``mip_gap`` is given); loads its values.
+
+    Returns the solver's ``Outcome`` (status, objective, bound, message); the
+    variables then hold the solution (``model.y[0].value``).  This is the raw
+    model's answer, not scored by the referee: :func:`solve` is the scored path.
+    """
+    from cbalab.models.solve import solve_model as _solve_model
+
+    return _solve_model(model, SolveOptions(time_limit=time_limit, **options))
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A trace replay (docs/model.md §6): per-job table, per-event time series and summary, with a plot.
+
+    ``jobs`` has one row per job (start, end, JCT, queueing, stall seconds and
+    its share of the cost); ``timeseries`` one row per event, its values
+    holding until the next row (running and queued jobs, GPUs busy, cache
+    allocated ``cache_gb`` and filled ``cache_filled_gb``, remote bandwidth,
+    spend rates in $/h); ``summary`` the ``cbalab/simulation@1`` document.
+    """
+
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict[str, Any]
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
+        from cbalab.experiments.simulate import SimResult
+
+        return SimResult(self.jobs, self.timeseries, dict(self.summary)).write(out_dir)
+
+    def plot(self, axes: Any = None, label: str | None = None) -> Any:
+        """Cache (allocated and filled), remote bandwidth and spend rate over time, three stacked panels.
+
+        The series are step functions (each value holds until the next
+        event).  Pass the ``axes`` of an earlier call (three Axes) to draw
+        several replays on the same panels; ``label`` names this one
+        (default: its policy).  Returns the three Axes.
+        """
+        import matplotlib.pyplot as plt
+
+        if axes is None:
+            _, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+        name = label or str(self.summary.get("policy", "replay"))
+        ts = self.timeseries
+        hours = ts["time_s"].to_numpy(float) / 3600.0
+        cache_ax, bw_ax, cost_ax = axes
+        line = cache_ax.step(hours, ts["cache_filled_gb"], where="post", label=f"{name}: filled")[0]
+        cache_ax.step(
+            hours, ts["cache_gb"], where="post", linestyle=":", color=line.get_color(), label=f"{name}: target"
+        )
+        bw_ax.step(hours, ts["bandwidth_gbps"], where="post", color=line.get_color(), label=name)
+        cost_ax.step(
+            hours, ts["cost_per_hour"] - ts["gpu_cost_per_hour"], where="post", color=line.get_color(), label=name
+        )
+        cache_ax.set_ylabel("cache (GB)")
+        bw_ax.set_ylabel("remote IO (GB/s)")
+        cost_ax.set_ylabel("IO spend ($/h)")
+        cost_ax.set_xlabel("time (h)")
+        for ax in axes:
+            ax.legend(loc="upper right", fontsize="small")
+        return axes
+
+
+def simulate(
+    trace: str | Path | pd.DataFrame | int,
+    policy: str = "cba",
+    *,
+    gpus: int = 768,
+    cache_gb: float = 500.0,
+    bandwidth_gbps: float | None = None,
+    prices: tuple[float, float, float] | None = None,
+    warmup: bool = True,
+    period_s: float | None = None,
+    seed: int = 0,
+    skew: float = 1.0,
+    n_datasets: int = 48,
+    gpu_type: str | None = None,
+) -> ReplayResult:
+    """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
+
+    ``trace`` is a trace file (generic CSV or Philly), a DataFrame in the
+    generic CSV form (``submit_time_s``, ``duration_s``, ``gpus`` and
+    optionally ``job_id``, ``model``, ``dataset``; it is validated exactly
+    like a file, so a bad row names its line and column), or a number of jobs
+    to generate (Philly-calibrated).  ``policy`` is any cost method (``cba``,
+    ``io-only``, ``cache-all``, ``coordl``, ``quiver``, ``silod``, ...);
+    ``prices`` (p_g, p_c, p_b) default to the package's.  The other
+    arguments are those of ``cbalab simulate`` (README "Commands").
+    """
+    import tempfile
+
+    from cbalab.experiments.simulate import SimConfig
+    from cbalab.experiments.simulate import simulate as _simulate
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+
+    try:
+        registry.get(Problem.COST, policy)
+    except KeyError as e:
+        raise ValueError(f"policy: {e.args[0]}") from None
+    kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
+    if isinstance(trace, pd.DataFrame):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "trace.csv"
+            trace.to_csv(path, index=False)
+            workload = make_workload(trace=path, **kw)
+        workload.jobs.attrs["source"] = "DataFrame"
+    elif isinstance(trace, int) and not isinstance(trace, bool):
+        workload = make_workload(n_jobs=trace, **kw)
+    else:
+        workload = make_workload(trace=trace, **kw)
+    cfg = SimConfig(
+        policy=policy,
+        gpus=gpus,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
+        prices=DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2])),
+        warmup=warmup,
+        period_s=period_s,
+        seed=seed,
+    )
+    out: SimResult = _simulate(workload, cfg)
+    return ReplayResult(out.jobs, out.timeseries, out.summary)
