@@ -153,7 +153,7 @@ def test_simulate_generated_and_written(tmp_path: Path) -> None:
 
 
 def test_replay_plot_draws_every_policy_on_shared_panels() -> None:
-    """ReplayResult.plot draws cache (filled and target), bandwidth and IO spend; a second call adds to the same axes."""
+    """ReplayResult.plot draws cache (filled, target), bandwidth and IO spend; a second call adds to its axes."""
     import matplotlib
 
     matplotlib.use("Agg")
