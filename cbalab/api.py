@@ -230,25 +230,47 @@ class Result:
             }
         )
 
-    def plot(self, ax: Axes | None = None) -> Axes:
-        """Per dataset cache vs size and demand, per job bandwidth vs rate (matplotlib, imported here)."""
+    def plot(self, ax: Axes | None = None, jobs_ax: Axes | None = None) -> Axes:
+        """Draw the allocation: per dataset, cache against size and remote bandwidth against demand; per job, bandwidth.
+
+        On ``ax`` (per dataset): grey bars are the dataset's size (GB) and its
+        jobs' demand Σ r_j (GB/s, right axis), coloured bars what is cached
+        and what is read remotely.  On ``jobs_ax`` (per job): rate r_j against
+        bandwidth b_j, so a job with b_j < r_j (1 − h) is visibly short.  With
+        no axes given, a new figure holds both panels; with only ``ax``, only
+        the dataset panel is drawn.  Returns ``ax`` (its ``.figure`` holds both).
+        """
         import matplotlib.pyplot as plt
 
         if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
+            _, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
         ds = self.datasets_frame()
         x = np.arange(len(ds))
         ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
-        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)")
+        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)", color="tab:blue")
         twin = ax.twinx()
-        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand (Gbps)", color="0.6")
-        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="bandwidth (Gbps)")
-        ax.set_xticks(x, ds["dataset"], rotation=90)
+        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
+        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
+        ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right")
         ax.set_ylabel("GB")
-        twin.set_ylabel("Gbps")
-        ax.set_title(f"{self.method} on {self.problem}: {self.status}, objective {self.objective}")
-        ax.legend(loc="upper left")
-        twin.legend(loc="upper right")
+        twin.set_ylabel("GB/s")
+        ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
+        twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+        objective = "none" if self.objective is None else f"{self.objective:.6g}"
+        ax.set_title(f"{self.method} ({self.problem}): {self.status}, objective {objective}")
+        ax.legend(loc="upper left", fontsize="small")
+        twin.legend(loc="upper right", fontsize="small")
+        if jobs_ax is not None:
+            jf = self.jobs_frame()
+            y = np.arange(len(jf))
+            jobs_ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
+            jobs_ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
+            jobs_ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])])
+            jobs_ax.invert_yaxis()
+            jobs_ax.set_xlabel("GB/s")
+            jobs_ax.set_title("per job: data rate and remote bandwidth")
+            jobs_ax.legend(loc="lower right", fontsize="small")
+            ax.figure.tight_layout()
         return ax
 
 
@@ -329,12 +351,15 @@ class ReplayResult:
     its share of the cost); ``timeseries`` one row per event, its values
     holding until the next row (running and queued jobs, GPUs busy, cache
     allocated ``cache_gb`` and filled ``cache_filled_gb``, remote bandwidth,
-    spend rates in $/h); ``summary`` the ``cbalab/simulation@1`` document.
+    spend rates in $/h); ``summary`` the ``cbalab/simulation@1`` document;
+    ``datasets`` the datasets of the workload (``dataset``, ``size_gb``), the
+    jobs' ``dataset`` column names them.
     """
 
     jobs: pd.DataFrame
     timeseries: pd.DataFrame
     summary: dict[str, Any]
+    datasets: pd.DataFrame
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
@@ -433,4 +458,4 @@ def simulate(
         seed=seed,
     )
     out: SimResult = _simulate(workload, cfg)
-    return ReplayResult(out.jobs, out.timeseries, out.summary)
+    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())

@@ -170,3 +170,22 @@ def test_replay_plot_draws_every_policy_on_shared_panels() -> None:
     io = a.timeseries["cost_per_hour"] - a.timeseries["gpu_cost_per_hour"]
     np.testing.assert_allclose(cost_ax.get_lines()[0].get_ydata()[: len(io)], io.to_numpy())
     plt.close("all")
+
+
+def test_result_plot_draws_datasets_and_jobs() -> None:
+    """Result.plot: per dataset size/cache and demand/bandwidth bars; per job rate and bandwidth bars (issue 14, 4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = cbalab.solve(examples.toy_cluster(), "cba")
+    ax = res.plot()
+    datasets_ax, jobs_ax = ax.figure.axes[0], ax.figure.axes[1]
+    assert datasets_ax is ax and len(ax.patches) == 2 * 3
+    assert len(jobs_ax.patches) == 2 * 6
+    widths = [p.get_width() for p in jobs_ax.patches]
+    np.testing.assert_allclose(widths[:6], res.jobs_frame()["rate_gbps"])
+    np.testing.assert_allclose(widths[6:], res.jobs_frame()["bandwidth_gbps"])
+    assert jobs_ax.get_yticklabels()[0].get_text() == "resnet50 (imagenet-1k)"
+    plt.close("all")
