@@ -69,22 +69,25 @@ def test_elastic_toy_budget_binds_and_known_values() -> None:
 
 
 def test_mccormick_toy_values_and_model_rows() -> None:
-    """mccormick_toy: MILP 9, LP bound 10.84, AutoCBA 9 with certificate 10.84; the model has the McCormick rows.
+    """mccormick_toy: MILP 9 (cached), LP bound 9.64, AutoCBA 9 with certificate 9.64; the model's McCormick rows.
 
     Theorem (a) of proofs/mccormick_exact.md: in the solved MILP every w_o equals y_o · h_k.
     """
     inst = examples.mccormick_toy()
-    assert cbalab.solve(inst, "milp", problem="welfare").objective == pytest.approx(9.0, abs=1e-9)
-    assert cbalab.solve(inst, "lp", problem="welfare").bound == pytest.approx(10.84, abs=1e-6)
+    milp = cbalab.solve(inst, "milp", problem="welfare")
+    assert milp.objective == pytest.approx(9.0, abs=1e-9)
+    assert milp.to_dict()["cache_gb"] == {"shared": pytest.approx(40.0)}
+    assert cbalab.solve(inst, "lp", problem="welfare").bound == pytest.approx(9.64, abs=1e-6)
     auto = cbalab.solve(inst, "autocba")
     assert auto.objective == pytest.approx(9.0)
-    assert auto.bound == pytest.approx(10.84, abs=1e-6)
+    assert auto.bound == pytest.approx(9.64, abs=1e-6)
     model = cbalab.build_model(inst, "welfare")
     for row in ("w_below_y", "w_below_h", "w_above", "one_option", "feed", "budget"):
         assert hasattr(model, row), row
     out = cbalab.solve_model(model)
     assert out.status == "optimal"
     assert out.objective == pytest.approx(9.0, abs=1e-9)
+    assert model.h[0].value == pytest.approx(1.0)
     for o in model.O:
         assert model.w[o].value == pytest.approx(model.y[o].value * model.h[0].value, abs=1e-7)
 
