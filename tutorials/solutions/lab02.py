@@ -22,8 +22,8 @@ def envelope(y: float, h: float) -> tuple[float, float]:
 def exercise1_envelope() -> pd.DataFrame:
     """Width of the envelope and whether it holds y·h, for y ∈ {0, 0.5, 1} and 11 values of h.
 
-    Theorem (a): width 0 for y = 0 and y = 1 (up to float rounding, about 1e-16).  For y = 0.5 the width min(0.5, h) − max(0, h − 0.5) is largest,
-    0.5, at h = 0.5.
+    Theorem (a): width 0 for y = 0 and y = 1 (up to float rounding, about 1e-16).  For y = 0.5 the width
+    min(0.5, h) − max(0, h − 0.5) is largest, 0.5, at h = 0.5.
     """
     rows = []
     for y in (0.0, 0.5, 1.0):
