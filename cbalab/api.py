@@ -370,10 +370,12 @@ class ReplayResult:
     def plot(self, axes: Any = None, label: str | None = None) -> Any:
         """Cache (allocated and filled), remote bandwidth and spend rate over time, three stacked panels.
 
-        The series are step functions (each value holds until the next
-        event).  Pass the ``axes`` of an earlier call (three Axes) to draw
-        several replays on the same panels; ``label`` names this one
-        (default: its policy).  Returns the three Axes.
+        The series are step functions: each value holds until the next event
+        (the replay serves a slot from the cache filled at its start, and a
+        slot ends when a cache reaches its target, docs/model.md §6).  Legends
+        sit right of the panels.  Pass the ``axes`` of an earlier call (three
+        Axes) to draw several replays on the same panels; ``label`` names this
+        one (default: its policy).  Returns the three Axes.
         """
         import matplotlib.pyplot as plt
 
@@ -396,7 +398,7 @@ class ReplayResult:
         cost_ax.set_ylabel("IO spend ($/h)")
         cost_ax.set_xlabel("time (h)")
         for ax in axes:
-            ax.legend(loc="upper right", fontsize="small")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         return axes
 
 
