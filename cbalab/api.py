@@ -242,8 +242,9 @@ class Result:
         """
         import matplotlib.pyplot as plt
 
+        fig = None
         if ax is None:
-            _, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
+            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
         ds = self.datasets_frame()
         x = np.arange(len(ds))
         ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
@@ -270,7 +271,8 @@ class Result:
             jobs_ax.set_xlabel("GB/s")
             jobs_ax.set_title("per job: data rate and remote bandwidth")
             jobs_ax.legend(loc="lower right", fontsize="small")
-            ax.figure.tight_layout()
+        if fig is not None:
+            fig.tight_layout()
         return ax
 
 
