@@ -8,7 +8,7 @@ its lower bound and a-priori gap bound (Theorems I1-I5).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +141,7 @@ class _Blocks:
 
 
 def _blocks(s: _Setting) -> _Blocks:
-    u = float(s.inst.block_gb)
+    u = s.inst.block_size_gb
     q = s.d / u
     n = np.maximum(np.ceil(q - RTOL * np.maximum(1.0, q)), 1.0)
     last = np.minimum(u, s.d - (n - 1.0) * u)
@@ -257,7 +257,7 @@ def _cover_whole(s: _Setting, limit: float) -> np.ndarray | None:
     Starts: the datasets the least continuous cover (:func:`_cover_continuous`) holds whole, that set completed
     by one dataset, nothing, the largest-R dataset; each completed greedily in ρ order; the least cache wins.
     """
-    starts = _whole_starts(s)
+    starts: list[np.ndarray | None] = [*_whole_starts(s)]
     lp = _cover_continuous(s, limit)
     if lp is not None:
         full = lp >= s.d
@@ -300,8 +300,10 @@ class _Answer:
     reason: str | None = None
 
 
-def _cheapest(s: _Setting, plans: list[tuple[np.ndarray, float | None]]) -> tuple[np.ndarray, float | None] | None:
-    ok = [p for p in plans if p[0] is not None and _fits(s, *p)]
+def _cheapest(
+    s: _Setting, plans: Sequence[tuple[np.ndarray | None, float | None]]
+) -> tuple[np.ndarray, float | None] | None:
+    ok = [(c, b) for c, b in plans if c is not None and _fits(s, c, b)]
     return min(ok, key=lambda p: _io_cost(s, *p)) if ok else None
 
 
@@ -350,7 +352,7 @@ def _blocks_priced(s: _Setting) -> _Answer:
     cache = _priced_blocks(s)
     if cache is None:
         reason = (
-            f"infeasible: the ⌊C/u⌋ = {int(np.floor(s.cap_c / s.inst.block_gb))} blocks of highest saving still "
+            f"infeasible: the ⌊C/u⌋ = {int(np.floor(s.cap_c / s.inst.block_size_gb))} blocks of highest saving still "
             f"leave more than {_cap_text(s)} of remote IO (Theorem I1)"
         )
         return _Answer(None, None, np.nan, None, reason)
@@ -372,13 +374,15 @@ def _tiers(
     ``scan`` tier counts can still beat that (:func:`_tier_range`), every one of them is tried: with an
     ``exact_cover`` this is the exact optimum (Theorem I4 (ii)).
     """
-    step = float(s.inst.bandwidth_step_gbps)
+    step = s.inst.tier_gbps
     if base.cache is None:
-        tiers = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else None
-        found = cover(s, tiers * step) if tiers is not None else None
+        if not np.isfinite(s.cap_b):
+            return _Answer(None, None, base.io_bound, None, base.reason)
+        capped = float(np.rint(s.cap_b / step)) * step
+        found = cover(s, capped)
         if found is None:
             return _Answer(None, None, base.io_bound, None, base.reason)
-        return _Answer(found, tiers * step, base.io_bound, None)
+        return _Answer(found, capped, base.io_bound, None)
     remote = _remote(s, base.cache)
     up = float(np.ceil(remote / step - _tol(remote / step)))
     tiers = {up, float(np.floor(remote / step + _tol(remote / step)))}
@@ -418,6 +422,7 @@ def _tiers_continuous(s: _Setting) -> _Answer:
     if lp.cache_gb is None:
         return _Answer(None, None, np.nan, None, _no_tiers(s))
     ans = _tiers(s, _Answer(lp.cache_gb, None, lp.io_bound, 0.0), _cover_continuous)
+    assert ans.cache is not None  # a base with a cache always leaves one
     return _Answer(ans.cache, ans.provisioned, _io_cost(s, ans.cache, ans.provisioned), 0.0)
 
 

@@ -2,23 +2,34 @@
 
 Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a
 message naming the field and the value, never a traceback), 1 on an internal
-error.
+error, 130 on Ctrl-C (one line, no traceback).  Every output file is written
+atomically (models/files.py); an ``--out`` that cannot be written is refused
+before any solving.  ``--no-timing`` leaves out the wall-clock fields
+(``solve_seconds``, ``wall_seconds``), so that two runs can be compared
+byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
+import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from cbalab.algorithms import registry as methods
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: The name of the worker thread HiGHS runs in (models/solve.py, ``_interruptible``).
+HIGHS_THREAD = "cbalab-highs"
 
 
 class BadInputError(Exception):
@@ -52,20 +63,50 @@ def _seconds(text: str) -> float:
 
 
 def _emit(doc: dict, out: str | None) -> None:
-    text = json.dumps(doc, indent=1)
+    """Print ``doc`` as strict JSON (NaN and infinities refused) and, with ``out``, write it there atomically."""
+    text = json.dumps(doc, indent=1, allow_nan=False)
     print(text)
     if out:
         atomic_write_text(out, text + "\n")
 
 
+def _writable_file(option: str, path: str | None) -> None:
+    """BadInputError unless ``path`` can be written: its folder exists and is writable, and it is no folder."""
+    if path is None:
+        return
+    target = Path(path)
+    folder = target.parent
+    if not folder.is_dir():
+        raise BadInputError(f"{option}: the folder {str(folder)!r} does not exist")
+    if target.is_dir():
+        raise BadInputError(f"{option}: {path!r} is a folder, not a file")
+    if not os.access(folder, os.W_OK):
+        raise BadInputError(f"{option}: the folder {str(folder)!r} is not writable")
+
+
+def _writable_folder(option: str, path: str | None) -> None:
+    """BadInputError unless ``path`` is, or can be created as, a writable folder."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise BadInputError(f"{option}: {path!r} exists and is not a folder")
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise BadInputError(f"{option}: {str(existing)!r} is not a writable folder")
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     """``cbalab solve INSTANCE --problem P --method M``: one scored result document."""
+    _writable_file("--out", args.out)
     inst = load(args.instance)
     try:
         methods.get(args.problem, args.method)
     except KeyError as e:
         raise BadInputError(f"--method: {e.args[0]}") from None
     doc, _ = methods.run(inst, args.problem, args.method, time_limit=args.time_limit)
+    if args.no_timing:
+        del doc["solve_seconds"]
     _emit(doc, args.out)
     return EXIT_OK
 
@@ -161,6 +202,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         methods.get("cost", args.policy)
     except KeyError as e:
         raise BadInputError(f"--policy: {e.args[0]}") from None
+    _writable_folder("--out", args.out)
     workload = make_workload(
         trace=args.trace,
         n_jobs=args.generate,
@@ -183,6 +225,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         progress=not args.quiet and len(workload.jobs) >= 10_000,
     )
     result = simulate(workload, cfg)
+    if args.no_timing:
+        del result.summary["wall_seconds"]
     if args.out:
         result.write(args.out)
     _emit(result.summary, None)
@@ -228,7 +272,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--problem", required=True, choices=["cost", "welfare"])
     s.add_argument("--method", required=True)
     s.add_argument("--time-limit", type=_seconds, default=None)
-    s.add_argument("--out")
+    s.add_argument("--out", help="also write the result here (atomically; the folder must exist)")
+    s.add_argument("--no-timing", action="store_true", help="leave out solve_seconds: identical runs, identical bytes")
     s.set_defaults(run=cmd_solve)
 
     g = sub.add_parser("generate", help="write a seeded instance")
@@ -272,25 +317,51 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, MODEL.md §6)")
     m.add_argument("--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
     m.set_defaults(run=cmd_simulate)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cbalab`` console script; returns the exit status."""
-    args = parser().parse_args(argv)
+    stderr_fd = os.dup(2)
+    logging.getLogger("pyomo.core").addFilter(_not_an_interrupt)
     try:
+        args = parser().parse_args(argv)
         return args.run(args)
     except (InstanceError, BadInputError) as e:
         print(f"cbalab: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return _interrupted(stderr_fd)
     except Exception as e:  # an internal error: one line, exit 1; CBALAB_DEBUG=1 shows the traceback
-        import os
-
         if os.environ.get("CBALAB_DEBUG"):
             raise
         print(f"cbalab: internal error: {e.__class__.__name__}: {e}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        os.close(stderr_fd)
+
+
+def _interrupted(stderr_fd: int) -> int:
+    """Ctrl-C: the line ``cbalab: interrupted`` on stderr and exit 130 (128 + SIGINT).
+
+    If HiGHS has not left its worker thread within its grace period, Pyomo
+    still holds the process's stdout and stderr (it captures the file
+    descriptors while HiGHS runs): the line then goes to the stderr saved at
+    start, and the process ends at once rather than wait for HiGHS.  No
+    output file is half-written either way: they are written atomically.
+    """
+    if any(t.name == HIGHS_THREAD and t.is_alive() for t in threading.enumerate()):
+        os.write(stderr_fd, b"cbalab: interrupted\n")
+        os._exit(EXIT_INTERRUPTED)
+    print("cbalab: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _not_an_interrupt(record: logging.LogRecord) -> bool:
+    """Drops Pyomo's "Constructing component ... failed: KeyboardInterrupt" log line: Ctrl-C gets one line, ours."""
+    return "KeyboardInterrupt" not in record.getMessage()
 
 
 if __name__ == "__main__":

@@ -116,10 +116,13 @@ class SimResult:
 
         summary.json is written last and records the sha256 of the two tables
         under ``"files"``, so a reader can tell a complete, matching set from
-        one interrupted half-way.
+        one interrupted half-way; an old summary.json is removed first, so a
+        rerun cut short leaves tables without a summary, never a summary
+        that describes other tables.
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)  # a rerun cut short leaves no summary of the old run
         files = {}
         for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
             files[name] = sha256_file(atomic_write_csv(out / name, frame))
@@ -309,6 +312,8 @@ class Replay:
         t_arr = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
         t_next = min(t_dep, t_warm, t_arr, self.tick)
         if not math.isfinite(t_next):
+            if self.B == 0:  # the user's setting, not a bug: exit 2 naming it
+                raise InstanceError("bandwidth_gbps", 0.0, "no job can progress: jobs need remote IO (warm-up too)")
             raise RuntimeError("no job can progress (the bandwidth cap B is 0 while jobs need remote IO)")
         return t_next, t_dep
 

@@ -246,7 +246,7 @@ def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
     d = inst.dataset_size_gb
     c = np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
     if inst.cache_granularity == "block":
-        u = float(inst.block_gb)
+        u = inst.block_size_gb
         blocks = c / u
         off = np.abs(blocks - np.rint(blocks)) > _slack(blocks)
         limit = np.ceil(d / u - _slack(d / u)) * u
@@ -277,8 +277,8 @@ def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[
             v.append(f"provisioned_gbps = {claimed:.6g} given, but bandwidth is not sold in tiers")
         return None
     if claimed is None:
-        m = math.ceil(total_b / step - _slack(total_b / step))
-        claimed = max(m, 0) * step
+        whole = math.ceil(total_b / step - _slack(total_b / step))
+        claimed = max(whole, 0) * step
     m = claimed / step
     if not math.isfinite(claimed) or abs(m - round(m)) > _slack(m) or claimed < 0:
         v.append(f"provisioned_gbps = {claimed:.6g} is not a whole number of {step:g} GB/s tiers")
@@ -313,6 +313,7 @@ def result(
             reason=alloc.reason,
         )
         return doc, None
+    assert alloc.cache_gb is not None and alloc.bandwidth_gbps is not None  # has_allocation
     ev = evaluate(inst, alloc, problem)
     status = alloc.status if ev.feasible else "infeasible"
     objective = ev.cost_total if problem == "cost" else ev.welfare

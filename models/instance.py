@@ -13,7 +13,14 @@ positions ``option_ptr[j]:option_ptr[j + 1]`` of ``option_gpus``,
 ``option_io_gbps`` and ``option_utility``.
 
 Every bad input raises :class:`InstanceError`, whose message names the field
-(a JSON path such as ``jobs[3].dataset``) and the offending value.
+(a JSON path such as ``jobs[3].dataset``) and the offending value.  That
+includes numbers that are well-formed but unusable: a count above
+:data:`MAX_COUNT`, a number that is not finite, and magnitudes whose sums or
+costs would overflow a double (:func:`check_magnitudes`), so that no figure
+the referee reports can become ``Infinity`` or wrap around.  Files are read
+defensively (:func:`load`): larger than :data:`MAX_FILE_BYTES`, binary,
+not UTF-8, nested too deeply or too big for memory, each is an
+InstanceError too.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +36,20 @@ from typing import Any
 import numpy as np
 
 SCHEMA = "cbalab/instance@1"
+
+#: Largest GPU count accepted anywhere (cluster.gpus, jobs[].gpus, options[].gpus): 2^31 − 1.  No cluster comes
+#: near it, and totals over up to 2^32 jobs then still fit the int64 arrays exactly (they wrapped before).
+MAX_COUNT = 2**31 - 1
+
+#: Largest instance file :func:`load` reads (1 GiB): the parsed document takes several times its size in memory.
+MAX_FILE_BYTES = 2**30
+
+#: Smallest nonzero magnitude of a size, rate, utility, price, capacity or budget.  Below it products underflow
+#: to 0 (a price of 5e-324 times a rate of 1e-3 is 0), and divisions by them are infinite.
+MIN_MAGNITUDE = 1e-30
+
+#: Deepest nesting reported as such; the schema itself nests 4 levels (jobs[].options[]).
+MAX_DEPTH = 64
 
 _TOP_KEYS = {"schema", "cluster", "prices", "budget_per_hour", "datasets", "jobs"}
 _CLUSTER_KEYS = {"gpus", "cache_gb", "bandwidth_gbps", "cache_granularity", "bandwidth_step_gbps"}
@@ -48,16 +70,14 @@ class InstanceError(ValueError):
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value) if _jsonable(value) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _jsonable(value: Any) -> bool:
+    """The value as short strict JSON, or its repr; a structure too deep to print is summarised by its type."""
     try:
-        json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
-        return False
-    return True
+        text = repr(value)
+    except RecursionError:
+        text = f"a deeply nested {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True)
@@ -102,6 +122,20 @@ class Instance:
     def n_datasets(self) -> int:
         """Number of datasets |K|."""
         return len(self.dataset_ids)
+
+    @property
+    def block_size_gb(self) -> float:
+        """The cache block size u under block granularity (docs/model.md §4); an error on any other granularity."""
+        if self.block_gb is None:
+            raise InstanceError("cluster.cache_granularity", self.cache_granularity, "has no block size")
+        return float(self.block_gb)
+
+    @property
+    def tier_gbps(self) -> float:
+        """The bandwidth tier size β (docs/model.md §4); an error when bandwidth is continuous."""
+        if self.bandwidth_step_gbps is None:
+            raise InstanceError("cluster.bandwidth_step_gbps", None, "bandwidth is continuous: there is no tier")
+        return float(self.bandwidth_step_gbps)
 
     @property
     def has_fixed(self) -> np.ndarray:
@@ -208,11 +242,13 @@ class Instance:
 
     def dumps(self) -> str:
         """The instance as JSON text."""
-        return json.dumps(self.to_dict(), indent=1)
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
 
     def save(self, path: str | Path) -> None:
-        """Write the instance as JSON to ``path``."""
-        Path(path).write_text(self.dumps() + "\n")
+        """Write the instance as JSON to ``path``, atomically (models/files.py)."""
+        from cbalab.models.files import atomic_write_text
+
+        atomic_write_text(path, self.dumps() + "\n")
 
 
 # ---------------------------------------------------------------- validation
@@ -228,31 +264,49 @@ def _number(v: Any, path: str, *, positive: bool = False, allow_null: bool = Fal
         return None
     if not _is_number(v):
         raise InstanceError(path, v, "must be a number" + (" or null" if allow_null else ""))
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:
+        raise InstanceError(path, v, "must be finite (too large for a double)") from None
     if not math.isfinite(x):
         raise InstanceError(path, v, "must be finite")
     if positive and x <= 0:
         raise InstanceError(path, v, "must be > 0")
     if x < 0:
         raise InstanceError(path, v, "must be >= 0")
+    if 0 < x < MIN_MAGNITUDE:
+        raise InstanceError(path, v, f"must be 0 or at least {MIN_MAGNITUDE:g} (smaller values underflow in products)")
+    return x
+
+
+def _required_number(v: Any, path: str) -> float:
+    """A finite number >= 0 that may not be null (:func:`_number` without ``allow_null``)."""
+    x = _number(v, path)
+    if x is None:  # _number returns None only for null when allow_null is set
+        raise InstanceError(path, v, "must be a number")
     return x
 
 
 def _integer(v: Any, path: str, *, minimum: int = 0, allow_null: bool = False) -> int | None:
+    """A whole number in [minimum, MAX_COUNT] (a float with no fraction counts), or None if ``allow_null``."""
     if v is None and allow_null:
         return None
+    if isinstance(v, float) and math.isinf(v):
+        raise InstanceError(path, v, f"must be a whole number <= {MAX_COUNT}")
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if not isinstance(v, int) or isinstance(v, bool):
         raise InstanceError(path, v, "must be a whole number" + (" or null" if allow_null else ""))
     if v < minimum:
         raise InstanceError(path, v, f"must be >= {minimum}")
+    if v > MAX_COUNT:
+        raise InstanceError(path, v, f"must be <= {MAX_COUNT}")
     return v
 
 
 def _object(v: Any, path: str, keys: set[str], required: set[str]) -> dict:
     if not isinstance(v, dict):
-        raise InstanceError(path, v, "must be an object")
+        raise InstanceError(path or "document", v, "must be an object")
     unknown = sorted(set(v) - keys)
     if unknown:
         raise InstanceError(f"{path}.{unknown[0]}" if path else unknown[0], v[unknown[0]], "is not a known field")
@@ -281,12 +335,12 @@ def _column(items: list, key: str, path: str, *, positive: bool = False, integer
         if any(type(v) not in (int, float) for v in values):
             raise TypeError
         arr = np.asarray(values, dtype=float)
-        ok = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0))
+        ok = np.isfinite(arr) & ((arr > 0) if positive else (arr >= 0)) & ((arr == 0) | (arr >= MIN_MAGNITUDE))
         if integer:
-            ok &= arr == np.floor(arr)
+            ok &= (arr == np.floor(arr)) & (arr <= MAX_COUNT)
         if not ok.all():
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         for i, v in enumerate(values):
             p = f"{path}[{i}].{key}"
             if integer:
@@ -307,7 +361,7 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError("schema", data["schema"], f"unknown schema, expected {SCHEMA!r}")
     cl = _object(data["cluster"], "cluster", _CLUSTER_KEYS, {"cache_gb"})
     gpus = _integer(cl.get("gpus"), "cluster.gpus", allow_null=True)
-    cache_gb = _number(cl["cache_gb"], "cluster.cache_gb")
+    cache_gb = _required_number(cl["cache_gb"], "cluster.cache_gb")
     bw = _number(cl.get("bandwidth_gbps"), "cluster.bandwidth_gbps", allow_null=True)
     gran = cl.get("cache_granularity", "continuous")
     block_gb = None
@@ -319,9 +373,9 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError("cluster.cache_granularity", gran, 'must be "continuous", "dataset" or {"block_gb": size}')
     step = _number(cl.get("bandwidth_step_gbps"), "cluster.bandwidth_step_gbps", positive=True, allow_null=True)
     pr = _object(data["prices"], "prices", _PRICE_KEYS, _PRICE_KEYS)
-    p_g = _number(pr["gpu_per_hour"], "prices.gpu_per_hour")
-    p_c = _number(pr["cache_gb_per_hour"], "prices.cache_gb_per_hour")
-    p_b = _number(pr["bandwidth_gbps_per_hour"], "prices.bandwidth_gbps_per_hour")
+    p_g = _required_number(pr["gpu_per_hour"], "prices.gpu_per_hour")
+    p_c = _required_number(pr["cache_gb_per_hour"], "prices.cache_gb_per_hour")
+    p_b = _required_number(pr["bandwidth_gbps_per_hour"], "prices.bandwidth_gbps_per_hour")
     budget = _number(data.get("budget_per_hour"), "budget_per_hour", allow_null=True)
 
     datasets = data["datasets"]
@@ -355,7 +409,7 @@ def from_dict(data: Any) -> Instance:
     if fixed.any():
         pos = np.flatnonzero(fixed)
         fixed_jobs = [jobs[i] for i in pos]
-        for i, j in zip(pos, fixed_jobs):
+        for i, j in zip(pos.tolist(), fixed_jobs):
             if "gpus" not in j or "io_gbps" not in j:
                 missing = "io_gbps" if "gpus" in j else "gpus"
                 raise InstanceError(f"jobs[{i}].{missing}", None, "is required when the other of gpus/io_gbps is given")
@@ -398,7 +452,7 @@ def from_dict(data: Any) -> Instance:
     else:
         opt_gpus, opt_io, opt_u = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
 
-    return Instance(
+    inst = Instance(
         gpus=gpus,
         cache_gb=cache_gb,
         bandwidth_gbps=math.inf if bw is None else bw,
@@ -420,6 +474,63 @@ def from_dict(data: Any) -> Instance:
         option_io_gbps=opt_io,
         option_utility=opt_u,
     )
+    return check_magnitudes(inst)
+
+
+def check_magnitudes(inst: Instance) -> Instance:
+    """Refuse magnitudes whose totals or costs overflow a double; return ``inst`` unchanged.
+
+    Every number is finite on its own, but the referee (models/evaluate.py)
+    adds them up: Σ d_k, Σ r_j, Σ U_j, and the cost p_g Σ g + p_c Σ c +
+    p_b Σ b of docs/model.md §4 at the most any allocation can use (G or
+    every job's largest GPU count; min(C, Σ d_k) of cache, plus a block per
+    dataset under blocks; min(B, Σ_j r_j) of bandwidth, plus a tier).  When
+    one of these is not finite the instance is refused, naming the price or
+    the largest entry that makes it overflow, so that no reported figure can
+    be ``Infinity`` (which is not JSON) or NaN.
+    """
+    n, K = inst.n_jobs, inst.n_datasets
+    opt_job = np.repeat(np.arange(n), np.diff(inst.option_ptr))
+
+    def option_path(o: int, key: str) -> str:
+        j = int(opt_job[o])
+        return f"jobs[{j}].options[{o - int(inst.option_ptr[j])}].{key}"
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        fixed = inst.job_gpus >= 0
+        columns = (
+            (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb", "the total dataset size"),
+            (np.where(fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps", "the total IO rate"),
+            (inst.option_io_gbps, lambda o: option_path(o, "io_gbps"), "the total IO rate of the options"),
+            (inst.option_utility, lambda o: option_path(o, "utility"), "the total utility"),
+        )
+        for values, path, what in columns:
+            if values.size and not math.isfinite(float(values.sum())):
+                i = int(np.argmax(values))
+                raise InstanceError(path(i), float(values[i]), f"too large: {what} overflows a double")
+        most_gpus = np.zeros(n)
+        most_rate = np.where(fixed, inst.job_io_gbps, 0.0)
+        most_gpus[fixed] = inst.job_gpus[fixed]
+        if inst.option_gpus.size:
+            np.maximum.at(most_gpus, opt_job, inst.option_gpus.astype(float))
+            np.maximum.at(most_rate, opt_job, inst.option_io_gbps)
+        gpus = float(most_gpus.sum()) if inst.gpus is None else min(float(inst.gpus), float(most_gpus.sum()))
+        blocks = K * inst.block_gb if inst.cache_granularity == "block" and inst.block_gb else 0.0
+        cache = min(inst.cache_gb, float(inst.dataset_size_gb.sum()) + blocks)
+        bandwidth = min(inst.bandwidth_gbps, float(most_rate.sum())) + (inst.bandwidth_step_gbps or 0.0)
+        terms = (
+            ("prices.gpu_per_hour", inst.price_gpu, gpus, "GPUs"),
+            ("prices.cache_gb_per_hour", inst.price_cache, cache, "GB of cache"),
+            ("prices.bandwidth_gbps_per_hour", inst.price_bandwidth, bandwidth, "GB/s of remote IO"),
+        )
+        costs = [price * amount if amount > 0 else 0.0 for _, price, amount, _ in terms]
+        if not math.isfinite(sum(costs)):
+            i = int(np.argmax(costs))
+            field, price, amount, unit = terms[i]
+            raise InstanceError(
+                field, price, f"too large: the cost of {amount:.6g} {unit} overflows a double (with the other costs)"
+            )
+    return inst
 
 
 def _repath(path: str, pos: np.ndarray) -> str:
@@ -429,26 +540,137 @@ def _repath(path: str, pos: np.ndarray) -> str:
 
 
 def loads(text: str) -> Instance:
-    """Parse and validate JSON text; malformed JSON is an InstanceError naming line and column."""
+    """Parse and validate JSON text.
+
+    Malformed JSON is an InstanceError naming the line and the column; ``NaN``
+    and ``Infinity`` (which Python's json accepts but JSON does not) name the
+    field they stand in and their line and column; nesting deeper than the
+    parser's recursion limit names the line and the column where it passes
+    :data:`MAX_DEPTH`.  Integers of more than 4000 digits are read as floats
+    (+inf), so that the range checks, not the parser, refuse them.
+    """
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise InstanceError(f"JSON line {e.lineno} column {e.colno}", text[e.pos : e.pos + 20], e.msg) from None
+    except RecursionError:
+        line, column = _too_deep(text)
+        raise InstanceError(
+            f"JSON line {line} column {column}", "[" * 3, f"nested deeper than {MAX_DEPTH} levels"
+        ) from None
+    found = _find_non_finite(data, "")
+    if found is not None:
+        path, constant = found
+        line, column = _constant_position(text, constant.name)
+        raise InstanceError(
+            path or "JSON", constant.name, f"NaN and Infinity are not valid JSON numbers (line {line} column {column})"
+        )
     return from_dict(data)
 
 
-def _reject_constant(name: str) -> None:
-    raise InstanceError("JSON", name, "NaN and Infinity are not valid numbers")
+class _NonFinite:
+    """Stands in for a ``NaN``/``Infinity`` constant while parsing, so that the error can name its field."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+#: Longer integer literals are read as floats (so +inf, refused by the range checks): Python refuses to parse
+#: integers of more than 4300 digits, and would raise a bare ValueError.
+_INT_DIGITS = 4000
+
+
+def _parse_int(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _INT_DIGITS else float(digits)
+
+
+def _find_non_finite(node: Any, path: str) -> tuple[str, _NonFinite] | None:
+    """The JSON path of the first stand-in for NaN/Infinity in a parsed document (iterative: no recursion limit)."""
+    stack = [(path, node)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, _NonFinite):
+            return where, item
+        if isinstance(item, dict):
+            stack.extend(reversed([(f"{where}.{k}" if where else str(k), v) for k, v in item.items()]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(item)]))
+    return None
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?Infinity|NaN')
+
+
+def _line_column(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def _constant_position(text: str, name: str) -> tuple[int, int]:
+    """Line and column of the first ``name`` (NaN, Infinity, -Infinity) outside a string."""
+    for m in _TOKENS.finditer(text):
+        if m.group() == name:
+            return _line_column(text, m.start())
+    return 0, 0
+
+
+def _too_deep(text: str) -> tuple[int, int]:
+    """Line and column of the bracket that first nests deeper than MAX_DEPTH (strings skipped)."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _line_column(text, m.start())
+        elif token in "]}":
+            depth -= 1
+    return 0, 0
 
 
 def load(path: str | Path) -> Instance:
-    """Read and validate an instance file."""
+    """Read and validate an instance file (UTF-8 JSON of at most MAX_FILE_BYTES).
+
+    A file that cannot be read, is larger than :data:`MAX_FILE_BYTES`, holds a
+    NUL byte (binary, or UTF-16/32), is not UTF-8, or does not fit in memory
+    is an InstanceError naming the file; ``/dev/zero`` fails on its first
+    block instead of filling memory.
+    """
     p = Path(path)
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        data = _read_limited(p)
+        text = data.decode("utf-8")
+    except InstanceError:
+        raise
+    except UnicodeDecodeError as e:
+        line, column = _line_column(data[: e.start].decode("utf-8", "replace"), e.start)
+        raise InstanceError("INSTANCE", str(path), f"not UTF-8 at line {line} column {column}") from None
+    except OSError as e:
         raise InstanceError("INSTANCE", str(path), f"cannot read file: {e.__class__.__name__}") from None
-    return loads(text)
+    except MemoryError:
+        raise InstanceError("INSTANCE", str(path), "out of memory while reading the file") from None
+    try:
+        return loads(text)
+    except MemoryError:
+        raise InstanceError("INSTANCE", str(path), f"out of memory while parsing {len(data)} bytes") from None
+
+
+def _read_limited(p: Path) -> bytes:
+    """The bytes of ``p``, read in 1 MiB blocks: refused past MAX_FILE_BYTES or at the first NUL byte."""
+    blocks: list[bytes] = []
+    size = 0
+    with p.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            nul = block.find(b"\x00")
+            if nul >= 0:
+                raise InstanceError(
+                    "INSTANCE", str(p), f"binary content (NUL byte at offset {size + nul}), not JSON text"
+                )
+            size += len(block)
+            if size > MAX_FILE_BYTES:
+                raise InstanceError("INSTANCE", str(p), f"larger than {MAX_FILE_BYTES} bytes")
+            blocks.append(block)
+    return b"".join(blocks)
 
 
 def build(
@@ -543,8 +765,28 @@ def check(inst: Instance) -> Instance:
         bad = np.flatnonzero(~(np.isfinite(arr) & (arr >= lo)))
         if bad.size:
             raise InstanceError(f"options[{bad[0]}].{name}", float(arr[bad[0]]), f"must be finite and >= {lo}")
+    for name, arr in (
+        ("datasets[].size_gb", inst.dataset_size_gb),
+        ("jobs[].io_gbps", inst.job_io_gbps[inst.has_fixed]),
+        ("options[].io_gbps", inst.option_io_gbps),
+        ("options[].utility", inst.option_utility),
+    ):
+        tiny = np.flatnonzero((arr > 0) & (arr < MIN_MAGNITUDE))
+        if tiny.size:
+            raise InstanceError(name, float(arr[tiny[0]]), f"must be 0 or at least {MIN_MAGNITUDE:g}")
+    for name, x in (("cluster.bandwidth_gbps", inst.bandwidth_gbps), ("budget_per_hour", inst.budget_per_hour)):
+        if 0 < x < MIN_MAGNITUDE:
+            raise InstanceError(name, x, f"must be 0 or at least {MIN_MAGNITUDE:g}")
+    if inst.gpus is not None:
+        _integer(inst.gpus, "cluster.gpus")
+    bad = np.flatnonzero(fixed & (inst.job_gpus > MAX_COUNT))
+    if bad.size:
+        raise InstanceError(f"jobs[{bad[0]}].gpus", int(inst.job_gpus[bad[0]]), f"must be <= {MAX_COUNT}")
+    bad = np.flatnonzero(inst.option_gpus > MAX_COUNT)
+    if bad.size:
+        raise InstanceError(f"options[{bad[0]}].gpus", int(inst.option_gpus[bad[0]]), f"must be <= {MAX_COUNT}")
     if len(set(inst.dataset_ids)) != inst.n_datasets:
         raise InstanceError("datasets[].id", None, "duplicate id")
     if len(set(inst.job_ids)) != inst.n_jobs:
         raise InstanceError("jobs[].id", None, "duplicate id")
-    return inst
+    return check_magnitudes(inst)

@@ -46,13 +46,13 @@ class OptionTable:
     utility: np.ndarray
 
 
-def _positive(value: float, name: str) -> float:
+def _positive(value: float | None, name: str) -> float:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise InstanceError(name, value, "must be a finite number > 0")
     return float(value)
 
 
-def _gpu_counts(gpus: Sequence[int], name: str = "options.gpus") -> np.ndarray:
+def _gpu_counts(gpus: Sequence[int] | np.ndarray, name: str = "options.gpus") -> np.ndarray:
     g = np.asarray(list(gpus))
     if g.size == 0:
         raise InstanceError(name, list(gpus), "must list at least one GPU count")
@@ -63,7 +63,9 @@ def _gpu_counts(gpus: Sequence[int], name: str = "options.gpus") -> np.ndarray:
     return g.astype(np.int64)
 
 
-def amdahl_throughput(gpus: Sequence[int], single_gpu_samples_s: float, serial_fraction: float) -> np.ndarray:
+def amdahl_throughput(
+    gpus: Sequence[int] | np.ndarray, single_gpu_samples_s: float, serial_fraction: float
+) -> np.ndarray:
     """Throughput (samples/s) at each GPU count by Amdahl's law: T(g) = T(1) / (s + (1 - s) / g).
 
     ``serial_fraction`` s ∈ [0, 1]: 0 is linear scaling, 1 no speedup at all.
@@ -158,9 +160,10 @@ class Utility:
             k, m = self.steepness, self.midpoint
             u = _logistic(k * (x - m)) - _logistic(-k * m)
         else:
+            work, deadline = _positive(self.remaining_samples, "utility.remaining_samples"), self.deadline_h
             with np.errstate(divide="ignore"):
-                hours = float(self.remaining_samples) / t / 3600.0
-            u = (hours <= float(self.deadline_h)).astype(float)
+                hours = work / t / 3600.0
+            u = (hours <= _positive(deadline, "utility.deadline_h")).astype(float)
         return self.weight * np.maximum(u, 0.0)
 
 
@@ -169,8 +172,8 @@ def _logistic(z: np.ndarray | float) -> np.ndarray:
 
 
 def option_table(
-    gpus: Sequence[int],
-    throughput_samples_s: Sequence[float],
+    gpus: Sequence[int] | np.ndarray,
+    throughput_samples_s: Sequence[float] | np.ndarray,
     sample_gb: float,
     utility: Utility,
     *,

@@ -5,6 +5,23 @@
 * A run that stops on its time limit is ``time_limit`` with its incumbent (if
   any) and HiGHS's dual bound; it is never reported as ``optimal``.
 * Proven infeasibility is an answer (``infeasible`` with a reason), not a crash.
+* ``optimal`` is claimed only when the referee agrees: every exact answer is
+  re-scored by models/evaluate.py and compared with HiGHS's objective and
+  bound and with a simple allocation (:func:`cross_checked`,
+  :func:`simple_allocation`); a disagreement beyond :data:`AGREEMENT_RTOL`
+  is solved once more without presolve, and otherwise downgrades the status,
+  drops the bound and says why.
+* Magnitudes that HiGHS cannot represent (a matrix entry of 1e15 or more, a
+  cost of 1e20 or more, its ``large_matrix_value`` and ``infinite_cost``) are
+  refused before solving, as ``error`` naming the field (:func:`beyond_highs`):
+  HiGHS would otherwise solve another model and call it optimal.  A
+  bandwidth price of 1e308 is such a case; CBA, which needs no solver, still
+  answers it.
+* ``time_limit`` bounds the whole call: the Pyomo build, the translation to
+  HiGHS and the solve.  HiGHS gets only what is left (:func:`solve_model`),
+  and a call that ran out is ``time_limit``.  The build, the translation and
+  HiGHS's presolve cannot be cut short, so a call can overrun by one of them.
+* HiGHS runs in a worker thread, so that Ctrl-C interrupts a solve at once.
 
 The registered methods ``lp`` and ``milp`` of the cost and welfare problems live here, since
 only models/milp and this module may import Pyomo (spec/DESIGN.md).
@@ -13,19 +30,47 @@ only models/milp and this module may import Pyomo (spec/DESIGN.md).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from cbalab.models.evaluate import Allocation, least_feeding
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import bandwidth_factor
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.milp.welfare import build_welfare_model
 from cbalab.models.types import SolveOptions
+
+#: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
+HIGHS_LARGE_MATRIX_VALUE = 1e15
+
+#: HiGHS's default ``infinite_cost``: an objective coefficient this large or larger is taken as infinite.
+HIGHS_INFINITE_COST = 1e20
+
+#: Largest relative disagreement between the referee's score and HiGHS's objective or bound that still counts as
+#: agreement (HiGHS's tolerances are 1e-7 on rows and the solution is re-fed; 1e-6 leaves room, nothing more).
+AGREEMENT_RTOL = 1e-6
+
+#: Pyomo's change detection is not needed between set_instance and solve (nothing changes): turned off, so that the
+#: solve does not walk the model again.
+_NO_UPDATES = {
+    "check_for_new_or_removed_constraints": False,
+    "check_for_new_or_removed_vars": False,
+    "check_for_new_or_removed_params": False,
+    "check_for_new_objective": False,
+    "update_constraints": False,
+    "update_vars": False,
+    "update_parameters": False,
+    "update_named_expressions": False,
+    "update_objective": False,
+}
 
 
 @dataclass
@@ -39,18 +84,63 @@ class Outcome:
     has_solution: bool
 
 
+@dataclass(frozen=True)
+class Budget(SolveOptions):
+    """SolveOptions plus the moment (``time.perf_counter()``) the call began, so the build counts against the limit.
+
+    ``presolve`` False turns HiGHS's presolve off: the retry of :func:`_exact` when an answer fails the cross-check.
+    """
+
+    started: float = 0.0
+    presolve: bool = True
+
+
+def budgeted(options: SolveOptions) -> Budget:
+    """``options`` with the clock started now (kept if it already runs): the registered methods call this first."""
+    if isinstance(options, Budget):
+        return options
+    return Budget(**{f.name: getattr(options, f.name) for f in fields(options)}, started=time.perf_counter())
+
+
 def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()) -> Outcome:
-    """Solve ``model`` with HiGHS and map its termination to a cbalab status; loads the solution if any."""
-    solver_options = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
+    """Solve ``model`` with HiGHS and map its termination to a cbalab status; loads the solution if any.
+
+    ``options.time_limit`` is a budget for the whole call: with a :class:`Budget`
+    the time since it started (the model build) counts, the clock is checked
+    after the build and after the translation to HiGHS, and HiGHS is given only
+    what is left.  When nothing is left HiGHS is not started and the answer is
+    ``time_limit`` without incumbent; a call that ends past its limit without a
+    proof of optimality is ``time_limit``.  Neither the translation nor HiGHS's
+    presolve can be cut short, so a call can overrun by one of them.  HiGHS
+    runs in a worker thread so that Ctrl-C reaches Python (:func:`_interruptible`).
+    """
+    started = options.started if isinstance(options, Budget) else time.perf_counter()
+    limit = options.time_limit
+    late = _ran_out(started, limit, "building the Pyomo model")
+    if late is not None:
+        return late
+    solver = Highs()
+    solver.set_instance(model)
+    late = _ran_out(started, limit, "translating the model to HiGHS")
+    if late is not None:
+        return late
+    built = time.perf_counter() - started
+    solver_options: dict[str, float | str] = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
     if options.mip_gap == 0.0:
         solver_options["mip_abs_gap"] = 0.0
-    res = Highs().solve(
-        model,
-        tee=False,
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-        time_limit=options.time_limit,
-        solver_options=solver_options,
+    if isinstance(options, Budget) and not options.presolve:
+        solver_options["presolve"] = "off"
+    res = _interruptible(
+        solver,
+        lambda: solver.solve(
+            model,
+            tee=False,
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            time_limit=None if limit is None else limit - built,
+            solver_options=solver_options,
+            auto_updates=_NO_UPDATES,
+        ),
     )
     tc = res.termination_condition
     objective = res.incumbent_objective
@@ -58,16 +148,293 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     if has_solution:
         res.solution_loader.load_vars()
     bound = res.objective_bound
+    elapsed = time.perf_counter() - started
     if tc == TerminationCondition.convergenceCriteriaSatisfied:
         return Outcome("optimal", objective, bound if bound is not None else objective, "HiGHS: optimal", has_solution)
     if tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
         return Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({tc.name})", False)
-    if tc == TerminationCondition.maxTimeLimit:
-        return Outcome(
-            "time_limit", objective, bound, f"HiGHS stopped at the time limit of {options.time_limit} s", has_solution
-        )
+    if tc == TerminationCondition.maxTimeLimit or (limit is not None and elapsed >= limit):
+        message = f"the time limit of {limit:g} s ran out (model build {built:.3g} s, whole call {elapsed:.3g} s)"
+        return Outcome("time_limit", objective, bound, message, has_solution)
     status = "feasible" if has_solution else "error"
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
+
+
+def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
+    """A ``time_limit`` Outcome if the budget ``limit`` started at ``started`` is spent after ``step``, else None."""
+    spent = time.perf_counter() - started
+    if limit is None or spent < limit:
+        return None
+    message = f"the time limit of {limit:g} s ran out {step} ({spent:.3g} s), before HiGHS started"
+    return Outcome("time_limit", None, None, message, False)
+
+
+#: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
+CANCEL_GRACE_S = 1.0
+
+
+def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
+    """``solve()`` (a HiGHS run) in a worker thread, so that Ctrl-C reaches the main thread at once.
+
+    HiGHS runs in C++ and never returns to Python's signal handling, so a
+    Ctrl-C in the main thread would wait for the whole solve.  Here the main
+    thread waits in short joins; on KeyboardInterrupt it asks HiGHS to stop
+    (highspy's cancelSolve, reached through Pyomo's ``_solver_model``), gives
+    it :data:`CANCEL_GRACE_S` seconds, and re-raises.  A thread HiGHS has not
+    left yet is a daemon: it ends with the process (the CLI exits 130).
+    """
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = solve()
+        except BaseException as e:  # handed to the caller's thread below
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="cbalab-highs", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        cancel = getattr(getattr(solver, "_solver_model", None), "cancelSolve", None)
+        if cancel is not None:
+            cancel()
+        worker.join(CANCEL_GRACE_S)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def beyond_highs(inst: Instance, problem: str) -> str | None:
+    """Why HiGHS cannot take ``inst`` as it is (naming the field and the value), or None when it can.
+
+    The coefficients of the models/milp models come from the instance: P1
+    (docs/model.md §4) has the rates r_j and the sizes d_k (and the block and
+    tier sizes) in its matrix and p_c d_k, p_b (p_b β) in its objective; P2
+    (§5) has r_o, g_o, d_k and, in its budget row, p_g g_o, p_c d_k, p_b in
+    its matrix and U_o in its objective.  A matrix entry of at least
+    :data:`HIGHS_LARGE_MATRIX_VALUE` or a cost of at least
+    :data:`HIGHS_INFINITE_COST` is not represented faithfully.
+    """
+    d = inst.dataset_size_gb
+    matrix: list[tuple[str, np.ndarray, Callable[[int], str]]] = [
+        ("size", d, lambda k: f"datasets[{k}].size_gb = {d[k]:.6g}")
+    ]
+    costs: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
+    if problem == "cost":
+        r = np.where(inst.has_fixed, inst.job_io_gbps, 0.0)
+        matrix.append(("rate", r, lambda j: f"jobs[{j}].io_gbps = {r[j]:.6g}"))
+        if inst.block_gb is not None:
+            block = inst.block_gb
+            matrix.append(("size", np.array([block]), lambda _: f"cluster.cache_granularity.block_gb = {block:.6g}"))
+        if inst.bandwidth_step_gbps is not None:
+            beta = inst.bandwidth_step_gbps
+            matrix.append(("size", np.array([beta]), lambda _: f"cluster.bandwidth_step_gbps = {beta:.6g}"))
+        p_c, p_b = inst.price_cache, inst.price_bandwidth
+        costs.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
+        costs.append(("bandwidth price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
+    else:
+        ptr, job = inst.option_ptr, inst.option_job()
+
+        def option(o: int, key: str, x: np.ndarray) -> str:
+            return f"jobs[{job[o]}].options[{o - ptr[job[o]]}].{key} = {x[o]:.6g}"
+
+        r, g, u = inst.option_io_gbps, inst.option_gpus.astype(float), inst.option_utility
+        matrix.append(("rate", r, lambda o: option(o, "io_gbps", r)))
+        matrix.append(("GPU count", g, lambda o: option(o, "gpus", g)))
+        if math.isfinite(inst.budget_per_hour):
+            p_g, p_c, p_b = inst.price_gpu, inst.price_cache, inst.price_bandwidth
+            matrix.append(("GPU cost", p_g * g, lambda o: f"prices.gpu_per_hour = {p_g:.6g} (× {g[o]:.0f} GPUs)"))
+            matrix.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
+            matrix.append(("price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
+        costs.append(("utility", u, lambda o: option(o, "utility", u)))
+    for groups, limit, where in (
+        (matrix, HIGHS_LARGE_MATRIX_VALUE, "a matrix entry"),
+        (costs, HIGHS_INFINITE_COST, "an objective coefficient"),
+    ):
+        for what, values, field_of in groups:
+            if values.size and float(values.max()) >= limit:
+                i = int(np.argmax(values))
+                return (
+                    f"{field_of(i)}: this {what} becomes {where} of at least {limit:g}, beyond what HiGHS represents "
+                    f"faithfully; the exact methods refuse it (express the instance in other units)"
+                )
+    return None
+
+
+def cross_checked(inst: Instance, problem: str, alloc: Allocation, options: SolveOptions) -> Allocation:
+    """``alloc`` with its status and bound kept only if the referee agrees with HiGHS (docs/model.md §4-§5).
+
+    The referee (models/evaluate.py) scores the allocation; its cost (P1) or
+    welfare (P2) must match HiGHS's objective (``extra["highs_objective"]``
+    when the method recorded it) and must not beat HiGHS's bound (a lower
+    bound for cost, an upper bound for welfare), nor may the simple
+    allocation of :func:`simple_allocation`; an ``optimal`` claim must also
+    meet the bound within the MIP gap.  Each comparison allows
+    :data:`AGREEMENT_RTOL` relative (at least 1e-6 absolute).  On a
+    disagreement the model HiGHS solved was not the instance (a coefficient
+    dropped or clipped, a presolve gone wrong): ``optimal`` and ``feasible`` become ``feasible``,
+    the bound is dropped, and the reason gives the numbers and the largest
+    input.  An allocation the referee finds infeasible is left to
+    :func:`cbalab.models.evaluate.result`, which reports it so.
+    """
+    if not alloc.has_allocation:
+        return alloc
+    ev = evaluate(inst, alloc, problem)
+    if not ev.feasible:
+        return alloc
+    score = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+    sign = 1.0 if problem == "cost" else -1.0  # cost: score >= bound; welfare: score <= bound
+
+    def tol(*xs: float) -> float:
+        return AGREEMENT_RTOL * max(1.0, *(abs(x) for x in xs))
+
+    objective = alloc.extra.get("highs_objective")
+    problems = []
+    if objective is not None and abs(score - objective) > tol(score, objective):
+        problems.append(f"HiGHS's objective is {objective:.9g}")
+    if alloc.bound is not None:
+        if sign * (score - alloc.bound) < -tol(score, alloc.bound):
+            problems.append(f"HiGHS's bound {alloc.bound:.9g} is beaten")
+        elif alloc.status == "optimal" and abs(score - alloc.bound) > options.mip_gap * abs(alloc.bound) + tol(
+            score, alloc.bound
+        ):
+            problems.append(f"HiGHS's bound is {alloc.bound:.9g}")
+        witness = simple_allocation(inst, problem)
+        if witness is not None and sign * (witness[1] - alloc.bound) < -tol(witness[1], alloc.bound):
+            problems.append(f"{witness[0]} scores {witness[1]:.9g}, beyond HiGHS's bound {alloc.bound:.9g}")
+    if not problems:
+        return alloc
+    what = "cost" if problem == "cost" else "welfare"
+    alloc.reason = (
+        f"the referee scores this allocation's {what} at {score:.9g} but {' and '.join(problems)}: HiGHS's answer "
+        f"does not hold for this instance (largest input: {largest_input(inst)}); "
+        f"status downgraded from {alloc.status}, bound dropped"
+    )
+    alloc.status = "feasible" if alloc.status in ("optimal", "feasible") else alloc.status
+    alloc.bound = None
+    return alloc
+
+
+def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
+    """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
+
+    Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
+    Welfare (§5): without cache, options taken greedily (by utility per
+    dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
+    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either
+    is scored by the referee and used only if it finds it feasible.
+    This catches a solver whose bound is self-consistent but wrong, e.g. a
+    presolve that reduces a MILP with optimum 54 to an empty one with
+    optimum 0 (found by tests/test_fuzz.py with HiGHS 1.15.1).
+    """
+    if problem == "cost":
+        if not inst.has_fixed.all():
+            return None
+        cache = np.zeros(inst.n_datasets)
+        alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
+        what = "no cache with every job on remote IO"
+    else:
+        gpus, bw = _greedy_without_cache(inst)
+        alloc = Allocation(gpus, np.zeros(inst.n_datasets), bw)
+        what = f"a greedy choice of {int((gpus > 0).sum())} jobs without cache"
+    ev = evaluate(inst, alloc, problem)
+    if not ev.feasible:
+        return None
+    return what, ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+
+
+def _greedy_without_cache(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`.
+
+    Two greedy orders, by utility per dollar and by utility, each taking at
+    most one option per job while G, B and the budget allow; the one with the
+    larger total utility is returned.
+    """
+    g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
+    cost = inst.price_gpu * g + inst.price_bandwidth * r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = np.where(cost > 0, u / cost, np.inf)
+    job = inst.option_job()
+    best: tuple[float, np.ndarray, np.ndarray] = (-1.0, np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_jobs))
+    for order in (np.lexsort((-u, -density)), np.lexsort((cost, -u))):
+        gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
+        money, bw_left = inst.budget_per_hour, inst.bandwidth_gbps
+        gpu_left = math.inf if inst.gpus is None else inst.gpus
+        total = 0.0
+        for o in order:
+            j = job[o]
+            if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
+                continue
+            gpus[j], bw[j] = g[o], r[o]
+            money, gpu_left, bw_left, total = money - cost[o], gpu_left - g[o], bw_left - r[o], total + u[o]
+        if total > best[0]:
+            best = (total, gpus, bw)
+    return best[1], best[2]
+
+
+def largest_input(inst: Instance) -> str:
+    """The field and value of the instance's largest number (sizes, rates, utilities, prices, capacities)."""
+    candidates: list[tuple[float, str]] = [
+        (inst.cache_gb, "cluster.cache_gb"),
+        (inst.price_gpu, "prices.gpu_per_hour"),
+        (inst.price_cache, "prices.cache_gb_per_hour"),
+        (inst.price_bandwidth, "prices.bandwidth_gbps_per_hour"),
+    ]
+    for x, name in ((inst.bandwidth_gbps, "cluster.bandwidth_gbps"), (inst.budget_per_hour, "budget_per_hour")):
+        if math.isfinite(x):
+            candidates.append((x, name))
+    ptr, job = inst.option_ptr, inst.option_job()
+    columns: list[tuple[np.ndarray, Callable[[int], str]]] = [
+        (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb"),
+        (np.where(inst.has_fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps"),
+        (inst.option_io_gbps, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].io_gbps"),
+        (inst.option_utility, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].utility"),
+    ]
+    for values, field_of in columns:
+        if values.size:
+            i = int(np.argmax(values))
+            candidates.append((float(values[i]), field_of(i)))
+    value, name = max(candidates)
+    return f"{name} = {value:.6g}"
+
+
+def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[..., Allocation]) -> Allocation:
+    """Run one exact method under this module's rules: clock started, magnitudes checked, answer cross-checked.
+
+    An ``optimal`` that fails the cross-check is solved once more without
+    HiGHS's presolve (on the same clock); if that answer passes, it is
+    reported with the reason for the retry, otherwise the downgraded first one.
+    """
+    options = budgeted(options)
+    refused = beyond_highs(inst, problem)
+    if refused is not None:
+        return Allocation.none("error", refused)
+    if inst.n_jobs == 0:
+        return _no_jobs(inst, problem)
+    alloc = solve(inst, options=options)
+    claimed = alloc.status
+    alloc = cross_checked(inst, problem, alloc, options)
+    if claimed == "optimal" and alloc.status != "optimal" and options.presolve:
+        retry = cross_checked(inst, problem, solve(inst, options=replace(options, presolve=False)), options)
+        if retry.status == "optimal":
+            retry.reason = f"solved again without HiGHS's presolve, because the first answer failed: {alloc.reason}"
+            return retry
+    return alloc
+
+
+def _no_jobs(inst: Instance, problem: str) -> Allocation:
+    """With no job the only allocation is the empty one (no cache, no bandwidth): optimal, its score its bound.
+
+    The models need at least one job (an empty sum makes a capacity row a
+    constant), and nothing is left to decide anyway.
+    """
+    alloc = Allocation(np.zeros(0, dtype=np.int64), np.zeros(inst.n_datasets), np.zeros(0), status="optimal")
+    ev = evaluate(inst, alloc, problem)
+    alloc.bound = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+    return alloc
 
 
 def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -103,17 +470,18 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         status=out.status,
         bound=bound,
         reason=None if out.status == "optimal" else out.message,
+        extra={"highs_objective": out.objective},
     )
 
 
 def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the cost problem: the continuous relaxation of P1, solved by HiGHS."""
-    return solve_cost(inst, relax=True, options=options)
+    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=True, options=options))
 
 
 def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the cost problem: P1 exactly as written (integer variants included)."""
-    return solve_cost(inst, relax=False, options=options)
+    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=False, options=options))
 
 
 def solve_welfare(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -183,9 +551,9 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
 
 def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the welfare problem: the LP relaxation's optimum as ``bound``, rounded down."""
-    return solve_welfare(inst, relax=True, options=options)
+    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=True, options=options))
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (MODEL.md §5)."""
-    return solve_welfare(inst, relax=False, options=options)
+    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=False, options=options))

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from cbalab.models.instance import Instance, build
+from cbalab.models.instance import MIN_MAGNITUDE, Instance, build
 
 #: Bandwidth-cap modes of :func:`cost_instances`.
 BANDWIDTH_MODES = ("unlimited", "loose", "tight", "below", "zero")
@@ -32,6 +32,11 @@ BANDWIDTH_MODES = ("unlimited", "loose", "tight", "below", "zero")
 #: How far below the tight cap the ``below`` mode sets B, relative to Σ_j r_j:
 #: far above every solver and referee tolerance (1e-9 relative, HiGHS 1e-7).
 BELOW_MARGIN = 1e-3
+
+
+def magnitudes(hi: float) -> st.SearchStrategy[float]:
+    """A non-negative quantity up to ``hi`` that the loader accepts: 0, or at least MIN_MAGNITUDE (no subnormals)."""
+    return st.one_of(st.just(0.0), st.floats(MIN_MAGNITUDE, hi))
 
 
 def sizes_gb() -> st.SearchStrategy[float]:

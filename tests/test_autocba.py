@@ -22,6 +22,7 @@ from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, evaluate
 from cbalab.models.instance import Instance, InstanceError, build
+from tests.strategies import magnitudes
 
 TOL = 1e-7
 
@@ -64,8 +65,8 @@ def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance
         counts = draw(st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True))
         for g in sorted(counts):
             gpus.append(g)
-            io.append(draw(st.floats(0.0, 2.0)))
-            util.append(draw(st.floats(0.0, 20.0)))
+            io.append(draw(magnitudes(2.0)))
+            util.append(draw(magnitudes(20.0)))
         ptr.append(len(gpus))
     p_g = draw(st.sampled_from([0.0, 0.5, 2.5]))
     p_b = draw(st.sampled_from([0.0, 0.9, 5.0]))
@@ -85,7 +86,7 @@ def tiny_instances(draw: st.DrawFn, *, linear_feeding: bool = False) -> Instance
         cache_gb=cache,
         bandwidth_gbps=bandwidth,
         gpus=draw(st.sampled_from([None, 2, 4, 8, 16])),
-        budget_per_hour=draw(st.floats(0.0, 40.0)),
+        budget_per_hour=draw(magnitudes(40.0)),
         options=(np.array(ptr), np.array(gpus), np.array(io), np.array(util)),
         prices=(p_g, p_c, p_b),
     )
@@ -281,7 +282,7 @@ def demands(draw: st.DrawFn) -> tuple[Instance, np.ndarray, np.ndarray, float]:
         cache_gb=float(sizes.sum()) * draw(st.sampled_from([0.0, 0.2, 0.5, 1.0])),
         prices=(0.0, draw(st.sampled_from([0.0, 0.004, 0.05, 1.0])), draw(st.sampled_from([0.0, 0.9, 5.0]))),
     )
-    rate = st.floats(0.0, 5.0)
+    rate = magnitudes(5.0)
     r1 = np.array([draw(rate) for _ in range(n_k)])
     r2 = np.array([draw(rate) for _ in range(n_k)])
     return inst, r1, r2, draw(st.floats(0.0, 1.0))

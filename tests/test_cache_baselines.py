@@ -18,6 +18,7 @@ from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import build
+from tests.strategies import magnitudes
 
 BASELINES = ("io-only", "cache-all", "coordl", "quiver", "silod")
 
@@ -51,7 +52,7 @@ def test_every_baseline_is_registered_and_scored_by_the_referee(name: str) -> No
     jobs=st.integers(1, 60),
     datasets=st.integers(1, 15),
     skew=st.floats(0.0, 2.5),
-    cache_fraction=st.floats(0.0, 1.2),
+    cache_fraction=magnitudes(1.2),
     ratio=st.sampled_from([1e-5, 4e-4, 1e-2, 1.0]),
     bandwidth_fraction=st.sampled_from([None, 0.3, 0.7, 1.0]),
 )

@@ -121,7 +121,7 @@ def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30)
         rounds = 8 if inst.option_gpus.size <= 20_000 else 3
     dual = _Dual(inst)
     if inst.n_jobs == 0:
-        return Certificate(0.0, (0.0, 0.0, 0.0, 0.0), 0)
+        return Certificate(0.0, Multipliers(0.0, 0.0, 0.0, 0.0), 0)
     x = np.zeros(4)
     best_value, _ = dual(x)
     best_x = x.copy()
@@ -153,9 +153,7 @@ def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30)
     return Certificate(bound, Multipliers(*(float(v) for v in best_x)), dual.count)
 
 
-def _bracket(
-    probe: Callable[[np.ndarray], tuple[float, np.ndarray]], y: np.ndarray, t: int, start: float
-) -> tuple[float, float]:
+def _bracket(probe: Callable[[np.ndarray], np.ndarray], y: np.ndarray, t: int, start: float) -> tuple[float, float]:
     """[lo, hi] with a negative subgradient in coordinate t at lo (or lo = 0) and a non-negative one at hi.
 
     Doubles or halves from ``start`` (a point of the right magnitude), so the

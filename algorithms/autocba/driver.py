@@ -171,8 +171,8 @@ def autocba(
 def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | None) -> Allocation | None:
     """Feed the options at least cost (CBA); fall back to the greedy's tracked feeding; None if neither fits."""
     f = feed(inst, rates)
-    candidates = []
-    if f.cache_gb is not None:
+    candidates: list[tuple[np.ndarray, np.ndarray]] = []
+    if f.cache_gb is not None and f.bandwidth_gbps is not None:
         candidates.append((f.cache_gb, f.bandwidth_gbps))
     if feeder is not None:
         cache = np.asarray(feeder.c)

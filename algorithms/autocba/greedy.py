@@ -95,7 +95,7 @@ class _Greedy:
         for j, o in jobs:
             rates[j] = self.orate[o]
         f = feed(self.inst, rates)
-        if f.cache_gb is None:
+        if f.cache_gb is None or f.bandwidth_gbps is None:
             return None
         remote = float(f.bandwidth_gbps.sum())
         if remote > self.feeder.B_lim:
@@ -135,7 +135,8 @@ class _Greedy:
             dR = orate[o] - r0
             if (miss <= 0.0 or dR <= 0.0) and dR * miss <= room_remote:
                 dF = p_b * dR * miss
-                priced = (dF, dR * miss, 0.0, [])
+                no_moves: list[tuple[int, float]] = []
+                priced = (dF, dR * miss, 0.0, no_moves)
                 drem, full = priced[1], None
             else:
                 res = self._price(k, dR, [(j, o)])
@@ -243,6 +244,7 @@ class _Greedy:
         if cand.priced is not None:
             changed = self.feeder.apply(k, cand.drate, cand.priced)
         else:
+            assert cand.full is not None  # a move not priced incrementally carries its full CBA cache
             demand = self.inst.dataset_demand(self.rates)
             self.feeder.reset(cand.full, demand)
             changed = True

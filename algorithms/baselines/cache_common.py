@@ -39,7 +39,7 @@ def granular(inst: Instance, cache: np.ndarray) -> np.ndarray:
     if inst.cache_granularity == "dataset":
         return np.where(full, d, 0.0)
     if inst.cache_granularity == "block":
-        u = float(inst.block_gb)
+        u = inst.block_size_gb
         out = np.floor(cache / u + RTOL) * u
         left = inst.cache_gb - float(out.sum())
         for k in np.flatnonzero(full):

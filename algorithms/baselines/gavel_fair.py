@@ -54,4 +54,4 @@ def gavel_fair(inst: Instance, options: SolveOptions = SolveOptions()) -> Alloca
 
 def gavel_fair_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``gavel-fair-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, options.cache_policy or "silod")
+    return tuned(inst, allocate, options.cache_policy or "silod", options.time_limit)

@@ -108,4 +108,4 @@ def gavel_tput(inst: Instance, options: SolveOptions = SolveOptions()) -> Alloca
 
 def gavel_tput_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``gavel-tput-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, options.cache_policy or "silod")
+    return tuned(inst, allocate, options.cache_policy or "silod", options.time_limit)

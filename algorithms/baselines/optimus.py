@@ -68,4 +68,4 @@ def optimus(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocatio
 
 def optimus_tuned(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered ``optimus-tuned``: the same with its best GPU/IO split of the budget (io_unaware.tuned)."""
-    return tuned(inst, allocate, options.cache_policy or "silod")
+    return tuned(inst, allocate, options.cache_policy or "silod", options.time_limit)

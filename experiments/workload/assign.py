@@ -130,5 +130,9 @@ def make_workload(
     """
     if (trace is None) == (n_jobs is None):
         raise InstanceError("trace, n_jobs", (trace, n_jobs), "give exactly one: a trace file or a number of jobs")
-    jobs = load_trace(trace) if trace is not None else generate_trace(n_jobs, seed)
+    if trace is not None:
+        jobs = load_trace(trace)
+    else:
+        assert n_jobs is not None  # exactly one of the two, checked above
+        jobs = generate_trace(n_jobs, seed)
     return assign(jobs, seed, skew=skew, n_datasets=n_datasets, gpu_type=gpu_type)

@@ -191,7 +191,12 @@ def check_catalog(shared_data: str | Path, catalog: Catalog | None = None, rtol:
             ]
         )
         best = pd.Series(sps).groupby(reps).max()
-        problems += _compare(name, cat.models[name].throughput["t4"], {int(k): float(v) for k, v in best.items()}, rtol)
+        problems += _compare(
+            name,
+            cat.models[name].throughput["t4"],
+            dict(zip(best.index.astype(int).tolist(), best.to_numpy(float).tolist())),
+            rtol,
+        )
     return problems
 
 

@@ -8,13 +8,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cbalab.models.instance import InstanceError
+from cbalab.models.instance import MAX_COUNT, InstanceError
 
 #: The Philly trace's columns (spec/INTERFACE.md, "Traces and simulation output").
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 #: The generic trace's required and optional columns.
 TRACE_COLUMNS = ("submit_time_s", "duration_s", "gpus")
 TRACE_OPTIONAL = ("job_id", "model", "dataset")
+
+#: Largest submit time and duration accepted, in seconds (about 31,700 years).  Beyond it a duration added to a
+#: submit time loses its last second (doubles carry 53 bits: at 1e308, submit + 3600 == submit, a JCT of 0).
+MAX_TRACE_SECONDS = 1e12
+
+#: Shortest duration accepted, in seconds.  At submit times up to MAX_TRACE_SECONDS doubles resolve 1.2e-4 s, so
+#: a job of at least a millisecond always ends after its submission (a shorter one could get a JCT of 0).
+MIN_DURATION_S = 1e-3
 
 
 class TraceError(InstanceError):
@@ -33,12 +41,17 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     earliest submission in the Philly form, as written in the generic form),
     ``duration_s``, ``gpus``, ``model`` and ``dataset`` ("" when not pinned).
     Blank lines are skipped (the Philly file ends with one).  Every bad value
-    raises :class:`TraceError` naming the line and the column.
+    raises :class:`TraceError` naming the line and the column: GPU counts
+    must be whole numbers in [1, MAX_COUNT] (the instance loader's cap, so no
+    count wraps in int64), durations in [MIN_DURATION_S, MAX_TRACE_SECONDS],
+    submit times in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS].  Negative submit times are
+    accepted as written ("seconds from any origin", docs/interface.md): the
+    replay starts at the first submission whatever its sign.
     """
     p = Path(path)
     source = str(path)
     try:
-        with p.open(newline="") as f:
+        with p.open(newline="", encoding="utf-8") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             rows: list[list[str]] = []
@@ -50,6 +63,8 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                 lines.append(reader.line_num)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
+    except MemoryError:
+        raise InstanceError("trace", str(path), "out of memory while reading the file") from None
     if header is None:
         raise TraceError(source, 1, "header", None, "empty file: expected a header line")
     header = [h.strip() for h in header]
@@ -64,15 +79,18 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     line = np.asarray(lines, dtype=np.int64)
     cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
 
-    def number(col: str, *, positive: bool, integer: bool) -> np.ndarray:
+    def number(col: str, *, low: float, integer: bool) -> np.ndarray:
+        """The column as floats in [low, top], top MAX_COUNT for counts and MAX_TRACE_SECONDS for times."""
         values = pd.to_numeric(pd.Series(cols[col], dtype=object), errors="coerce").to_numpy(dtype=float)
-        ok = np.isfinite(values) & ((values > 0) if positive else (values >= 0))
+        top = MAX_COUNT if integer else MAX_TRACE_SECONDS
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(values) & (values <= top) & (values >= low)
         if integer:
             ok &= values == np.floor(values)
         bad = np.flatnonzero(~ok)
         if bad.size:
-            what = ("a whole number" if integer else "a number") + (" > 0" if positive else " >= 0")
-            raise TraceError(source, int(line[bad[0]]), col, cols[col][bad[0]], f"must be {what}")
+            span = f"a whole number in [{low:.0f}, {top}]" if integer else f"a number in [{low:g}, {top:g}]"
+            raise TraceError(source, int(line[bad[0]]), col, cols[col][bad[0]], f"must be {span}")
         return values
 
     if philly:
@@ -83,14 +101,14 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                 source, int(line[bad[0]]), "timestamp", cols["timestamp"][bad[0]], "not YYYY-MM-DD HH:MM:SS"
             )
         seconds = (stamps - stamps.min()).dt.total_seconds().to_numpy() if len(rows) else np.zeros(0)
-        duration = number("duration", positive=True, integer=False)
-        gpus = number("num_gpus", positive=True, integer=True)
+        duration = number("duration", low=MIN_DURATION_S, integer=False)
+        gpus = number("num_gpus", low=1, integer=True)
         ids = [f"philly-{n}" for n in line]
         model = dataset = [""] * len(rows)
     else:
-        seconds = number("submit_time_s", positive=False, integer=False)
-        duration = number("duration_s", positive=True, integer=False)
-        gpus = number("gpus", positive=True, integer=True)
+        seconds = number("submit_time_s", low=-MAX_TRACE_SECONDS, integer=False)
+        duration = number("duration_s", low=MIN_DURATION_S, integer=False)
+        gpus = number("gpus", low=1, integer=True)
         ids = cols["job_id"] if "job_id" in cols else [f"job-{n}" for n in line]
         seen: dict[str, int] = {}
         for i, jid in enumerate(ids):

@@ -63,7 +63,7 @@ def define_cache(m: pyo.ConcreteModel, inst: Instance, relax: bool) -> None:
         m.hit = pyo.Var(m.K, domain=pyo.UnitInterval if relax else pyo.Binary)
         m.cache = pyo.Expression(m.K, rule=lambda mm, k: float(d[k]) * mm.hit[k])
     else:
-        u = float(inst.block_gb)
+        u = inst.block_size_gb
         # ⌈d_k/u⌉ with the referee's slack (models/evaluate.py), so that both agree when d_k/u is a whole number
         # up to rounding (d = 7.3, u = 7.3/3 gives d/u = 3.0000000000000004).
         top = np.ceil(d / u - RTOL * np.maximum(1.0, d / u))
