@@ -441,13 +441,15 @@ def simulate(
     except KeyError as e:
         raise ValueError(f"policy: {e.args[0]}") from None
     kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
+    if isinstance(trace, bool):
+        raise ValueError(f"trace: a trace file, a DataFrame or a number of jobs, got {trace!r}")
     if isinstance(trace, pd.DataFrame):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "trace.csv"
             trace.to_csv(path, index=False)
             workload = make_workload(trace=path, **kw)
         workload.jobs.attrs["source"] = "DataFrame"
-    elif isinstance(trace, int) and not isinstance(trace, bool):
+    elif isinstance(trace, int):
         workload = make_workload(n_jobs=trace, **kw)
     else:
         workload = make_workload(trace=trace, **kw)

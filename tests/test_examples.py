@@ -192,3 +192,9 @@ def test_result_plot_draws_datasets_and_jobs() -> None:
     np.testing.assert_allclose(widths[6:], res.jobs_frame()["bandwidth_gbps"])
     assert jobs_ax.get_yticklabels()[0].get_text() == "resnet50 (imagenet-1k)"
     plt.close("all")
+
+
+def test_simulate_refuses_a_bool_trace() -> None:
+    """``True`` is no number of jobs: a ValueError naming ``trace``."""
+    with pytest.raises(ValueError, match="trace: a trace file, a DataFrame or a number of jobs"):
+        cbalab.simulate(True, "cba")
