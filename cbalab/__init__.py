@@ -6,6 +6,7 @@ The public API (implemented in cbalab/api.py)::
     inst = cbalab.generate("cost", jobs=200, datasets=40, seed=0)
     res = cbalab.solve(inst, "cba")          # scored by the referee
     res.status, res.objective, res.jobs_frame()
+    cbalab.examples.toy_cluster()            # named teaching instances
 
 The installed packages are ``cbalab.models`` (the mathematics and the referee),
 ``cbalab.algorithms`` (fast methods and the registry) and ``cbalab.experiments``

@@ -270,7 +270,7 @@ class Result:
             jobs_ax.invert_yaxis()
             jobs_ax.set_xlabel("GB/s")
             jobs_ax.set_title("per job: data rate and remote bandwidth")
-            jobs_ax.legend(loc="lower right", fontsize="small")
+            jobs_ax.legend(loc="best", fontsize="small")
         if fig is not None:
             fig.tight_layout()
         return ax

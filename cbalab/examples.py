@@ -1,141 +1,219 @@
-"""Named teaching instances: small, readable, with prices where the decisions are close.
+"""Named teaching instances: small clusters whose answers can be worked out by hand.
 
-Every function returns a fresh object built through the public API
-(:func:`cbalab.build_instance`), so a student can print it, change it and
-solve it.  The prices are teaching choices, not measurements: at the package
-defaults (p_c/p_b ≈ 4.4e-4 s⁻¹) caching pays for nearly every dataset and the
-cache-or-bandwidth question has a boring answer.  Here the price ratio sits
-among the datasets' IO densities, so Theorem 1's threshold rule
-(proofs/cba_optimality.md) has something to decide.
+Each function returns a fresh, validated :class:`cbalab.models.instance.Instance`
+with named datasets and jobs, and its docstring says what the instance
+teaches and, where it is cheap to state, its optimum (checked by
+tests/test_examples.py against CBA and the exact MILP, through the referee).
 
-Dataset sizes are the public training splits of the package's catalog
-(ImageNet-1k 147 GB, COCO 2017 18 GB, LibriSpeech 960 h 59.3 GB); the job
-rates are illustrative, of the order of the catalog's measured rates on
-newer GPUs.
+The prices are chosen so that the interesting decision happens: the caching
+threshold p_c / p_b of docs/model.md (4.7) falls *between* the IO densities
+of the datasets, so some datasets are worth caching and others are not, and
+the answer moves when the price ratio moves.  Units are those of
+docs/model.md §2: GB, GB/s, $ per GPU-hour, per GB-hour of cache and per
+(GB/s)-hour of remote bandwidth.
 
-Units throughout: GB, GB/s, $/h (p_g per GPU, p_c per GB of cache, p_b per
-GB/s of remote bandwidth), as in docs/model.md §2.
+* :func:`toy_cluster`: P1 (docs/model.md §4) on 3 datasets and 6 jobs.
+* :func:`shared_dataset`: why sharing matters (docs/model.md §3): jobs that
+  together justify a cache none of them justifies alone.
+* :func:`threshold_demo`: Theorem 1's threshold rule (proofs/cba_optimality.md)
+  at any price ratio.
+* :func:`elastic_toy`: P2 (docs/model.md §5) with a budget that binds.
+* :func:`mccormick_toy`: a P2 model small enough to print, for McCormick's rows (proofs/mccormick_exact.md).
+* :func:`greedy_trap`: Counterexample 1 of proofs/autocba_guarantee.md, where a naive greedy fails.
+* :func:`small_trace`: a 24-job, six-hour trace for replays (docs/model.md §6).
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 
-from cbalab.api import Instance, build_instance
+from cbalab.api import build_instance
+from cbalab.models.instance import Instance, build
 
-__all__ = [
-    "TOY_PRICES",
-    "elastic_toy",
-    "greedy_trap",
-    "mccormick_toy",
-    "small_trace",
-    "toy_cluster",
-    "toy_datasets",
-    "toy_jobs",
-]
-
-#: (p_g, p_c, p_b) of the toy instances: the threshold IO density p_c / p_b is 0.003 s⁻¹, i.e. a dataset pays
-#: for its cache when its jobs together read all of it more often than once every p_b / p_c ≈ 333 s.
-TOY_PRICES = (2.5, 0.027, 9.0)
+#: The prices of toy_cluster and shared_dataset: $/GPU-h, $/GB-h of cache, $/(GB/s)-h of bandwidth.
+#: Their ratio p_c / p_b = 0.001 /s: a cached GB pays for itself when it saves more than 1 MB/s of remote IO.
+TOY_PRICES = (2.0, 0.001, 1.0)
 
 
-def toy_datasets() -> pd.DataFrame:
-    """The three datasets of the toy instances: ``id`` and ``size_gb`` (the catalog's public sizes)."""
-    return pd.DataFrame({"id": ["imagenet-1k", "coco-2017", "librispeech-960h"], "size_gb": [147.0, 18.0, 59.3]})
+def toy_cluster(*, cache_gb: float = 300.0, prices: tuple[float, float, float] = TOY_PRICES) -> Instance:
+    """Three datasets, six named jobs with fixed GPUs: the cost problem P1 (docs/model.md §4) at a glance.
 
+    =========== ======= ==============================================
+    dataset     size GB jobs (GPUs, GB/s)
+    =========== ======= ==============================================
+    openwebtext      40 gpt2-small (8, 0.004), gpt2-medium (16, 0.003)
+    imagenet        140 resnet50-a (8, 0.30), resnet50-b (4, 0.15),
+                        vit-b16 (8, 0.20)
+    kinetics        450 slowfast (16, 0.90)
+    =========== ======= ==============================================
 
-def toy_jobs() -> pd.DataFrame:
-    """The six named jobs of :func:`toy_cluster`: ``id``, ``dataset``, ``gpus`` and ``io_gbps`` (GB/s).
+    Demands R_k (docs/model.md (3.4)) are 0.007, 0.65 and 0.90 GB/s, so the IO
+    densities ρ_k = R_k / d_k (4.5) are about 1.75e-4, 4.6e-3 and 2.0e-3 per
+    second.  At the default prices the threshold p_c / p_b (4.7) is 1e-3: it
+    separates the image and video datasets (worth caching) from the text
+    corpus (not worth it: its jobs read a few MB/s).
 
-    Per dataset the demand R_k and the IO density ρ_k = R_k / d_k are
-    ImageNet 0.60 GB/s (ρ ≈ 0.0041 s⁻¹), COCO 0.18 GB/s (ρ = 0.01 s⁻¹) and
-    LibriSpeech 0.09 GB/s (ρ ≈ 0.0015 s⁻¹).
+    **What it teaches.**  With C = 300 GB the cache is the binding limit:
+    CBA caches imagenet whole (140 GB, the densest), the remaining 160 GB of
+    kinetics, and nothing of openwebtext, although it would fit in a larger
+    cache.  One dataset ends up partly cached, as Theorem 1 says.  The
+    optimum, IO cost only (cache + bandwidth), is
+
+        0.001·300 + 1.0·(0.90·(1 − 160/450) + 0.007) = 0.887 $/h
+
+    against 1.557 $/h without a cache.  A cache-first policy that follows job
+    order caches the text corpus first (its jobs are listed first) and pays
+    for it; raise ``cache_gb`` to 700 and the price-blind SiloD-like policy
+    caches openwebtext too, at a loss.  Sweep the price ratio across 1.75e-4,
+    2e-3 and 4.6e-3 to watch datasets enter and leave the cache.
     """
-    return pd.DataFrame(
-        {
-            "id": ["resnet50", "vit-b16", "yolov3", "detr", "deepspeech2", "conformer"],
-            "dataset": ["imagenet-1k", "imagenet-1k", "coco-2017", "coco-2017", "librispeech-960h", "librispeech-960h"],
-            "gpus": [8, 8, 4, 4, 4, 2],
-            "io_gbps": [0.40, 0.20, 0.10, 0.08, 0.06, 0.03],
-        }
+    names = ("openwebtext", "imagenet", "kinetics")
+    jobs = (
+        ("gpt2-small", "openwebtext", 8, 0.004),
+        ("gpt2-medium", "openwebtext", 16, 0.003),
+        ("resnet50-a", "imagenet", 8, 0.30),
+        ("resnet50-b", "imagenet", 4, 0.15),
+        ("vit-b16", "imagenet", 8, 0.20),
+        ("slowfast", "kinetics", 16, 0.90),
     )
-
-
-def toy_cluster(
-    *,
-    price_cache: float = TOY_PRICES[1],
-    price_bandwidth: float = TOY_PRICES[2],
-    cache_gb: float = 250.0,
-    bandwidth_gbps: float | None = None,
-) -> Instance:
-    """Three datasets, six named jobs, fixed GPUs: the cost problem P1 (docs/model.md §4) where the threshold decides.
-
-    What it teaches: Theorem 1 (proofs/cba_optimality.md) caches a dataset
-    exactly when p_b ρ_k > p_c.  At the default prices the threshold
-    p_c / p_b = 0.003 s⁻¹ lies between the datasets' densities: COCO
-    (ρ = 0.01) and ImageNet (ρ ≈ 0.0041) are cached whole, LibriSpeech
-    (ρ ≈ 0.0015) is fed over remote bandwidth, although it has more cache room
-    than it needs (C = 250 GB ≥ 224.3 GB of data).  ImageNet, the dataset with
-    the most traffic, is the closest call; "cache everything" (``cache-all``)
-    pays for LibriSpeech and loses.
-
-    Known optimum at the defaults: 80.265 $/h = 75 (30 GPUs × 2.5) + 4.455
-    (165 GB × 0.027) + 0.81 (0.09 GB/s × 9).  ``price_cache``,
-    ``price_bandwidth``, ``cache_gb`` and ``bandwidth_gbps`` (B, None for no
-    cap) change the cluster for the sweeps and exercises of
-    tutorials/01_caching_or_bandwidth.ipynb.
-    """
-    return build_instance(
-        toy_jobs(),
-        toy_datasets(),
+    return build(
+        dataset_size_gb=np.array([40.0, 140.0, 450.0]),
+        dataset_ids=names,
+        job_ids=tuple(j[0] for j in jobs),
+        job_dataset=np.array([names.index(j[1]) for j in jobs]),
+        job_gpus=np.array([j[2] for j in jobs]),
+        job_io_gbps=np.array([j[3] for j in jobs]),
         cache_gb=cache_gb,
-        prices=(TOY_PRICES[0], price_cache, price_bandwidth),
-        gpus=32,
-        bandwidth_gbps=bandwidth_gbps,
+        prices=prices,
     )
 
 
-#: Per job of :func:`elastic_toy`: (dataset, GB/s per GPU, utility weight).
-_ELASTIC = {
-    "resnet50": ("imagenet-1k", 0.05, 10.0),
-    "vit-b16": ("imagenet-1k", 0.025, 12.0),
-    "yolov3": ("coco-2017", 0.025, 6.0),
-    "detr": ("coco-2017", 0.02, 8.0),
-    "deepspeech2": ("librispeech-960h", 0.015, 5.0),
-    "conformer": ("librispeech-960h", 0.015, 7.0),
-}
+def shared_dataset(*, readers: int = 4, prices: tuple[float, float, float] = TOY_PRICES) -> Instance:
+    """One 20 GB dataset read by ``readers`` jobs of 0.01 GB/s each, beside one 50 GB dataset read by one job.
 
+    **What it teaches.**  Caching is judged per dataset, not per job
+    (docs/model.md §3): one cached copy serves every reader.  Each reader of
+    ``coco`` alone has density 0.01 / 20 = 5e-4 per second, below the
+    threshold p_c / p_b = 1e-3, so no single job justifies caching it, and a
+    per-job policy such as CoorDL (private slices) caches nothing.  Together
+    the four readers have ρ = 2e-3 > 1e-3, and the optimum caches ``coco``
+    whole.  ``laion-subset`` (50 GB, one job at 0.02 GB/s, ρ = 4e-4) stays
+    remote.  With the default four readers and the default prices the optimal
+    IO cost is
 
-def elastic_toy(*, budget_per_hour: float = 80.0, cache_gb: float = 100.0, gpus: int = 32) -> Instance:
-    """The six toy jobs made elastic: the welfare problem P2 (docs/model.md §5) with a binding budget.
+        0.001·20 + 1.0·0.02 = 0.040 $/h   (no cache: 0.060 $/h).
 
-    Each job may run on 1, 2, 4 or 8 GPUs; its rate is linear in the GPUs
-    (r(g) = g × its per-GPU rate) and its utility concave, U(g) = w g^0.6
-    (rounded to cents).  The cluster has 32 GPUs and 100 GB of cache, less
-    than the 224.3 GB of data, at :data:`TOY_PRICES`.
-
-    What it teaches: at 80 $/h the budget binds (running every job at 8 GPUs
-    would cost 120 $/h of GPUs alone), so GPUs, cache and bandwidth compete
-    for the same dollars.  The exact optimum (the P2 MILP, HiGHS at gap 0) is
-    welfare 130.06; AutoCBA finds 127.74, about 1.8 % below, and its
-    Lagrangian certificate (proofs/autocba_certificate.md) bounds the optimum
-    by 131.63 without solving the MILP.  The IO-unaware GPU schedulers
-    (``gavel-tput``, ``optimus``) spend the whole budget on GPUs, leave none
-    for IO and score 0.  These numbers are checked by tests/test_examples.py.
+    With ``readers=1`` the same reasoning says: cache nothing (cost 0.030 $/h).
+    The cache (100 GB) never binds.
     """
-    jobs = [
-        {
-            "id": name,
-            "dataset": dataset,
-            "options": [
-                {"gpus": g, "io_gbps": round(per_gpu * g, 4), "utility": round(weight * g**0.6, 2)}
-                for g in (1, 2, 4, 8)
-            ],
-        }
-        for name, (dataset, per_gpu, weight) in _ELASTIC.items()
-    ]
-    return build_instance(
-        jobs, toy_datasets(), cache_gb=cache_gb, prices=TOY_PRICES, gpus=gpus, budget_per_hour=budget_per_hour
+    if readers < 1:
+        raise ValueError(f"readers: must be >= 1, got {readers}")
+    jobs = [(f"detector-{i + 1}", 0, 0.01) for i in range(readers)] + [("clip-finetune", 1, 0.02)]
+    return build(
+        dataset_size_gb=np.array([20.0, 50.0]),
+        dataset_ids=("coco", "laion-subset"),
+        job_ids=tuple(j[0] for j in jobs),
+        job_dataset=np.array([j[1] for j in jobs]),
+        job_gpus=np.full(len(jobs), 2),
+        job_io_gbps=np.array([j[2] for j in jobs]),
+        cache_gb=100.0,
+        prices=prices,
+    )
+
+
+#: Densities of threshold_demo's datasets, per second (one job per dataset reading d_k ρ_k GB/s).
+THRESHOLD_DENSITIES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+
+
+def threshold_demo(price_ratio: float = 2e-3) -> Instance:
+    """Five 100 GB datasets with IO densities 1e-4 … 1e-2 per second, at cache price = ``price_ratio`` × p_b.
+
+    **What it teaches.**  Theorem 1 (proofs/cba_optimality.md): with room for
+    everything (C = 500 GB) and no bandwidth cap, the optimum caches exactly
+    the datasets whose density exceeds p_c / p_b (docs/model.md (4.7)),
+    whole, and nothing else.  With p_b = 1 $/(GB/s)-h and p_c =
+    ``price_ratio``, the optimal IO cost is (4.6)
+
+        Σ_k R_k − Σ_{ρ_k > ratio} d_k (ρ_k − ratio)   $/h,
+
+    with R_k = 100 ρ_k GB/s (Σ_k R_k = 1.44).  At the default ratio 2e-3 the
+    two densest datasets are cached and the cost is
+    1.44 − 100·(0.003 − 0.002) − 100·(0.01 − 0.002) = 0.54 $/h.  Plot the cached fraction of
+    each dataset against ``price_ratio`` to draw the threshold.  A dataset
+    exactly at the threshold is indifferent: caching it or not costs the same.
+    """
+    if not (math.isfinite(price_ratio) and price_ratio >= 0):
+        raise ValueError(f"price_ratio: must be a finite number >= 0, got {price_ratio}")
+    rho = np.array(THRESHOLD_DENSITIES)
+    size = np.full(rho.size, 100.0)
+    return build(
+        dataset_size_gb=size,
+        dataset_ids=tuple(f"rho={r:g}" for r in rho),
+        job_ids=tuple(f"job-{k}" for k in range(rho.size)),
+        job_dataset=np.arange(rho.size),
+        job_gpus=np.full(rho.size, 1),
+        job_io_gbps=size * rho,
+        cache_gb=float(size.sum()),
+        prices=(1.0, price_ratio, 1.0),
+    )
+
+
+def elastic_toy(*, budget_per_hour: float = 14.0) -> Instance:
+    """Five jobs that may run at 1, 2 or 4 GPUs, on two datasets: the welfare problem P2 (docs/model.md §5).
+
+    Each job's option table lists (GPUs, GB/s consumed, utility per hour); the
+    utilities grow more slowly than the GPUs (diminishing returns).  The
+    cluster has 12 GPUs and 100 GB of cache: less than ``imagenet`` (140 GB).
+    GPUs cost 1 $/h, cache 0.002 $/GB-h and remote bandwidth 20 $/(GB/s)-h,
+    so feeding a 4-GPU ResNet from remote storage (0.18 GB/s) costs almost as
+    much as its GPUs.
+
+    **What it teaches.**  The default budget of 14 $/h binds: running every
+    job at 4 GPUs would need 20 GPUs and far more money, so the operator must
+    choose whom to run and how wide, and every GB/s not cached is money not
+    spent on GPUs.  The three ImageNet jobs share one cache, so caching
+    ``imagenet`` (as far as C allows) makes all three cheaper to feed at once;
+    an IO-unaware GPU scheduler picks GPUs first and then finds the budget
+    short for the data.
+
+    **Known optimum** (the MILP, HiGHS at gap 0): welfare 78 utility/h, with
+    resnet50 and vit-b16 at 4 GPUs, efficientnet at 1, wav2vec2 at 2 and
+    conformer not running: 11 of the 12 GPUs, and the whole 14 $/h spent
+    (11 on GPUs, 3 on cache and bandwidth).  AutoCBA finds a welfare-78
+    answer too, with a certificate of about 78.74 (so it can prove only a
+    gap below 1%).  The IO-unaware schedulers gavel-tput, gavel-fair and
+    optimus choose wider GPU allocations, run out of money for bandwidth and
+    stall, scoring 45 to 53.  Raise the budget to watch the GPU limit take
+    over.
+    """
+    datasets = ("imagenet", "librispeech")
+    jobs = (
+        ("resnet50", "imagenet", ((1, 0.05, 10.0), (2, 0.095, 18.0), (4, 0.18, 30.0))),
+        ("vit-b16", "imagenet", ((1, 0.03, 8.0), (2, 0.058, 15.0), (4, 0.11, 26.0))),
+        ("efficientnet", "imagenet", ((1, 0.04, 6.0), (2, 0.078, 11.0), (4, 0.15, 19.0))),
+        ("wav2vec2", "librispeech", ((1, 0.02, 9.0), (2, 0.038, 16.0), (4, 0.07, 27.0))),
+        ("conformer", "librispeech", ((1, 0.015, 5.0), (2, 0.029, 9.0), (4, 0.055, 16.0))),
+    )
+    rows = [row for _, _, table in jobs for row in table]
+    ptr = np.concatenate([[0], np.cumsum([len(table) for _, _, table in jobs])])
+    return build(
+        dataset_size_gb=np.array([140.0, 60.0]),
+        dataset_ids=datasets,
+        job_ids=tuple(j[0] for j in jobs),
+        job_dataset=np.array([datasets.index(j[1]) for j in jobs]),
+        options=(
+            ptr,
+            np.array([r[0] for r in rows]),
+            np.array([r[1] for r in rows]),
+            np.array([r[2] for r in rows]),
+        ),
+        gpus=12,
+        cache_gb=100.0,
+        prices=(1.0, 0.002, 20.0),
+        budget_per_hour=budget_per_hour,
     )
 
 

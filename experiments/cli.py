@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cbalab.algorithms import registry as methods
 from cbalab.models.files import atomic_write_text
@@ -37,6 +37,10 @@ class BadInputError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # argparse's own usage errors: exit 2, no traceback
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
@@ -96,15 +100,37 @@ def _writable_folder(option: str, path: str | None) -> None:
         raise BadInputError(f"{option}: {str(existing)!r} is not a writable folder")
 
 
-def cmd_solve(args: argparse.Namespace) -> int:
-    """``cbalab solve INSTANCE --problem P --method M``: one scored result document."""
-    _writable_file("--out", args.out)
-    inst = load(args.instance)
+def _problem_of(method: str, problem: str | None) -> str:
+    """The problem to solve: ``problem`` if given, else the one problem that ``method`` serves.
+
+    A method registered for both problems (``lp``, ``milp``) needs ``--problem``; an unknown method is bad
+    input naming the known ones.
+    """
+    serving = [p for p in ("cost", "welfare") if method in methods.names(p)]
+    if problem is None:
+        if not serving:
+            known = sorted({m.name for m in methods.all_methods()})
+            raise BadInputError(f"--method: no method {method!r}; known: {', '.join(known)}")
+        if len(serving) > 1:
+            raise BadInputError(f"--problem: method {method!r} serves {' and '.join(serving)}; name one")
+        return serving[0]
     try:
-        methods.get(args.problem, args.method)
+        methods.get(problem, method)
     except KeyError as e:
         raise BadInputError(f"--method: {e.args[0]}") from None
-    doc, _ = methods.run(inst, args.problem, args.method, time_limit=args.time_limit)
+    return problem
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document.
+
+    ``--problem`` may be left out when the method serves one problem only (``cba`` the cost problem,
+    ``autocba`` the welfare problem).
+    """
+    _writable_file("--out", args.out)
+    inst = load(args.instance)
+    problem = _problem_of(args.method, args.problem)
+    doc, _ = methods.run(inst, problem, args.method, time_limit=args.time_limit)
     if args.no_timing:
         del doc["solve_seconds"]
     _emit(doc, args.out)
@@ -126,10 +152,15 @@ def _generated(args: argparse.Namespace) -> Instance:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """``cbalab generate --kind K --jobs N --datasets D --seed S``: a seeded instance as JSON."""
+    _writable_file("--out", args.out)
     inst = _generated(args)
     text = inst.dumps()
     if args.out:
-        atomic_write_text(args.out, text + "\n")
+        path = atomic_write_text(args.out, text + "\n")
+        print(
+            f"wrote {path}: a {args.kind} instance (cbalab/instance@1) with {inst.n_jobs} jobs and "
+            f"{inst.n_datasets} datasets, seed {args.seed}"
+        )
     else:
         print(text)
     return EXIT_OK
@@ -153,6 +184,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     cost_problem = args.problem == "cost"
     value = _io_cost if cost_problem else _welfare
     what = "io $/h" if cost_problem else "welfare"
+    # A cost bound is on the total cost; the headline is the IO cost, so the fixed GPU bill comes off it.
+    gpu_bill = inst.price_gpu * float(inst.job_gpus.sum()) if cost_problem else 0.0
     header = (
         f"{'method':<18}{'status':<12}{what:>12}{'vs milp':>10}{'bound':>12}"
         f"{'total $/h':>12}{'cache $/h':>11}{'bw $/h':>10}{'seconds':>10}"
@@ -161,15 +194,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print("-" * len(header))
     for r in rows:
         x, x_ref = value(r), None if ref is None else value(ref)
-        gap = "" if x is None or not x_ref else f"{(x - x_ref) / abs(x_ref):+.2%}"
+        gap = "" if x is None or not x_ref else _percent((x - x_ref) / abs(x_ref))
         cost = r["cost_per_hour"] or {}
+        bound = None if r["bound"] is None else r["bound"] - gpu_bill
         print(
-            f"{r['method']:<18}{r['status']:<12}{_fmt(x):>12}{gap:>10}{_fmt(r['bound']):>12}"
+            f"{r['method']:<18}{r['status']:<12}{_fmt(x):>12}{gap:>10}{_fmt(bound):>12}"
             f"{_fmt(cost.get('total')):>12}{_fmt(cost.get('cache')):>11}{_fmt(cost.get('bandwidth')):>10}"
             f"{r['solve_seconds']:>10.4f}"
         )
     if cost_problem:
-        print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum.")
+        print(
+            "io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum; "
+            "bound: the method's proven lower bound on the io $/h."
+        )
     else:
         print("welfare as the referee scores it (a stalled job earns U x/r); bound: the method's proven upper bound.")
     return EXIT_OK
@@ -233,6 +270,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _percent(x: float) -> str:
+    """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
+    return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
@@ -252,58 +294,119 @@ def _welfare_arguments(p: argparse.ArgumentParser) -> None:
     from cbalab.models.options import SHAPES
 
     p.add_argument(
-        "--utility", default="mixed", choices=[*SHAPES, "mixed"], help="utility shape of every job (welfare)"
+        "--utility",
+        default="mixed",
+        choices=[*SHAPES, "mixed"],
+        help="utility shape of every generated job, or a mix of them (welfare only)",
     )
     p.add_argument(
         "--budget-fraction",
         type=_fraction,
         default=0.5,
-        help="budget as a fraction of running every job at its largest option on remote IO (welfare)",
+        help="budget as a fraction of running every job at its largest option on remote IO (welfare only)",
     )
 
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of every ``cbalab`` command."""
-    p = _Parser(prog="cbalab", description="Cache, bandwidth and GPU allocation for DL clusters (CBA / AutoCBA).")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """--jobs, --datasets, --seed of the seeded generators (experiments.workload)."""
+    defaults = {} if required else {"jobs": 200, "datasets": 40}
+    p.add_argument("--jobs", type=_positive_int, required=required, default=defaults.get("jobs"), help="number of jobs")
+    p.add_argument(
+        "--datasets",
+        type=_positive_int,
+        required=required,
+        default=defaults.get("datasets"),
+        help="number of datasets the jobs read (at least 1)",
+    )
+    p.add_argument("--seed", type=_positive_int, default=0, help="seed of the generator: same seed, same instance")
 
-    s = sub.add_parser("solve", help="solve one instance with one method")
-    s.add_argument("instance")
-    s.add_argument("--problem", required=True, choices=["cost", "welfare"])
-    s.add_argument("--method", required=True)
-    s.add_argument("--time-limit", type=_seconds, default=None)
-    s.add_argument("--out", help="also write the result here (atomically; the folder must exist)")
+
+class _Formatter(argparse.HelpFormatter):
+    """Help text that always shows an option's default, or says that the option is required.
+
+    A default of None is left to the help text itself, which says what leaving the option out means
+    ("default: no time limit"); flags (store_true) have no default worth printing.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or "default" in text or isinstance(action, _NO_DEFAULT):
+            return text
+        if action.required:
+            return f"{text} (required)"
+        if action.default is None or action.default is argparse.SUPPRESS:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+_NO_DEFAULT = (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)
+
+
+def _command(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
+    """A sub-command whose one-line summary is both its entry in ``cbalab --help`` and its description."""
+    return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``cbalab`` command; every option has help text that shows its default."""
+    from cbalab import __version__
+
+    p = _Parser(prog="cbalab", description="Cache, bandwidth and GPU allocation for DL clusters (CBA / AutoCBA).")
+    p.add_argument("--version", action="version", version=f"cbalab {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    s = _command(sub, "solve", "solve one instance with one method; print the scored cbalab/result@1 document")
+    s.add_argument("instance", help="a cbalab/instance@1 JSON file")
+    s.add_argument(
+        "--method", required=True, help="a registered method of the problem (see `cbalab methods`): cba, milp, ..."
+    )
+    s.add_argument(
+        "--problem",
+        choices=["cost", "welfare"],
+        default=None,
+        help="the problem to solve (default: the one problem the method serves; lp and milp serve both)",
+    )
+    s.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
+    s.add_argument(
+        "--out",
+        help="also write the result document to this file, atomically; its folder must exist (default: stdout only)",
+    )
     s.add_argument("--no-timing", action="store_true", help="leave out solve_seconds: identical runs, identical bytes")
     s.set_defaults(run=cmd_solve)
 
-    g = sub.add_parser("generate", help="write a seeded instance")
-    g.add_argument("--kind", required=True, choices=["cost", "welfare"])
-    g.add_argument("--jobs", type=_positive_int, required=True)
-    g.add_argument("--datasets", type=_positive_int, required=True)
-    g.add_argument("--seed", type=_positive_int, default=0)
-    g.add_argument("--out")
+    g = _command(sub, "generate", "write a seeded synthetic instance")
+    g.add_argument("--kind", required=True, choices=["cost", "welfare"], help="which problem the instance is for")
+    _generator_arguments(g, required=True)
+    g.add_argument("--out", help="file to write (default: print the JSON to stdout)")
     _welfare_arguments(g)
     g.set_defaults(run=cmd_generate)
 
-    c = sub.add_parser("compare", help="every method of a problem on one instance, as a table")
-    c.add_argument("instance", nargs="?")
-    c.add_argument("--problem", default="cost", choices=["cost", "welfare"])
-    c.add_argument("--jobs", type=_positive_int, default=200)
-    c.add_argument("--datasets", type=_positive_int, default=40)
-    c.add_argument("--seed", type=_positive_int, default=0)
-    c.add_argument("--time-limit", type=_seconds, default=None)
+    c = _command(sub, "compare", "every method of a problem on one instance, as a table")
+    c.add_argument(
+        "instance", nargs="?", help="a cbalab/instance@1 JSON file (default: generate one with --jobs, --datasets)"
+    )
+    c.add_argument("--problem", default="cost", choices=["cost", "welfare"], help="which problem's methods to run")
+    _generator_arguments(c, required=False)
+    c.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     _welfare_arguments(c)
     c.set_defaults(run=cmd_compare)
 
-    m = sub.add_parser("methods", help="list the registered methods of each problem")
+    m = _command(sub, "methods", "list the registered methods of each problem")
     m.set_defaults(run=cmd_methods)
 
-    m = sub.add_parser("simulate", help="replay a job trace under a cost policy (MODEL.md §6)")
+    m = _command(sub, "simulate", "replay a job trace under a cost policy (docs/model.md §6)")
     source = m.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or Philly")
-    source.add_argument("--generate", type=_positive_int, metavar="N", help="N jobs, Philly-calibrated generator")
+    source.add_argument(
+        "--trace",
+        help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or the Philly form (or --generate)",
+    )
+    source.add_argument(
+        "--generate", type=_positive_int, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
+    )
     m.add_argument("--policy", required=True, help="a cost method: cba, io-only, cache-all, coordl, quiver, silod, ...")
-    m.add_argument("--out", help="directory for jobs.csv, timeseries.csv, summary.json")
+    m.add_argument(
+        "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
+    )
     m.add_argument("--seed", type=_positive_int, default=0, help="seeds the generator and the dataset assignment")
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
     m.add_argument("--datasets", type=_positive_int, default=48, help="number of datasets jobs are spread over")
@@ -311,15 +414,26 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--gpus", type=_positive_int, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
-    m.add_argument("--price-gpu", type=_fraction, default=None, help="$ per GPU-hour")
-    m.add_argument("--price-cache", type=_fraction, default=None, help="$ per GB-hour of cache")
-    m.add_argument("--price-bandwidth", type=_fraction, default=None, help="$ per (GB/s)-hour of remote IO")
-    m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, MODEL.md §6)")
-    m.add_argument("--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds")
+    m.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    m.add_argument("--price-cache", type=_fraction, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    m.add_argument(
+        "--price-bandwidth", type=_fraction, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+    )
+    m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
+    m.add_argument(
+        "--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds (default: only at events)"
+    )
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
     m.set_defaults(run=cmd_simulate)
     return p
+
+
+def _price(i: int) -> str:
+    """The replay's default price i (0 gpu, 1 cache, 2 bandwidth) as the help text shows it."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+
+    return f"{DEFAULT_PRICES[i]:g}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -332,6 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InstanceError, BadInputError) as e:
         print(f"cbalab: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader left (``cbalab generate ... | head``): not an error of cbalab's
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         return _interrupted(stderr_fd)
     except Exception as e:  # an internal error: one line, exit 1; CBALAB_DEBUG=1 shows the traceback

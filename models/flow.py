@@ -37,7 +37,7 @@ by 2^s is an exact optimum of the float64 data.
 
 Tolerance argument.  The only inexactness left is that the float64 costs
 ã_k differ from the true a_k = p_c − p_b R_k/d_k by the round-off of computing
-them, |ã_k − a_k| ≤ ε_k with ε_k ≤ 4u (p_c + p_b ρ_k), u = 2^-53.  For the
+them, ``|ã_k − a_k| ≤ ε_k`` with ε_k ≤ 4u (p_c + p_b ρ_k), u = 2^-53.  For the
 flow's cache c and the true optimum c*:
 Σ a c − Σ a c* ≤ Σ ã c − Σ ã c* + Σ ε_k (c_k + c*_k) ≤ 8u (p_c C + p_b Σ_k R_k),
 a relative error of order 1e-15 of the largest cost term.  The returned cache

@@ -115,12 +115,12 @@ class Instance:
 
     @property
     def n_jobs(self) -> int:
-        """Number of jobs |J|."""
+        """Number of jobs, ``|J|``."""
         return len(self.job_ids)
 
     @property
     def n_datasets(self) -> int:
-        """Number of datasets |K|."""
+        """Number of datasets, ``|K|``."""
         return len(self.dataset_ids)
 
     @property

@@ -179,7 +179,7 @@ def option_table(
     *,
     reference: float | None = None,
 ) -> OptionTable:
-    """One job's option table: r_j(g) = throughput(g) × ``sample_gb`` and U_j(g) = ``utility``(throughput(g)).
+    """One job's option table: r_j(g) = throughput(g) × ``sample_gb`` and U_j(g) = ``utility(throughput(g))``.
 
     ``reference`` is the throughput at which the utility's x = 1 (default:
     the throughput at the smallest GPU count).  Rows come out sorted by g.

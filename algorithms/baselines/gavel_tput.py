@@ -5,7 +5,7 @@ normalised throughputs.  On P2's whole-option choices that is a
 multiple-choice knapsack: choose at most one option per job to maximise
 Σ_j speedup_j(g_j) subject to Σ_j g_j ≤ cap, with speedup the throughput
 relative to the job's smallest option (io_unaware.speedup).  It is solved
-exactly by dynamic programming over the GPUs, O(J · |O_j| · cap) time and a
+exactly by dynamic programming over the GPUs, ``O(J · |O_j| · cap)`` time and a
 J × cap table of choices.  When that table would pass :data:`DP_CELLS`
 (about 10^4 jobs on 10^4 GPUs) the policy solves Gavel's own LP instead: the
 LP relaxation of the knapsack, by the greedy over the upper concave hull of
@@ -58,7 +58,7 @@ def allocate(inst: Instance, cap: int) -> np.ndarray:
 
 
 def allocate_hull(inst: Instance, cap: int) -> np.ndarray:
-    """The LP relaxation of the knapsack by the hull greedy, rounded down: O(J |O_j| log(J |O_j|)).
+    """The LP relaxation of the knapsack by the hull greedy, rounded down: ``O(J |O_j| log(J |O_j|))``.
 
     Each job's options with (0, 0) form points (g, speedup); the steps between
     consecutive points of their upper concave hull have decreasing slopes.
