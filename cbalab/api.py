@@ -29,7 +29,6 @@ from cbalab.models.types import Problem, SolveOptions, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from pyomo.environ import ConcreteModel
 
     from cbalab.experiments.simulate import SimResult
     from cbalab.models.solve import Outcome
@@ -314,8 +313,9 @@ def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evalua
     return _referee(instance, allocation, Problem(problem))
 
 
-def build_model(instance: Instance, problem: str, relax: bool = False) -> ConcreteModel:
-    """The Pyomo model of P1 (``problem="cost"``, docs/model.md §4) or P2 (``"welfare"``, §5) for ``instance``.
+def build_model(instance: Instance, problem: str, relax: bool = False) -> Any:
+    """The Pyomo model (a ``pyomo.environ.ConcreteModel``) of P1 (``problem="cost"``, docs/model.md §4) or P2
+    (``"welfare"``, §5) for ``instance``.
 
     The same model the ``milp`` method solves (``relax=True``: the ``lp``
     method's relaxation), for reading: ``model.pprint()`` prints every
@@ -333,7 +333,7 @@ def build_model(instance: Instance, problem: str, relax: bool = False) -> Concre
     return build_welfare_model(instance, relax=relax)
 
 
-def solve_model(model: ConcreteModel, time_limit: float | None = None, **options: Any) -> Outcome:
+def solve_model(model: Any, time_limit: float | None = None, **options: Any) -> Outcome:
     """Solve a model of :func:`build_model` with HiGHS (MIP gap 0 unless ``mip_gap`` is given); loads its values.
 
     Returns the solver's ``Outcome`` (status, objective, bound, message); the
