@@ -52,6 +52,14 @@ class Method:
     kind: Kind = Kind.METHOD
     aggregable: bool = False
     takes_cache_policy: bool = False
+    online: str | None = None
+
+    def online_policy(self) -> Callable[[], Any]:
+        """The class of the entry's stateful online form (``online`` as "module:Class"): the simulator makes one
+        object per replay and calls its ``decide(instance, now_s, filled_gb)`` at every event (docs/model.md §6)."""
+        module, name = str(self.online).split(":")
+        cls: Callable[[], Any] = getattr(importlib.import_module(module), name)
+        return cls
 
     def function(self) -> MethodFunction:
         """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
@@ -72,6 +80,7 @@ def register(
     exact: bool = False,
     kind: Kind = Kind.METHOD,
     aggregable: bool = False,
+    online: str | None = None,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once."""
     key = (Problem(problem), name)
@@ -86,6 +95,7 @@ def register(
         kind=Kind(kind),
         aggregable=aggregable,
         takes_cache_policy=kind == Kind.GPU_SCHEDULER,
+        online=online,
     )
 
 
@@ -131,6 +141,14 @@ for _name, _module, _summary, _aggregable in (
         kind=Kind.CACHE_POLICY,
         aggregable=_aggregable,
     )
+register(
+    "cba-keep",
+    "cost",
+    "cbalab.algorithms.cba_keep:cba_keep",
+    "online CBA that keeps warm caches through short lulls (rent-or-buy); statically CBA",
+    aggregable=True,
+    online="cbalab.algorithms.cba_keep:CbaKeep",
+)
 register(
     "lp",
     "welfare",

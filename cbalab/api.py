@@ -153,7 +153,7 @@ def methods(problem: str | None = None) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Result:
-    """A method's answer on an instance, scored by the referee (docs/model.md §6).
+    """A method's answer on an instance, scored by the referee (docs/model.md §3 and §5).
 
     ``status`` is the method's claim, demoted to ``infeasible`` when the
     referee finds a violation; ``objective`` is the referee's total cost
@@ -309,7 +309,7 @@ def solve(
 
 
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
-    """The referee (docs/model.md §6): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
+    """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
     return _referee(instance, allocation, Problem(problem))
 
 

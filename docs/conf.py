@@ -16,6 +16,8 @@ import cbalab
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
+# autosummary's pages are generated anew on every build: stale pages of removed modules would be orphans.
+shutil.rmtree(DOCS / "api", ignore_errors=True)
 
 project = "cbalab"
 author = "the cbalab developers"

@@ -3,6 +3,7 @@
 - :mod:`.workload`: seeded instance and trace generators, the catalog (catalog.csv), trace loading, assignment.
 - :mod:`.simulate`: the trace replay of docs/model.md §6 (class ``Replay``; entry ``simulate`` and ``SimConfig``).
 - :mod:`.cli`: the ``cbalab`` command line; it owns argparse, library functions take typed arguments.
-- :mod:`.runs`: one module per measurement script (``python -m cbalab.experiments.runs.NAME``), writing
-  through runs/common.py; no script imports another.
+- :mod:`.runner`: the sweep runner behind ``cbalab experiment NAME`` (local processes or Dask, resumable).
+- :mod:`.runs`: one module per experiment (grid, run_one, figures), run by the runner.
+- :mod:`.data`: the shipped data (Philly trace, Gavel and Pollux measurements) as package data.
 """

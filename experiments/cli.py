@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cbalab.algorithms import registry as methods
+from cbalab.experiments.runner import ExperimentError, add_experiment_parser
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
 
@@ -231,8 +232,13 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py)."""
-    from cbalab.experiments.simulate import SimConfig, simulate
+    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py).
+
+    ``--problem welfare`` is the elastic replay instead (experiments/elastic.py, docs/model.md §6b).
+    """
+    if args.problem == "welfare":
+        return _simulate_welfare(args)
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate, window
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
     try:
@@ -248,6 +254,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         n_datasets=args.datasets,
         gpu_type=args.gpu_type,
     )
+    if args.window is not None:
+        workload = window(workload, *args.window)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
     cfg = SimConfig(
@@ -262,6 +270,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         progress=not args.quiet and len(workload.jobs) >= 10_000,
     )
     result = simulate(workload, cfg)
+    if args.offline_optimum:
+        result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, args.time_limit)
+        if args.no_timing:
+            del result.summary["offline_optimum"]["seconds"]
     if args.no_timing:
         del result.summary["wall_seconds"]
     if args.out:
@@ -275,8 +287,61 @@ def _percent(x: float) -> str:
     return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
 
 
+def _simulate_welfare(args: argparse.Namespace) -> int:
+    """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
+    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    if args.policy not in POLICIES:
+        raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    base = make_workload(
+        trace=args.trace,
+        n_jobs=args.generate,
+        seed=args.seed,
+        skew=args.skew,
+        n_datasets=args.datasets,
+        gpu_type=args.gpu_type,
+    )
+    workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
+    cfg = ElasticConfig(
+        policy=args.policy,
+        cache_policy=args.cache_policy,
+        gpus=args.gpus,
+        cache_gb=args.cache_gb,
+        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=args.budget_per_hour,
+        budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
+        restart_delay_s=args.restart_delay_s,
+        period_s=args.period,
+        warmup=not args.no_warmup,
+        seed=args.seed,
+        progress=not args.quiet and workload.n >= 10_000,
+    )
+    result = replay(workload, cfg)
+    if args.out:
+        result.write(args.out)
+    _emit(result.summary, None)
+    return EXIT_OK
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
+
+
+def _window(text: str) -> tuple[float, float]:
+    """``START:END`` in seconds of the trace, START < END."""
+    parts = text.split(":")
+    try:
+        start, end = (float(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be START:END in seconds, got {text!r}") from None
+    if not (math.isfinite(start) and math.isfinite(end) and start < end):
+        raise argparse.ArgumentTypeError(f"needs finite START < END, got {text!r}")
+    return start, end
 
 
 def _fraction(text: str) -> float:
@@ -394,7 +459,7 @@ def parser() -> argparse.ArgumentParser:
     m = _command(sub, "methods", "list the registered methods of each problem")
     m.set_defaults(run=cmd_methods)
 
-    m = _command(sub, "simulate", "replay a job trace under a cost policy (docs/model.md §6)")
+    m = _command(sub, "simulate", "replay a job trace: cost policies (docs/model.md §6) or elastic welfare (§6b)")
     source = m.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--trace",
@@ -403,7 +468,15 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--generate", type=_positive_int, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
     )
-    m.add_argument("--policy", required=True, help="a cost method: cba, io-only, cache-all, coordl, quiver, silod, ...")
+    m.add_argument(
+        "--problem", default="cost", choices=["cost", "welfare"], help="cost: fixed GPUs; welfare: elastic GPUs (§6b)"
+    )
+    m.add_argument(
+        "--policy",
+        required=True,
+        help="cost: cba, io-only, cache-all, coordl, quiver, silod, ...; "
+        "welfare: autocba, gavel-tput, gavel-fair, optimus (and -tuned)",
+    )
     m.add_argument(
         "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
     )
@@ -421,11 +494,52 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
     m.add_argument(
-        "--period", type=_seconds, default=None, help="also re-allocate every PERIOD seconds (default: only at events)"
+        "--cache-policy",
+        default="silod",
+        help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba)",
+    )
+    budget = m.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--budget-per-hour", type=_fraction, default=None, help="welfare: the budget in $/h (or --budget-fraction)"
+    )
+    budget.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare: budget as a fraction of the reference spend, the peak spend rate of running every job at "
+        "its trace GPU count from its submission on remote IO (default 0.5; or --budget-per-hour)",
+    )
+    m.add_argument(
+        "--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change (default: 0)"
+    )
+    m.add_argument(
+        "--utility-mix",
+        default="mixed",
+        help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1",
+    )
+    m.add_argument(
+        "--period",
+        "--period-s",
+        type=_seconds,
+        default=None,
+        help="also re-allocate every PERIOD seconds (default: only at events)",
     )
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
+    m.add_argument(
+        "--offline-optimum",
+        action="store_true",
+        help="also solve P3 over the replay's schedule: a lower bound on every online policy (docs/model.md §6)",
+    )
+    m.add_argument(
+        "--window", type=_window, default=None, metavar="START:END", help="only jobs submitted in it (s; default: all)"
+    )
+    m.add_argument(
+        "--time-limit", type=_seconds, default=None, help="time limit of the offline optimum's solve (default: none)"
+    )
     m.set_defaults(run=cmd_simulate)
+
+    add_experiment_parser(sub)
     return p
 
 
@@ -443,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         return args.run(args)
-    except (InstanceError, BadInputError) as e:
+    except (InstanceError, BadInputError, ExperimentError) as e:
         print(f"cbalab: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader left (``cbalab generate ... | head``): not an error of cbalab's

@@ -133,7 +133,7 @@ class SimResult:
 class _Policy:
     """Calls a registered cost method on the running jobs; returns (target cache c*_k, bandwidth B*_k per dataset)."""
 
-    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig) -> None:
+    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig, online: Any = None) -> None:
         method = methods.get("cost", name)
         self.name = name
         self.fn = method.function()
@@ -142,7 +142,10 @@ class _Policy:
             from cbalab.models.solve import SolveOptions
 
             self.options = SolveOptions()
-        self.aggregate = name in AGGREGABLE
+        # An online policy (docs/model.md §6) keeps a memory: one object per replay, told the time and the filled
+        # cache at every event; given explicitly (tests, offline scripts) or by the registry entry's ``online``.
+        self.online = online if online is not None else method.online_policy()() if method.online else None
+        self.aggregate = name in AGGREGABLE or self.online is not None
         k = sizes.size
         self.base = check(
             Instance(
@@ -167,9 +170,21 @@ class _Policy:
         self.ids: tuple[str, ...] = ()
 
     def __call__(
-        self, demand: np.ndarray, run: np.ndarray | None, kj: np.ndarray, g: np.ndarray, r: np.ndarray
+        self,
+        demand: np.ndarray,
+        run: np.ndarray | None,
+        kj: np.ndarray,
+        g: np.ndarray,
+        r: np.ndarray,
+        now_s: float = 0.0,
+        filled_gb: np.ndarray | None = None,
     ) -> Allocation:
-        """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k)."""
+        """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k);
+        an online policy also gets the time and the filled cache per dataset."""
+        if self.online is not None:
+            filled = np.zeros(demand.size) if filled_gb is None else filled_gb.copy()
+            decided: Allocation = self.online.decide(self.base.replace(job_io_gbps=demand), now_s, filled)
+            return decided
         if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:
@@ -202,7 +217,7 @@ class Replay:
     the model (MODEL.md §6).
     """
 
-    def __init__(self, workload: Workload, cfg: SimConfig) -> None:
+    def __init__(self, workload: Workload, cfg: SimConfig, online: Any = None) -> None:
         cfg.check()
         self.wall = time.perf_counter()
         self.workload = workload
@@ -225,7 +240,7 @@ class Replay:
             )
         self.p_g, self.p_c, self.p_b = (float(x) for x in cfg.prices)
         self.B = float(cfg.bandwidth_gbps)
-        self.policy = _Policy(cfg.policy, self.d, cfg)
+        self.policy = _Policy(cfg.policy, self.d, cfg, online)
 
         # Per-job results.
         self.start = np.full(n, np.nan)
@@ -412,7 +427,7 @@ class Replay:
         self.busy = self.cfg.gpus - self.free
         policy = self.policy
         run = None if policy.aggregate else np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-        alloc = policy(demand, run, self.kj, self.g, self.r)
+        alloc = policy(demand, run, self.kj, self.g, self.r, self.t, self.cache if self.cfg.warmup else self.target)
         if alloc.has_allocation:
             self.target = np.minimum(np.asarray(alloc.cache_gb, dtype=float), d)
             eff = np.where(demand > 0, 1.0 - np.asarray(alloc.bandwidth_gbps) / demand, 0.0)
@@ -530,9 +545,59 @@ class Replay:
         return SimResult(table, series, summary)
 
 
-def simulate(workload: Workload, cfg: SimConfig) -> SimResult:
-    """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model."""
-    return Replay(workload, cfg).run()
+def simulate(workload: Workload, cfg: SimConfig, online: Any = None) -> SimResult:
+    """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model.
+
+    ``online``, when given, replaces the policy by any object with ``decide(instance, now_s, filled_gb)``
+    (an offline schedule replayed through the simulator's accounting, say)."""
+    return Replay(workload, cfg, online).run()
+
+
+def window(workload: Workload, start_s: float, end_s: float) -> Workload:
+    """The jobs of ``workload`` submitted in [start_s, end_s), with their models, datasets and rates unchanged."""
+    if not (math.isfinite(start_s) and math.isfinite(end_s) and start_s < end_s):
+        raise InstanceError("window", (start_s, end_s), "needs finite START < END (seconds)")
+    jobs = workload.jobs
+    keep = (jobs["submit_s"] >= start_s) & (jobs["submit_s"] < end_s)
+    if not keep.any():
+        raise InstanceError("window", (start_s, end_s), "no job is submitted in it")
+    part = jobs[keep].reset_index(drop=True)
+    part.attrs.update(jobs.attrs)
+    settings = {**workload.settings, "window_s": [start_s, end_s]}
+    return Workload(part, workload.datasets, settings)
+
+
+def offline_optimum(workload: Workload, cfg: SimConfig, result: SimResult, time_limit: float | None = None) -> dict:
+    """P3 over the replay's schedule (models/milp/dynamic.py): the ``offline_optimum`` entry of summary.json.
+
+    Its ``bound`` is a lower bound on the IO cost of every online policy over this replay when no job stalls
+    (proofs/dynamic_lower_bound.md, Theorem 1); with instant caches (``warmup=False``) its warm-up rows are
+    dropped and it equals re-solved CBA's cost (Theorem 2 there).
+    """
+    from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
+
+    jobs = result.jobs
+    schedule = schedule_from_replay(
+        jobs["start_s"].to_numpy(),
+        jobs["end_s"].to_numpy(),
+        jobs["io_gbps"].to_numpy(),
+        workload.jobs["dataset_index"].to_numpy(),
+        workload.datasets["size_gb"].to_numpy(dtype=float),
+        period_s=cfg.period_s,
+        origin_s=float(workload.jobs["submit_s"].min()) if len(jobs) else None,
+    )
+    cluster = Cluster(
+        cache_gb=cfg.cache_gb,
+        bandwidth_gbps=cfg.bandwidth_gbps,
+        price_cache=float(cfg.prices[1]),
+        price_bandwidth=float(cfg.prices[2]),
+    )
+    out = solve_dynamic(schedule, cluster, warmup=cfg.warmup, time_limit=time_limit)
+    doc = out.summary()
+    doc["message"] = out.message
+    if result.summary.get("stall_hours", 0.0) > 0:
+        doc["message"] += "; jobs stalled in this replay, so the bound covers only policies that do not stall"
+    return doc
 
 
 def _progress(total: int, enabled: bool) -> Any:

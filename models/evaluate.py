@@ -103,7 +103,7 @@ def _slack(x: float | np.ndarray) -> float | np.ndarray:
 
 
 class OptionLookup(NamedTuple):
-    """Per job, what its option table says about its GPU count: found, r_j(g) in Gbps, U_j(g)."""
+    """Per job, what its option table says about its GPU count: found, r_j(g) in GB/s, U_j(g)."""
 
     found: np.ndarray
     rate_gbps: np.ndarray

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -11,6 +10,3 @@ settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True, derandomize=True)
 settings.register_profile("thorough", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("CBALAB_HYPOTHESIS_PROFILE", "dev"))
-
-#: ../shared/data beside the project, when present (tests that need it skip otherwise).
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

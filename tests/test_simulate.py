@@ -188,16 +188,6 @@ def test_cli_writes_the_three_files(tmp_path) -> None:
     assert main(["simulate", "--generate", "5", "--policy", "nope"]) == 2
 
 
-def test_replay_table_runs_every_policy_on_one_workload(tmp_path) -> None:
-    from cbalab.experiments.runs.replay_table import main as table_main
-
-    out = tmp_path / "table.csv"
-    assert table_main(["--generate", "80", "--gpus", "32", "--policies", "cba", "silod", "--out", str(out)]) == 0
-    frame = pd.read_csv(out)
-    assert frame["policy"].tolist() == ["cba", "silod"] and (frame["io_vs_cba"] >= -1e-12).all()
-    assert frame.loc[0, "io_vs_cba"] == 0.0
-
-
 def test_slots_shorter_than_the_clock_resolution_still_end() -> None:
     """At t ≈ 1.5e9 s (epoch timestamps) a 1e-7 GB cache fills in less than one ulp of t; the replay must go on."""
     w = _workload([1.5e9, 1.5e9, 1.5e9 + 7], [100.0, 100.0, 0.5], [1, 1, 1], [0, 0, 1], [1.0, 1.0, 0.2], [1e-7, 50.0])

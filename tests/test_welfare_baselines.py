@@ -194,20 +194,3 @@ def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypat
     inst = generate_welfare(40, 4, seed=9)
     monkeypatch.setattr(gavel_tput, "DP_CELLS", 0)
     assert gavel_tput.allocate(inst, 37).tolist() == gavel_tput.allocate_hull(inst, 37).tolist()
-
-
-def test_welfare_baselines_script_rows_and_table() -> None:
-    """experiments/welfare_baselines.py: one row per method and instance, every ratio against a proven optimum."""
-    from cbalab.experiments.runs import welfare_baselines
-
-    df = welfare_baselines.run(6, 2, 2, [0.2], [0.9], cache_policies=["io-only"])
-    per_instance = len(methods.names("welfare")) + len(welfare_baselines.BASELINES)
-    assert len(df) == 2 * per_instance
-    assert set(df["status"]) <= {"optimal", "feasible"}
-    assert (df.loc[df["method"] == "milp", "welfare"] == df.loc[df["method"] == "milp", "optimum"]).all()
-    exact = df[df["method"].isin(["lp", "milp"])]
-    assert (exact["bound"] >= exact["optimum"] * (1 - 1e-9)).all()
-    text = welfare_baselines.table(df)
-    assert "gavel-fair-tuned[io-only]" in text and "MILP seconds" in text
-    with pytest.raises(ValueError, match="unknown cache policy"):
-        welfare_baselines.run(2, 1, 1, [0.2], [0.9], cache_policies=["lru"])

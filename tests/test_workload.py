@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from cbalab.experiments.cli import main
+from cbalab.experiments.data import data_path, data_root
 from cbalab.experiments.workload import (
     PHILLY_GPU_SHARES,
     PHILLY_LOG_DURATION,
@@ -21,9 +22,8 @@ from cbalab.experiments.workload import (
     workload_datasets,
 )
 from cbalab.models.instance import InstanceError
-from tests.conftest import SHARED_DATA
 
-PHILLY = SHARED_DATA / "philly" / "philly_jobs.csv"
+PHILLY = data_path("philly")  # the shipped copy (data/philly/philly_jobs.csv.gz)
 
 
 def _write(tmp_path, text: str, name: str = "trace.csv"):
@@ -74,15 +74,13 @@ def test_unknown_model_dataset_or_gpu_type_is_named() -> None:
         cat.rate_gbps("resnet50", 1, gpu_type="h100")
 
 
-@pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is absent")
 def test_embedded_throughputs_match_the_measured_csvs() -> None:
-    assert check_catalog(SHARED_DATA) == []
+    assert check_catalog(data_root()) == []
 
 
 # ---------------------------------------------------------------- traces
 
 
-@pytest.mark.skipif(not PHILLY.exists(), reason="../shared/data is absent")
 def test_the_philly_trace_loads_with_its_82247_jobs() -> None:
     trace = load_trace(PHILLY)
     # The file has 82,249 lines: a header, 82,247 jobs and a trailing blank line (the docs say 82,248).

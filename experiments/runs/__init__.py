@@ -1,6 +1,7 @@
-"""One module per measurement of spec/EXPERIMENTS.md, each run as ``python -m cbalab.experiments.runs.NAME``.
+"""One module per experiment of ``cbalab experiment NAME`` (the registry is experiments/runner.py's EXPERIMENTS).
 
-Each script parses its own command line in ``main`` and calls typed functions;
-results go through :mod:`.common` (atomic tidy CSV plus a meta JSON with the
-seed and arguments).  Scripts import library code only, never each other.
+Each exposes ``NAME``, ``grid(quick, seed)``, ``run_one(params)``, ``figures(runs, outdir)`` and optionally
+``tables(runs)``; the runner evaluates the grid, writes every run atomically and assembles runs.csv, meta.json,
+the figures and the tables under ``DIR/NAME/``.  Modules import library code only, never each other's runs
+(scaling imports milp_scale's grid when it is installed).
 """

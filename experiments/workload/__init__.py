@@ -4,6 +4,7 @@
 - :mod:`.catalog`: measured throughputs of public models on public datasets (data in catalog.csv beside it).
 - :mod:`.traces`: reading the Philly trace and the generic CSV trace.
 - :mod:`.assign`: giving every job of a trace a model, a dataset and its rate r_j(g_j).
+- :mod:`.elastic`: option tables, work and utility shapes of trace jobs for the elastic replay (welfare over time).
 """
 
 from cbalab.experiments.workload.assign import Workload, assign, make_workload, workload_datasets

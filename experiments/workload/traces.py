@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import gzip
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -34,14 +36,23 @@ class TraceError(InstanceError):
         super().__init__(f"{source}: line {line}, column {column!r}", value, problem)
 
 
+def _open_text(p: Path) -> IO[str]:
+    """``p`` opened for reading as UTF-8 text, through gzip when its name ends in ``.gz``."""
+    if p.suffix == ".gz":
+        return gzip.open(p, "rt", newline="", encoding="utf-8")
+    return p.open(newline="", encoding="utf-8")
+
+
 def load_trace(path: str | Path) -> pd.DataFrame:
     """Read a job trace (generic or Philly form) into a DataFrame sorted by submit time.
 
     Columns: ``line`` (of the file), ``job_id``, ``submit_s`` (from the
     earliest submission in the Philly form, as written in the generic form),
     ``duration_s``, ``gpus``, ``model`` and ``dataset`` ("" when not pinned).
-    Blank lines are skipped (the Philly file ends with one).  Every bad value
-    raises :class:`TraceError` naming the line and the column: GPU counts
+    A path ending in ``.gz`` is read through gzip (the shipped Philly trace is
+    ``philly_jobs.csv.gz``, cbalab.experiments.data).  Blank lines are skipped
+    (the Philly file ends with one).  Every bad value raises
+    :class:`TraceError` naming the line and the column: GPU counts
     must be whole numbers in [1, MAX_COUNT] (the instance loader's cap, so no
     count wraps in int64), durations in [MIN_DURATION_S, MAX_TRACE_SECONDS],
     submit times in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS].  Negative submit times are
@@ -51,7 +62,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     source = str(path)
     try:
-        with p.open(newline="", encoding="utf-8") as f:
+        with _open_text(p) as f:
             reader = csv.reader(f)
             header = next(reader, None)
             rows: list[list[str]] = []
@@ -61,7 +72,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
         raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
     except MemoryError:
         raise InstanceError("trace", str(path), "out of memory while reading the file") from None

@@ -3,7 +3,7 @@
 A variant fixes the cache granularity (whole datasets, blocks, continuous) and
 whether bandwidth is sold in tiers; :func:`variant_instance` turns seed i into
 a generate_cost instance of that variant with swept sizes, prices, caps, block
-and tier sizes.  The integer-gap measurement (experiments/runs/integer_gaps.py)
+and tier sizes.  The integer-gap measurement (experiments/runs/optimality.py)
 and the tests of CBA's roundings both draw from here.
 """
 

@@ -1,0 +1,514 @@
+"""Online AutoCBA: incremental re-decisions of P2 (docs/model.md §5) at every event of the elastic replay (§6b).
+
+Re-running AutoCBA from scratch at each of the ~165,000 events of the Philly
+trace (hundreds of active jobs each) takes hours.  :class:`OnlineAutoCBA`
+keeps the allocation between events and repairs it:
+
+1. **Warm start.**  The jobs keep their options; a new job starts waiting.
+   The options are fed at least cost by CBA's closed form on the per-dataset
+   demands (algorithms.cba.feed on a K-job aggregate instance: the least
+   feeding cost depends on the jobs only through R_k, docs/model.md §4).
+2. **Fill.**  While money, GPUs and remote IO are left, the job move of best
+   utility per unit of marginal cost is taken, as AutoCBA's greedy does: the
+   marginal cost of moving job j from option o to o' is p_g Δg + p_b Δr (1 −
+   h_k(j)) at the current cache (an upper bound on the change of the least
+   feeding cost, since re-feeding can only lower it; proofs/feeding_cost_concave.md).
+   When G can bind as well, cost is the normalised sum Δ$/Budget + Δg/G
+   (Theorem C of proofs/autocba_guarantee.md).
+3. **Exchange.**  When the best move does not fit, it is paid for by
+   downgrading other jobs (each to its option of least utility lost per unit
+   of cost saved, in increasing order of that ratio) when the utility gained
+   exceeds the utility lost: a local move that strictly raises the welfare.
+4. **Re-feed** by CBA (the cost only drops), and repeat 2-4 while anything
+   changes (at most ``rounds`` times).
+5. **Certificate.**  The Lagrangian dual of Theorem D
+   (proofs/autocba_certificate.md) on the active set, warm-started from the
+   previous event's multipliers and refined by a few bisection steps per
+   coordinate: every evaluated point is a proven upper bound on the P2
+   optimum of the active set, so ``gap = 1 − welfare / bound`` is certified.
+6. **Full re-optimisation.**  When the certified gap exceeds ``reopt_gap``,
+   AutoCBA (algorithms.autocba) is run from scratch on the active set and its
+   answer adopted if it is better, and the certificate is recomputed with a
+   cold search.  So that a loose bound (not a poor allocation) does not
+   trigger a full run at every event, the next one waits until the gap
+   exceeds the gap left by the last one by ``reopt_gap``, or ``cooldown``
+   decisions have passed.
+
+The allocation never exceeds the budget, G, C or B and never stalls a job
+(the feeding is CBA's, within the budget by construction).  What this online
+rule can and cannot guarantee over time is in proofs/online_elastic.md.
+
+A decision takes padded option matrices with column 0 the "wait" option
+(U = 0, g = 0, r = 0) and unavailable options at U = −inf.  Nothing here
+imports Pyomo or the experiments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cbalab.algorithms.cba import feed
+from cbalab.models.instance import Instance
+
+#: Relative slack of a move on the budget, G and B (floating point only: far inside the referee's RTOL).
+_SAFE = 1e-12
+#: A move must gain at least this fraction of its job's largest utility to count, so local search terminates.
+_GAIN = 1e-9
+
+
+@dataclass
+class OnlineDecision:
+    """One re-decision: the chosen column per active job, the target cache per dataset, and its certificate.
+
+    ``cols`` index the padded option matrices (0 = wait).  ``bandwidth_gbps``
+    is the least bandwidth per job at the target cache; ``welfare`` the
+    utility rate Σ U of the chosen options (unstalled), ``bound`` a proven
+    upper bound on the P2 optimum of the active set (Theorem D), ``full``
+    whether a full AutoCBA run was made, ``moves`` the local moves taken.
+    """
+
+    cols: np.ndarray
+    cache_gb: np.ndarray
+    bandwidth_gbps: np.ndarray
+    welfare: float
+    bound: float
+    full: bool
+    moves: int
+
+    @property
+    def gap(self) -> float:
+        """Certified relative gap 1 − welfare / bound (0 when the bound is 0)."""
+        return 0.0 if self.bound <= 0 else max(0.0, 1.0 - self.welfare / self.bound)
+
+
+class OnlineAutoCBA:
+    """Incremental AutoCBA over a stream of decisions on one cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        sizes: np.ndarray,
+        cache_gb: float,
+        bandwidth_gbps: float,
+        gpus: int,
+        prices: tuple[float, float, float],
+        budget: float,
+        *,
+        reopt_gap: float = 0.01,
+        target_gap: float = 0.005,
+        cooldown: int = 5000,
+        rounds: int = 4,
+        exchanges: int = 64,
+    ) -> None:
+        self.d = np.asarray(sizes, dtype=float)
+        self.K = self.d.size
+        self.C = float(cache_gb)
+        self.B = float(bandwidth_gbps)
+        self.G = int(gpus)
+        self.p_g, self.p_c, self.p_b = (float(p) for p in prices)
+        self.budget = float(budget)
+        self.reopt_gap = reopt_gap
+        self.target_gap = target_gap
+        self.cooldown = cooldown
+        self.rounds = rounds
+        self.exchanges = exchanges
+        self.hbar = np.minimum(1.0, self.C / self.d) if self.C > 0 else np.zeros(self.K)
+        self.x = np.zeros(4)
+        self.floor = 0.0
+        self.since_full = 0
+        self.full_runs = 0
+        self.full_improved = 0
+        ids = tuple(f"d{k}" for k in range(self.K))
+        self.aggregate = Instance(
+            gpus=None,
+            cache_gb=self.C,
+            bandwidth_gbps=self.B,
+            price_gpu=self.p_g,
+            price_cache=self.p_c,
+            price_bandwidth=self.p_b,
+            dataset_ids=ids,
+            dataset_size_gb=self.d,
+            job_ids=ids,
+            job_dataset=np.arange(self.K, dtype=np.int64),
+            job_gpus=np.zeros(self.K, dtype=np.int64),
+            job_io_gbps=np.zeros(self.K),
+            option_ptr=np.zeros(self.K + 1, dtype=np.int64),
+            option_gpus=np.zeros(0, dtype=np.int64),
+            option_io_gbps=np.zeros(0),
+            option_utility=np.zeros(0),
+        )
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, R: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+        """CBA's least-cost feeding of the demands R_k: (cache, IO cost $/h, remote GB/s), None if B cannot."""
+        f = feed(self.aggregate, R)
+        if f.cache_gb is None:
+            return None
+        return f.cache_gb, f.io_cost, float(f.bandwidth_gbps.sum())
+
+    def fits_alone(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray:
+        """Options a job could run alone within G, B and the budget (the others are in no feasible answer)."""
+        d = self.d[kj][:, None]
+        h_max = self.hbar[kj][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h_min = np.where(Rm > 0, np.maximum(0.0, 1.0 - self.B / np.where(Rm > 0, Rm, 1.0)), 0.0)
+        h = np.where(self.p_c * d < self.p_b * Rm, h_max, np.minimum(h_min, h_max))
+        cost = self.p_g * Gm + self.p_c * d * h + self.p_b * Rm * (1.0 - h)
+        ok = (h_min <= h_max + 1e-12) & (Gm <= self.G) & (Rm * (1.0 - h) <= self.B * (1 + 1e-7) + 1e-7)
+        ok &= cost <= self.budget * (1 + 1e-7) + 1e-7
+        ok[:, 0] = True
+        return ok & np.isfinite(U)
+
+    # ------------------------------------------------------------------ the certificate
+    def lagrangian(
+        self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray, x: np.ndarray
+    ) -> tuple[float, np.ndarray]:
+        """L(μ, ν, λ, β) of Theorem D (proofs/autocba_certificate.md) and a subgradient; U holds −inf off A."""
+        mu, nu, lam, beta = (float(v) for v in x)
+        a = mu * self.p_g + nu
+        e = mu * self.p_b + beta
+        base = U - a * Gm
+        miss = 1.0 - self.hbar[kj]
+        v0 = base - e * Rm
+        v1 = base - (e * miss)[:, None] * Rm
+        rows = np.arange(U.shape[0])
+        i0 = v0.argmax(axis=1)
+        i1 = v1.argmax(axis=1)
+        s0 = np.bincount(kj, weights=v0[rows, i0], minlength=self.K)
+        held = self.d * self.hbar
+        s1 = np.bincount(kj, weights=v1[rows, i1], minlength=self.K) - held * (mu * self.p_c + lam)
+        h = s1 > s0
+        value = float(np.maximum(s0, s1).sum())
+        rhs = (self.budget, float(self.G), self.C, self.B)
+        for m, r in zip((mu, nu, lam, beta), rhs):
+            if m > 0:
+                value += m * r
+        hj = h[kj]
+        pick = np.where(hj, i1, i0)
+        g = float(Gm[rows, pick].sum())
+        remote = float((Rm[rows, pick] * np.where(hj, miss, 1.0)).sum())
+        cache = float(held[h].sum())
+        spend = self.p_g * g + self.p_c * cache + self.p_b * remote
+        sub = np.array([r - v for r, v in zip(rhs, (spend, g, cache, remote))])
+        return value, sub
+
+    def certify(
+        self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray, welfare: float, *, cold: bool = False
+    ) -> float:
+        """A proven upper bound on the active set's P2 optimum, searched from the last multipliers (Theorem D).
+
+        Stops as soon as the gap to ``welfare`` is within ``target_gap``;
+        ``cold`` searches longer (after a full re-optimisation).
+        """
+        if U.shape[0] == 0:
+            return 0.0
+        top = float(U.max(axis=1).sum())
+        rhs = (self.budget, float(self.G), self.C, self.B)
+        active = [t for t in range(4) if math.isfinite(rhs[t])]
+        best_x = self.x.copy()
+        best, sub = self.lagrangian(U, Gm, Rm, kj, best_x)
+
+        def good(value: float) -> bool:
+            return min(value, top) * (1.0 - self.target_gap) <= welfare
+
+        steps = 12 if cold else 5
+        for _ in range(2 if cold else 1):
+            for t in active:
+                if good(best):
+                    break
+                y = best_x.copy()
+                if not cold and y[t] == 0 and sub[t] >= 0:
+                    continue  # the relaxed answer keeps this limit: raising its multiplier cannot help here
+                scale = max(top / rhs[t] if rhs[t] > 0 else 1.0, 1e-300)
+                lo, hi = (0.0, 4.0 * max(float(y[t]), scale)) if cold or y[t] == 0 else (0.5 * y[t], 2.0 * y[t])
+                for _ in range(steps):
+                    y[t] = 0.5 * (lo + hi)
+                    value, sub = self.lagrangian(U, Gm, Rm, kj, y)
+                    if value < best:
+                        best, best_x = value, y.copy()
+                    if sub[t] >= 0:
+                        hi = y[t]
+                    else:
+                        lo = y[t]
+        self.x = best_x
+        bound = min(best, top)
+        return bound + 1e-9 * (1.0 + abs(bound))
+
+    # ------------------------------------------------------------------ the decision
+    def decide(
+        self,
+        U: np.ndarray,
+        Gm: np.ndarray,
+        Rm: np.ndarray,
+        kj: np.ndarray,
+        current: np.ndarray,
+        alone: np.ndarray | None = None,
+    ) -> OnlineDecision:
+        """Re-decide the active jobs from their ``current`` columns (module docstring, steps 1-6).
+
+        ``alone`` is :meth:`fits_alone` of these matrices when the caller has it (it depends on U only
+        through its finite entries).
+        """
+        m = U.shape[0]
+        U = np.where(self.fits_alone(U, Gm, Rm, kj) if alone is None else alone & np.isfinite(U), U, -np.inf)
+        cols = np.asarray(current, dtype=np.int64).copy()
+        rows = np.arange(m)
+        cols[~np.isfinite(U[rows, cols])] = 0
+        cache, io_cost, remote = self._feasible_start(U, Gm, Rm, kj, cols)
+        moves = 0
+        for _ in range(self.rounds):
+            made = self._local(U, Gm, Rm, kj, cols, cache, io_cost, remote)
+            moves += made
+            fed = self.feed(np.bincount(kj, weights=Rm[rows, cols], minlength=self.K))
+            if fed is None:  # cannot happen: the moves kept the fixed-cache feeding within B
+                break
+            same = np.array_equal(fed[0], cache)
+            cache, io_cost, remote = fed
+            if not made or same:  # the same cache prices every move as before: nothing more fits
+                break
+        welfare = float(U[rows, cols].sum()) if m else 0.0
+        bound = self.certify(U, Gm, Rm, kj, welfare)
+        full = False
+        if self._gap(welfare, bound) > self.reopt_gap:  # first suspect the bound: search the multipliers afresh
+            bound = min(bound, self.certify(U, Gm, Rm, kj, welfare, cold=True))
+        gap = self._gap(welfare, bound)
+        self.since_full += 1
+        if self.since_full >= self.cooldown:
+            self.floor = 0.0
+        if gap > self.reopt_gap and gap > self.floor + self.reopt_gap:
+            full = True
+            self.full_runs += 1
+            self.since_full = 0
+            alt = self._full(U, Gm, Rm, kj)
+            if alt is not None:
+                alt_welfare = float(U[rows, alt].sum())
+                if alt_welfare > welfare:
+                    fed = self.feed(np.bincount(kj, weights=Rm[rows, alt], minlength=self.K))
+                    if fed is not None and self._spend(Gm[rows, alt].sum(), fed[1]) <= self._limit():
+                        cols, welfare = alt, alt_welfare
+                        cache, io_cost, remote = fed
+                        self.full_improved += 1
+            self.floor = max(self.floor, self._gap(welfare, bound))
+        miss = 1.0 - (cache / self.d)[kj]
+        bw = Rm[rows, cols] * miss
+        return OnlineDecision(cols, cache, bw, welfare, bound, full, moves)
+
+    @staticmethod
+    def _gap(welfare: float, bound: float) -> float:
+        return 0.0 if bound <= 0 else max(0.0, 1.0 - welfare / bound)
+
+    def _limit(self) -> float:
+        return self.budget + _SAFE * max(1.0, self.budget)
+
+    def _spend(self, gpus: float, io_cost: float) -> float:
+        return self.p_g * float(gpus) + io_cost
+
+    def _feasible_start(
+        self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray, cols: np.ndarray
+    ) -> tuple[np.ndarray, float, float]:
+        """Feed the current columns; if they no longer fit (never after departures), drop the worst jobs first."""
+        rows = np.arange(U.shape[0])
+        while True:
+            fed = self.feed(np.bincount(kj, weights=Rm[rows, cols], minlength=self.K))
+            gpus = int(Gm[rows, cols].sum())
+            if fed is not None and gpus <= self.G and self._spend(gpus, fed[1]) <= self._limit():
+                return fed
+            run = np.flatnonzero(cols > 0)
+            worst = run[np.argmin(U[run, cols[run]] / np.maximum(Gm[run, cols[run]], 1))]
+            cols[worst] = 0
+
+    def _local(
+        self,
+        U: np.ndarray,
+        Gm: np.ndarray,
+        Rm: np.ndarray,
+        kj: np.ndarray,
+        cols: np.ndarray,
+        cache: np.ndarray,
+        io_cost: float,
+        remote: float,
+    ) -> int:
+        """Fill and exchange moves at the fixed cache ``cache`` (steps 2-3); returns the number of moves made."""
+        m = U.shape[0]
+        if m == 0:
+            return 0
+        rows = np.arange(m)
+        rem = Rm * (1.0 - cache / self.d)[kj][:, None]
+        gpus = int(Gm[rows, cols].sum())
+        room = self._limit() - (self.p_g * gpus + io_cost)
+        room_g = self.G - gpus
+        room_b = self.B + _SAFE * max(1.0, self.B) - remote if math.isfinite(self.B) else math.inf
+        g_binds = float(np.where(np.isfinite(U), Gm, 0).max(axis=1).sum()) > self.G
+        w_money = 1.0 / self.budget if self.budget > 0 and g_binds else 1.0
+        w_gpu = 1.0 / self.G if g_binds else 0.0
+        moves = _Moves(U, self.p_g * Gm + self.p_b * rem, Gm, rem, cols, w_money, w_gpu)
+        made = exchanges = 0
+        while True:
+            fits = (moves.dc <= room) & (moves.dg <= room_g) & (moves.db <= room_b)
+            cand = np.where(fits, moves.ratio, -np.inf)
+            j, o = divmod(int(np.argmax(cand)), cand.shape[1])
+            if cand[j, o] > -np.inf:
+                room -= moves.dc[j, o]
+                room_g -= int(moves.dg[j, o])
+                room_b -= moves.db[j, o]
+                moves.move([j], [o])
+                made += 1
+                continue
+            if exchanges >= self.exchanges:
+                return made
+            done = moves.exchange(room, room_g, room_b)
+            if done is None:
+                return made
+            room, room_g, room_b = done
+            exchanges += 1
+            made += 1
+
+    def _full(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray | None:
+        """AutoCBA from scratch (algorithms.autocba) on the active set, as columns; None if it finds nothing."""
+        from cbalab.algorithms.autocba.driver import autocba
+
+        m = U.shape[0]
+        keep = np.isfinite(U) & (U > 0)
+        keep[:, 0] = False
+        if not keep.any():
+            return np.zeros(m, dtype=np.int64)
+        counts = keep.sum(axis=1)
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        ids = tuple(f"j{i}" for i in range(m))
+        inst = Instance(
+            gpus=self.G,
+            cache_gb=self.C,
+            bandwidth_gbps=self.B,
+            price_gpu=self.p_g,
+            price_cache=self.p_c,
+            price_bandwidth=self.p_b,
+            dataset_ids=self.aggregate.dataset_ids,
+            dataset_size_gb=self.d,
+            job_ids=ids,
+            job_dataset=np.asarray(kj, dtype=np.int64),
+            job_gpus=np.full(m, -1, dtype=np.int64),
+            job_io_gbps=np.full(m, np.nan),
+            option_ptr=ptr,
+            option_gpus=Gm[keep].astype(np.int64),
+            option_io_gbps=Rm[keep].astype(float),
+            option_utility=U[keep].astype(float),
+            budget_per_hour=self.budget,
+        )
+        alloc = autocba(inst, certify=False, swaps=0)
+        if not alloc.has_allocation:
+            return None
+        g = np.asarray(alloc.gpus)
+        cols = np.zeros(m, dtype=np.int64)
+        match = (Gm == g[:, None]) & keep
+        has = match.any(axis=1) & (g > 0)
+        cols[has] = match[has].argmax(axis=1)
+        return cols
+
+
+class _Moves:
+    """Every job's move to every option at a fixed cache (Δ utility, Δ $, Δ GPUs, Δ remote), row by row.
+
+    A move changes one job's row only, so after it only that row is recomputed (the limits left are the
+    caller's).  Per row it also keeps the best upgrade (utility gained per unit of cost, ignoring the
+    limits) and the best downgrade (utility lost per unit of cost saved), which the exchange uses.
+    """
+
+    def __init__(
+        self, U: np.ndarray, cost: np.ndarray, Gm: np.ndarray, rem: np.ndarray, cols: np.ndarray, wm: float, wg: float
+    ) -> None:
+        self.U, self.cost, self.Gm, self.rem, self.cols = U, cost, Gm, rem, cols
+        self.wm, self.wg = wm, wg
+        # A move must gain more than a fixed fraction of its own job's utility scale: the same threshold at
+        # every event, so a gain left out now is not taken later (which would restart the job for nothing).
+        self.tiny = _GAIN * np.maximum(1.0, np.where(np.isfinite(U), U, 0.0).max(axis=1))
+        shape = U.shape
+        self.du, self.dc, self.db = np.empty(shape), np.empty(shape), np.empty(shape)
+        self.dg = np.empty(shape, dtype=Gm.dtype)
+        self.ratio, self.dratio = np.empty(shape), np.empty(shape)
+        m = shape[0]
+        self.up, self.up_ratio = np.zeros(m, dtype=np.int64), np.zeros(m)
+        self.down, self.down_ratio = np.zeros(m, dtype=np.int64), np.zeros(m)
+        self.refresh(np.arange(m))
+
+    def refresh(self, r: np.ndarray) -> None:
+        """Recompute the rows ``r`` from their current columns."""
+        c = self.cols[r]
+        k = np.arange(len(r))
+        U, cost, Gm, rem = self.U[r], self.cost[r], self.Gm[r], self.rem[r]
+        du = U - U[k, c][:, None]
+        dc = cost - cost[k, c][:, None]
+        dg = Gm - Gm[k, c][:, None]
+        db = rem - rem[k, c][:, None]
+        weight = self.wm * dc + self.wg * dg
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.where(weight > 0, du / weight, np.inf)
+            ratio = np.where(du > self.tiny[r][:, None], ratio, -np.inf)
+            save = -weight
+            down = ((dc < 0) | (dg < 0)) & np.isfinite(U) & (save > 0)
+            dratio = np.where(down, np.maximum(-du, 0.0) / save, np.inf)
+        self.du[r], self.dc[r], self.dg[r], self.db[r] = du, dc, dg, db
+        self.ratio[r], self.dratio[r] = ratio, dratio
+        up = ratio.argmax(axis=1)
+        dn = dratio.argmin(axis=1)
+        self.up[r], self.up_ratio[r] = up, ratio[k, up]
+        self.down[r], self.down_ratio[r] = dn, dratio[k, dn]
+
+    def move(self, jobs: list[int] | np.ndarray, options: list[int] | np.ndarray) -> None:
+        """Set the jobs' columns and refresh their rows."""
+        self.cols[jobs] = options
+        self.refresh(np.asarray(jobs, dtype=np.int64))
+
+    def exchange(self, room: float, room_g: int, room_b: float) -> tuple[float, int, float] | None:
+        """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains.
+
+        Downgrades are taken in increasing utility lost per unit of cost saved until they free what the
+        upgrade lacks in money, GPUs and remote IO; the exchange is made only if the utility gained exceeds
+        the utility lost.  Returns the limits left, or None when no exchange among the best four gains.
+        """
+        dval = self.down_ratio
+        order = np.argsort(dval, kind="stable")
+        order = order[np.isfinite(dval[order])]
+        if order.size == 0:
+            return None
+        rows = np.arange(self.U.shape[0])
+        up = self.up
+        gain = self.du[rows, up]
+        need_w = self.wm * np.maximum(self.dc[rows, up] - room, 0.0) + self.wg * np.maximum(
+            self.dg[rows, up] - room_g, 0
+        )
+        # Every exchange loses at least the least downgrade ratio per unit of cost it must free.
+        hopeful = (self.up_ratio > -np.inf) & (float(dval[order[0]]) * need_w < gain)
+        if not hopeful.any():
+            return None
+        best_up = np.where(hopeful, self.up_ratio, -np.inf)
+        dn = self.down
+        for j in np.argsort(-best_up, kind="stable")[:4]:
+            if not best_up[j] > -np.inf:
+                break
+            o = int(up[j])
+            need_c = self.dc[j, o] - room
+            need_g = int(self.dg[j, o]) - room_g
+            need_b = self.db[j, o] - room_b
+            others = order[order != j]
+            oc = dn[others]
+            cum_c = np.cumsum(-self.dc[others, oc])
+            cum_g = np.cumsum(-self.dg[others, oc])
+            cum_b = np.cumsum(-self.db[others, oc])
+            ok = (cum_c >= need_c) & (cum_g >= need_g) & (cum_b >= need_b)
+            if not ok.any():
+                continue
+            p = int(np.argmax(ok))
+            lost = float(-self.du[others[: p + 1], oc[: p + 1]].sum())
+            if not lost < gain[j] * (1.0 - 1e-9):
+                continue
+            freed = (float(cum_c[p]), int(cum_g[p]), float(cum_b[p]))
+            left = (
+                room + freed[0] - float(self.dc[j, o]),
+                room_g + freed[1] - int(self.dg[j, o]),
+                room_b + freed[2] - float(self.db[j, o]),
+            )
+            self.move(np.append(others[: p + 1], j), np.append(oc[: p + 1], o))
+            return left
+        return None

@@ -1,0 +1,738 @@
+"""The elastic replay: welfare over time with jobs arriving and leaving (docs/model.md §6b).
+
+Jobs of an :class:`experiments.workload.elastic.ElasticWorkload` arrive at
+their submit times, and at every scheduling event — an arrival, a departure,
+and every ``period_s`` when set — the policy re-decides every active job's
+option (0 = wait), the cache of every dataset and the bandwidth, under the
+cluster's G, C, B and the budget (a spend rate, $/h, that holds at every
+instant).  Policies (``--policy``):
+
+* ``autocba``: incremental AutoCBA (algorithms.autocba.online), with a
+  certified gap per re-decision;
+* ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned`` forms:
+  the IO-unaware GPU schedulers of docs/model.md §7
+  (algorithms.baselines.io_unaware), re-run from scratch on the active jobs at
+  every event, each fed by a cache policy (``cache_policy``, default
+  ``silod``) and the money left for bandwidth.
+
+**Between events** everything is constant, and integrated exactly:
+
+* a job at g GPUs that is not restarting trains at throughput(g) × its stall
+  factor (samples/s) and earns U_j(g) × its stall factor per hour (§5);
+  waiting (g = 0) or restarting, it earns nothing and makes no progress;
+* the spend rate is p_g Σ g (every allocated GPU, restarting or not) +
+  p_c Σ c*_k (the cache capacity allocated, whether filled yet or not) +
+  p_b Σ b_j;
+* a job leaves when its work W_j is done.
+
+**Cache warm-up** (§6): dataset k's cache holds c_k ≤ c*_k and grows only by
+the bytes read remotely for k; each slot uses the cache at its start, and a
+cache reaching its target ends the slot.  A lowered target evicts at once.
+A policy's effective hit ratio η_k at its target (CoorDL's private slices hit
+less than c*_k/d_k) warms in proportion to the fill, as in
+experiments/simulate.py.  Jobs need r_j(g)(1 − η_k c_k/c*_k) of remote IO;
+the money left after GPUs and cache, and B, buy it; when short, every reading
+job gets the same fraction and stalls by it (§5).  So **the spend never
+exceeds the budget**, whatever the policy and the warm-up state.
+
+A policy that holds GPUs it cannot feed at all (no money or B left for
+their remote IO, which also keeps their caches from ever warming) while no
+arrival or departure is left to change anything, or feeds them so little
+(an IO share below 10⁻⁶, or a replay still running a million horizons
+on) that their progress falls below the clock's resolution, is *stuck*: the replay ends
+there and reports ``unfinished_jobs`` and ``stuck_at_s`` (JCT statistics are
+over the finished jobs; an unfinished deadline job missed its deadline).  The
+naive IO-unaware schedulers can do this: they spend the whole budget on GPUs.
+
+**Restarts**: a job that has run before and whose GPU count changes (a
+rescale, or resuming after waiting) pays ``restart_delay_s`` holding its new
+GPUs without training; the first start is free.  AutoCBA decides on
+restart-aware utilities: an option that would restart a job is valued at
+U(g) · T_g / (T_g + delay), its rate averaged over the job's remaining run
+T_g = remaining work / throughput(g) plus the pause (its certificate is for
+that per-event problem; the replay scores the true utilities).  The GPU
+schedulers re-decide restart-unaware, as their rules state.
+
+**Welfare** is reported as the integral over the fixed horizon
+(experiments.workload.elastic.reference_horizon: first submission to the end
+of the reference schedule, the same for every policy), its time average, and
+the integral over the whole replay, beside JCTs and deadline satisfaction
+(§6b explains why all are needed).
+
+Every re-decision's static allocation (options, target cache, least
+bandwidth at that cache, scaled to the money left) is scored by the referee
+(models.evaluate, ``referee=True``), which must find it within G, C, B and
+the budget; its welfare rate against the policy's certificate gives
+``certified_gap``, and the rate actually realised at that instant (stalled by
+warm-up, paused by restarts) gives ``realised_gap``.
+
+Outputs (spec/INTERFACE.md, "The elastic replay"): jobs.csv, timeseries.csv
+and summary.json (``problem: "welfare"``), written atomically, summary last
+with the sha256 of each file.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cbalab.algorithms import registry
+from cbalab.algorithms.autocba.online import OnlineAutoCBA
+from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
+from cbalab.experiments.workload import DEFAULT_PRICES
+from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
+from cbalab.models.evaluate import RTOL, Allocation, evaluate
+from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
+from cbalab.models.instance import Instance, InstanceError
+
+SCHEMA = "cbalab/simulation@1"
+
+#: GPU schedulers by policy name (their ``allocate(inst, cap)``), docs/model.md §7.
+SCHEDULERS = {"gavel-tput": gavel_tput.allocate, "gavel-fair": gavel_fair.allocate, "optimus": optimus.allocate}
+#: Every policy ``--policy`` accepts.
+POLICIES = ("autocba", *SCHEDULERS, *(f"{s}-tuned" for s in SCHEDULERS))
+
+#: Relative tolerance for "this job's work is done" and "this cache is warm".
+_TOL = 1e-9
+_DEADLINE = ELASTIC_SHAPES.index("deadline")
+
+
+@dataclass(frozen=True)
+class ElasticConfig:
+    """The cluster, the budget and the policy of one elastic replay.
+
+    ``budget_per_hour`` wins over ``budget_fraction``, which is a fraction of
+    the reference spend (experiments.workload.elastic.reference_spend: the
+    peak spend rate of running every job at its reference option from its
+    submission on remote IO).  ``reopt_gap`` is online AutoCBA's trigger for
+    a full re-optimisation; ``referee`` scores every re-decision with
+    models.evaluate.
+    """
+
+    policy: str = "autocba"
+    cache_policy: str = "silod"
+    gpus: int = 768
+    cache_gb: float = 500.0
+    bandwidth_gbps: float = math.inf
+    prices: tuple[float, float, float] = DEFAULT_PRICES
+    budget_per_hour: float | None = None
+    budget_fraction: float = 0.5
+    restart_delay_s: float = 0.0
+    period_s: float | None = None
+    warmup: bool = True
+    referee: bool = True
+    reopt_gap: float = 0.01
+    seed: int = 0
+    progress: bool = False
+
+    def check(self) -> None:
+        """InstanceError naming the setting when a value is out of range."""
+        if self.policy not in POLICIES:
+            raise InstanceError("policy", self.policy, f"must be one of {', '.join(POLICIES)}")
+        if self.cache_policy not in registry.cache_policies():
+            raise InstanceError("cache_policy", self.cache_policy, f"must be one of {registry.cache_policies()}")
+        if self.gpus < 1:
+            raise InstanceError("gpus", self.gpus, "must be >= 1")
+        for name, value in (
+            ("cache_gb", self.cache_gb),
+            ("budget_fraction", self.budget_fraction),
+            ("restart_delay_s", self.restart_delay_s),
+            ("reopt_gap", self.reopt_gap),
+            *zip(("price_gpu", "price_cache", "price_bandwidth"), self.prices),
+        ):
+            if not (math.isfinite(value) and value >= 0):
+                raise InstanceError(name, value, "must be finite and >= 0")
+        if self.budget_per_hour is not None and not (self.budget_per_hour >= 0):
+            raise InstanceError("budget_per_hour", self.budget_per_hour, "must be >= 0")
+        if not (self.bandwidth_gbps >= 0):
+            raise InstanceError("bandwidth_gbps", self.bandwidth_gbps, "must be >= 0")
+        if self.period_s is not None and not (math.isfinite(self.period_s) and self.period_s > 0):
+            raise InstanceError("period_s", self.period_s, "must be finite and > 0")
+
+
+@dataclass
+class ElasticResult:
+    """A replay's per-job table, per-event time series and summary (spec/INTERFACE.md, "The elastic replay")."""
+
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write jobs.csv, timeseries.csv, then summary.json with their sha256, each atomically."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
+            atomic_write_csv(out / name, frame)
+            files[name] = {"sha256": sha256_file(out / name)}
+        self.summary["files"] = files
+        atomic_write_json(out / "summary.json", _finite(self.summary))
+        return out
+
+
+def _finite(doc: Any) -> Any:
+    """JSON-safe: NaN and infinities become None (strict JSON refuses them)."""
+    if isinstance(doc, dict):
+        return {k: _finite(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [_finite(v) for v in doc]
+    if isinstance(doc, (float, np.floating)):
+        return float(doc) if math.isfinite(doc) else None
+    if isinstance(doc, np.integer):
+        return int(doc)
+    return doc
+
+
+class ElasticReplay:
+    """One replay; :meth:`run` loops next_event → integrate → depart → admit → reallocate → feed → record."""
+
+    def __init__(self, workload: ElasticWorkload, cfg: ElasticConfig) -> None:
+        cfg.check()
+        self.w = workload
+        self.cfg = cfg
+        self.p_g, self.p_c, self.p_b = (float(p) for p in cfg.prices)
+        self.reference = reference_spend(workload, cfg.prices)
+        self.budget = float(
+            cfg.budget_per_hour if cfg.budget_per_hour is not None else cfg.budget_fraction * self.reference
+        )
+        self.G = int(cfg.gpus)
+        self.B = float(cfg.bandwidth_gbps)
+        self.d = workload.datasets["size_gb"].to_numpy(dtype=float)
+        self.K = self.d.size
+        jobs = workload.jobs
+        self.n = n = workload.n
+        self.submit = jobs["submit_s"].to_numpy(dtype=float)
+        self.order = np.argsort(self.submit, kind="stable")
+        self.kj = jobs["dataset_index"].to_numpy(dtype=np.int64)
+        self.horizon = reference_horizon(workload)
+        self.job_ids = jobs["job_id"].to_numpy(dtype=object)
+        self.dataset_ids = tuple(workload.datasets["dataset"])
+        self.t0 = float(self.submit.min()) if n else 0.0
+        self._check_fits()
+        # per-job state (global positions); col indexes [wait, option 0, option 1, ...]
+        self.rem = workload.work.astype(float).copy()
+        self.col = np.zeros(n, dtype=np.int64)
+        self.g = np.zeros(n, dtype=np.int64)
+        self.ran = np.zeros(n, dtype=bool)
+        self.pause_until = np.full(n, -math.inf)
+        self.start = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.wait_s = np.zeros(n)
+        self.gpu_s = np.zeros(n)
+        self.welfare_j = np.zeros(n)
+        self.restarts = np.zeros(n, dtype=np.int64)
+        self.speed = np.zeros(n)
+        self.urate = np.zeros(n)
+        self.bw = np.zeros(n)
+        # per-dataset state
+        self.target = np.zeros(self.K)
+        self.eta = np.zeros(self.K)
+        self.cache = np.zeros(self.K)
+        self.grow = np.zeros(self.K)
+        self.active: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.t = self.t0
+        self.nxt = 0
+        self.done = 0
+        self.tick = self.t0 + cfg.period_s if cfg.period_s else math.inf
+        self.spend_rate = self.gpus_busy = 0.0
+        self.io_factor = 1.0
+        self.totals = {"welfare": 0.0, "welfare_horizon": 0.0, "spend": 0.0, "gpu_hours": 0.0}
+        self.rows: list[tuple] = []
+        self.pending: dict[str, float] = {}
+        self.referee_checks = 0
+        self.spend_max = 0.0
+        self.decisions = 0
+        self.full_runs = 0
+        self.stuck_at = math.nan
+        self.online = (
+            OnlineAutoCBA(self.d, cfg.cache_gb, self.B, self.G, cfg.prices, self.budget, reopt_gap=cfg.reopt_gap)
+            if cfg.policy == "autocba"
+            else None
+        )
+        if self.online is not None and self.n:
+            U, Gm, Rm = self._matrices(np.arange(self.n))
+            self.alone = self.online.fits_alone(np.where(np.isfinite(U), 0.0, U), Gm, Rm, self.kj)
+
+    def _check_fits(self) -> None:
+        """Every job must be able to run alone at its smallest option, or no policy could ever finish it.
+
+        Alone, its cheapest feeding caches h̄ = min(1, C/d_k) of its dataset or none (docs/model.md §5).
+        """
+        w = self.w
+        if self.n == 0:
+            return
+        rows = np.arange(self.n)
+        small = np.where(w.valid, w.gpus, np.iinfo(np.int64).max).argmin(axis=1)
+        g = w.gpus[rows, small]
+        r = w.rate[rows, small]
+        d = self.d[self.kj]
+        hbar = np.minimum(1.0, self.cfg.cache_gb / d)
+        io = np.minimum(self.p_b * r, self.p_c * d * hbar + self.p_b * r * (1.0 - hbar))
+        remote = r * (1.0 - hbar)
+        for what, bad, limit in (
+            ("gpus", g > self.G, float(self.G)),
+            ("budget_per_hour", self.p_g * g + io > self.budget * (1 + 1e-9), self.budget),
+            ("bandwidth_gbps", remote > self.B * (1 + 1e-9), self.B),
+        ):
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise InstanceError(
+                    f"jobs[{w.jobs['job_id'].iloc[j]}]",
+                    int(g[j]),
+                    f"its smallest option alone exceeds {what} = {limit:.6g}",
+                )
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> ElasticResult:
+        """Replay every job to completion; see the module docstring for the model."""
+        wall = time.perf_counter()
+        bar = _progress(self.n, self.cfg.progress)
+        idle = 0
+        while self.done < self.n:
+            t_next = self.next_event()
+            if not math.isfinite(t_next):
+                held = self.active[self.g[self.active] > 0]
+                if held.size:  # GPUs held with no money or B left to feed them, and nothing will change
+                    self.stuck_at = self.t
+                    break
+                raise RuntimeError(
+                    f"{self.cfg.policy}: no job can progress at t = {self.t:.6g} s ({self.active.size} jobs wait "
+                    "and nothing is running): the policy leaves them waiting"
+                )
+            self.integrate(t_next - self.t)
+            idle = idle + 1 if t_next == self.t else 0
+            self.t = t_next
+            changed = self.depart()
+            changed |= self.admit()
+            if self.cfg.period_s is not None and self.t >= self.tick:
+                self.tick = self.t + self.cfg.period_s
+                changed = True
+            if changed:
+                self.reallocate()
+            elif idle > self.K + 3 * self.active.size + 2:
+                starved = self.io_factor < 1e-6 or self.t > self.t0 + 1e6 * max(self.horizon, 1.0)
+                if starved and (self.g[self.active] > 0).any():
+                    self.stuck_at = self.t  # starved: GPUs held at a vanishing IO share, progress below the clock
+                    break
+                raise RuntimeError(f"the replay makes no progress at t = {self.t!r} s (a zero-length slot repeats)")
+            self.feed_slot()
+            self.record(changed)
+            if bar is not None and self.done - bar.n >= 500:
+                bar.update(self.done - bar.n)
+        if bar is not None:
+            bar.update(self.done - bar.n)
+            bar.close()
+        return self.result(time.perf_counter() - wall)
+
+    def next_event(self) -> float:
+        """The earliest of: an arrival, a departure, a restart ending, a cache reaching its target, a tick."""
+        t = self.t
+        nxt = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
+        a = self.active
+        if a.size:
+            sp = self.speed[a]
+            moving = sp > 0
+            if moving.any():
+                nxt = min(nxt, t + float((self.rem[a][moving] / sp[moving]).min()))
+            pu = self.pause_until[a]
+            later = pu > t
+            if later.any():
+                nxt = min(nxt, float(pu[later].min()))
+        growing = self.grow > 0
+        if growing.any():
+            nxt = min(nxt, t + float(((self.target - self.cache)[growing] / self.grow[growing]).min()))
+        return min(nxt, self.tick)
+
+    def integrate(self, dt: float) -> None:
+        """Advance the slot [t, t + dt) at its constant rates: work, welfare, spend, GPU time, cache fill."""
+        if dt <= 0:
+            return
+        a = self.active
+        h = dt / 3600.0
+        ur = self.urate[a]
+        self.welfare_j[a] += ur * h
+        total = float(ur.sum())
+        self.totals["welfare"] += total * h
+        inside = min(self.t + dt, self.t0 + self.horizon) - self.t
+        if inside > 0:
+            self.totals["welfare_horizon"] += total * inside / 3600.0
+        self.totals["spend"] += self.spend_rate * h
+        self.totals["gpu_hours"] += self.gpus_busy * h
+        ga = self.g[a]
+        self.gpu_s[a] += ga * dt
+        self.wait_s[a] += np.where(ga == 0, dt, 0.0)
+        self.rem[a] = self.rem[a] - self.speed[a] * dt
+        if self.cfg.warmup:
+            self.cache = np.minimum(self.target, self.cache + self.grow * dt)
+
+    def depart(self) -> bool:
+        """Jobs whose work is done leave (their GPUs, money and IO are freed); True if any did."""
+        a = self.active
+        if not a.size:
+            return False
+        tick = 4.0 * math.ulp(max(1.0, abs(self.t)))
+        limit = np.maximum(_TOL * self.w.work[a], self.speed[a] * tick)
+        gone = (self.rem[a] <= limit) & (self.speed[a] > 0)
+        if not gone.any():
+            return False
+        out = a[gone]
+        self.finish[out] = self.t
+        self.rem[out] = 0.0
+        self.g[out] = 0
+        self.col[out] = 0
+        self.speed[out] = 0.0
+        self.urate[out] = 0.0
+        self.bw[out] = 0.0
+        self.done += out.size
+        self.active = a[~gone]
+        return True
+
+    def admit(self) -> bool:
+        """Jobs submitted by now join the active set, waiting; True if any did."""
+        first = self.nxt
+        while self.nxt < self.n and self.submit[self.order[self.nxt]] <= self.t:
+            self.nxt += 1
+        if self.nxt == first:
+            return False
+        self.active = np.concatenate([self.active, self.order[first : self.nxt]])
+        return True
+
+    # ------------------------------------------------------------------ decisions
+    def _matrices(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Padded option matrices of the active jobs with column 0 = wait: utility now, GPUs, rates."""
+        w = self.w
+        delay = self.cfg.restart_delay_s
+        u = w.utility(a, self.t, self.rem[a], self.g[a], self.ran[a], delay)
+        if self.online is not None and delay > 0:
+            # Restart-aware AutoCBA: an option that restarts the job is worth its utility averaged over the
+            # job's remaining life with the pause, U(g) · T_g / (T_g + delay), T_g = remaining work / τ(g).
+            pays = (w.gpus[a] != self.g[a][:, None]) & self.ran[a][:, None]
+            life = self.rem[a][:, None] / w.tput[a]
+            u = np.where(pays, u * life / (life + delay), u)
+        m = a.size
+        zero = np.zeros((m, 1))
+        U = np.hstack([zero, u])
+        Gm = np.hstack([zero.astype(np.int64), np.where(w.valid[a], w.gpus[a], 0)])
+        Rm = np.hstack([zero, np.where(w.valid[a], w.rate[a], 0.0)])
+        return U, Gm, Rm
+
+    def _instance(self, a: np.ndarray, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray) -> tuple[Instance, np.ndarray]:
+        """The P2 instance of the active jobs now (options with U > 0), and its option mask over the matrices."""
+        keep = np.isfinite(U) & (U > 0)
+        keep[:, 0] = False
+        ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
+        m = a.size
+        inst = Instance(
+            gpus=self.G,
+            cache_gb=float(self.cfg.cache_gb),
+            bandwidth_gbps=self.B,
+            price_gpu=self.p_g,
+            price_cache=self.p_c,
+            price_bandwidth=self.p_b,
+            dataset_ids=self.dataset_ids,
+            dataset_size_gb=self.d,
+            job_ids=tuple(self.job_ids[a]),
+            job_dataset=self.kj[a],
+            job_gpus=np.full(m, -1, dtype=np.int64),
+            job_io_gbps=np.full(m, np.nan),
+            option_ptr=ptr,
+            option_gpus=Gm[keep].astype(np.int64),
+            option_io_gbps=Rm[keep],
+            option_utility=U[keep],
+            budget_per_hour=self.budget,
+        )
+        return inst, keep
+
+    def reallocate(self) -> None:
+        """The policy re-decides every active job's option, the target caches and the bandwidth (a re-decision)."""
+        a = self.active
+        m = a.size
+        self.decisions += 1
+        rows = np.arange(m)
+        if m == 0:
+            self.target = np.zeros(self.K)
+            self.eta = np.zeros(self.K)
+            self.cache = np.zeros(self.K)
+            self.pending = {"certified_gap": 0.0, "bound": 0.0, "static_welfare": 0.0, "full": 0}
+            return
+        U, Gm, Rm = self._matrices(a)
+        kj = self.kj[a]
+        inst = keep = None
+        bound = math.nan
+        full = 0
+        if self.online is not None:
+            dec = self.online.decide(U, Gm, Rm, kj, self.col[a], self.alone[a])
+            cols, target, bw = dec.cols, dec.cache_gb, dec.bandwidth_gbps
+            bound, full = dec.bound, int(dec.full)
+            eta = np.minimum(target, self.d) / self.d
+        else:
+            inst, keep = self._instance(a, U, Gm, Rm)
+            base = self.cfg.policy.removesuffix("-tuned")
+            run = io_unaware.tuned if self.cfg.policy.endswith("-tuned") else io_unaware.naive
+            alloc = run(inst, SCHEDULERS[base], self.cfg.cache_policy)
+            g = np.asarray(alloc.gpus)
+            match = (Gm == g[:, None]) & keep
+            cols = np.where(g > 0, match.argmax(axis=1), 0)
+            target = np.asarray(alloc.cache_gb, dtype=float)
+            bw = np.asarray(alloc.bandwidth_gbps, dtype=float)
+            factor = float(alloc.extra.get("io_factor", 1.0))
+            R = np.bincount(kj, weights=Rm[rows, cols], minlength=self.K)
+            wanted = np.bincount(kj, weights=bw / factor, minlength=self.K) if factor > 0 else None
+            hit = np.minimum(target, self.d) / self.d
+            with np.errstate(divide="ignore", invalid="ignore"):
+                eta = hit if wanted is None else np.where(R > 0, np.clip(1.0 - wanted / R, 0.0, hit), hit)
+        static = math.nan
+        if self.cfg.referee:
+            if inst is None:
+                inst, keep = self._instance(a, U, Gm, Rm)
+            ev = evaluate(inst, Allocation(Gm[rows, cols], target, bw), "welfare")
+            if not ev.feasible:
+                raise RuntimeError(
+                    f"{self.cfg.policy} at t = {self.t:.6g} s: the referee rejects the allocation: "
+                    + "; ".join(ev.violations)
+                )
+            static = float(ev.welfare)
+            self.referee_checks += 1
+        else:
+            static = float(U[rows, cols].sum())
+        self._apply(a, cols, Gm[rows, cols])
+        self.target = np.minimum(target, self.d)
+        self.eta = eta
+        self.cache = np.minimum(self.cache, self.target) if self.cfg.warmup else self.target.copy()
+        self.full_runs += full
+        gap = max(0.0, 1.0 - static / bound) if bound > 0 else (0.0 if bound == 0 else math.nan)
+        self.pending = {"certified_gap": gap, "bound": bound, "static_welfare": static, "full": full}
+
+    def _apply(self, a: np.ndarray, cols: np.ndarray, g: np.ndarray) -> None:
+        """Adopt the new options: first starts, restarts (a job that has run and changes its count) and pauses."""
+        old = self.g[a]
+        change = g != old
+        restart = change & (g > 0) & self.ran[a]
+        if restart.any():
+            r = a[restart]
+            self.restarts[r] += 1
+            if self.cfg.restart_delay_s > 0:
+                self.pause_until[r] = self.t + self.cfg.restart_delay_s
+        stop = a[change & (g == 0)]
+        self.pause_until[stop] = -math.inf
+        first = a[(g > 0) & ~self.ran[a]]
+        self.start[first] = self.t
+        self.ran[first] = True
+        self.col[a] = cols
+        self.g[a] = g
+
+    def feed_slot(self) -> None:
+        """The slot's feeding at the cache it starts with: bandwidth, stalls, speeds, utility rates, spend rate."""
+        a = self.active
+        w = self.w
+        t = self.t
+        cols = self.col[a]
+        g = self.g[a]
+        train = (g > 0) & (self.pause_until[a] <= t)
+        opt = np.maximum(cols - 1, 0)
+        r = np.where(train, w.rate[a, opt], 0.0)
+        kj = self.kj[a]
+        if self.cfg.warmup:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                filled = np.where(self.target > 0, self.cache / self.target, 0.0)
+            hit = self.eta * filled
+        else:
+            hit = self.eta
+        need = r * (1.0 - hit[kj])
+        total = float(need.sum())
+        gpus = int(g.sum())
+        money = self.budget - self.p_g * gpus - self.p_c * float(self.target.sum())
+        factor = 1.0
+        if total > 0:
+            slack = 0.25 * RTOL * max(1.0, self.budget)
+            if self.p_b > 0 and self.p_b * total > money + slack:
+                factor = max(money, 0.0) / (self.p_b * total)
+            if total > self.B:
+                factor = min(factor, self.B / total)
+        self.io_factor = factor
+        bw = need * factor
+        self.bw[a] = bw
+        stall = np.where(need > 0, factor, 1.0)
+        tput = w.tput[a, opt]
+        speed = np.where(train, tput * stall, 0.0)
+        self.speed[a] = speed
+        u = np.where(g > 0, w.base[a, opt], 0.0)
+        dl = (w.shape[a] == _DEADLINE) & (g > 0)
+        if dl.any():
+            pause = np.maximum(self.pause_until[a][dl] - t, 0.0)
+            with np.errstate(divide="ignore"):
+                eta_finish = t + pause + self.rem[a][dl] / np.where(speed[dl] > 0, speed[dl], tput[dl] * stall[dl])
+            value = w.value[a][dl]
+            u[dl] = np.where(
+                eta_finish <= w.deadline_s[a][dl], value, w.mix.late_value * value * w.base[a[dl], opt[dl]]
+            )
+        self.urate[a] = np.where(train, u * stall, 0.0)
+        self.grow = np.bincount(kj, weights=bw, minlength=self.K) if self.cfg.warmup else np.zeros(self.K)
+        if self.cfg.warmup:
+            self.grow = np.where(self.cache < self.target * (1.0 - _TOL), self.grow, 0.0)
+            self.cache = np.where(
+                self.target - self.cache <= _TOL * np.maximum(1.0, self.target), self.target, self.cache
+            )
+        self.gpus_busy = float(gpus)
+        self.spend_rate = self.p_g * gpus + self.p_c * float(self.target.sum()) + self.p_b * float(bw.sum())
+        self.spend_max = max(self.spend_max, self.spend_rate)
+        if gpus > self.G:
+            raise RuntimeError(f"{self.cfg.policy} at t = {self.t:.6g} s: {gpus} GPUs busy > G = {self.G}")
+        if self.spend_rate > self.budget + RTOL * max(1.0, self.budget):
+            raise RuntimeError(
+                f"{self.cfg.policy} at t = {self.t:.6g} s: spend {self.spend_rate:.9g} $/h > budget {self.budget:.9g}"
+            )
+
+    def record(self, decision: bool) -> None:
+        """One time-series row: the slot starting now."""
+        a = self.active
+        running = int((self.g[a] > 0).sum())
+        rate = float(self.urate[a].sum())
+        p = self.pending if decision else {}
+        bound = p.get("bound", math.nan)
+        realised = max(0.0, 1.0 - rate / bound) if decision and bound > 0 else (0.0 if bound == 0 else math.nan)
+        self.rows.append(
+            (
+                self.t,
+                a.size,
+                running,
+                a.size - running,
+                self.gpus_busy,
+                self.spend_rate,
+                rate,
+                float(self.target.sum()),
+                float(self.cache.sum()),
+                float(self.bw[a].sum()),
+                self.io_factor,
+                int(decision),
+                p.get("certified_gap", math.nan),
+                realised,
+                bound,
+                p.get("static_welfare", math.nan),
+                p.get("full", 0),
+            )
+        )
+
+    # ------------------------------------------------------------------ outputs
+    def result(self, wall: float) -> ElasticResult:
+        """jobs.csv, timeseries.csv and summary.json contents (spec/INTERFACE.md, "The elastic replay")."""
+        w = self.w
+        series = pd.DataFrame(
+            self.rows,
+            columns=[
+                "time_s",
+                "active_jobs",
+                "running_jobs",
+                "waiting_jobs",
+                "gpus_busy",
+                "spend_per_hour",
+                "welfare_rate",
+                "cache_gb",
+                "cache_filled_gb",
+                "bandwidth_gbps",
+                "io_factor",
+                "decision",
+                "certified_gap",
+                "realised_gap",
+                "bound",
+                "static_welfare_rate",
+                "full_reopt",
+            ],
+        )
+        jct = self.finish - self.submit
+        done = np.isfinite(jct)
+        jct_done = jct[done]
+        deadline = w.deadline_s
+        has_deadline = np.isfinite(deadline)
+        met = np.where(has_deadline, self.finish <= deadline, False)
+        jobs = pd.DataFrame(
+            {
+                "job_id": w.jobs["job_id"].to_numpy(),
+                "model": w.jobs["model"].to_numpy(),
+                "dataset": w.jobs["dataset"].to_numpy(),
+                "shape": w.jobs["shape"].to_numpy(),
+                "ref_gpus": w.jobs["gpus"].to_numpy(),
+                "options": w.jobs["options"].to_numpy(),
+                "duration_s": w.jobs["duration_s"].to_numpy(),
+                "submit_s": self.submit,
+                "start_s": self.start,
+                "finish_time_s": self.finish,
+                "jct_s": jct,
+                "queue_s": self.wait_s,
+                "gpu_hours": self.gpu_s / 3600.0,
+                "welfare": self.welfare_j,
+                "deadline_s": deadline,
+                "deadline_met": pd.array(np.where(has_deadline, met, pd.NA), dtype="boolean"),
+                "restarts": self.restarts,
+            }
+        )
+        dec = series[series["decision"] == 1]
+        gaps = dec["certified_gap"].to_numpy(dtype=float)
+        gaps = gaps[np.isfinite(gaps)]
+        real = dec["realised_gap"].to_numpy(dtype=float)
+        real = real[np.isfinite(real)]
+        hours = self.horizon / 3600.0
+        n_dl = int(has_deadline.sum())
+        summary = {
+            "schema": SCHEMA,
+            "problem": "welfare",
+            "policy": self.cfg.policy,
+            "cache_policy": self.cfg.cache_policy if self.cfg.policy != "autocba" else "cba",
+            "seed": self.cfg.seed,
+            "jobs": self.n,
+            "welfare": self.totals["welfare_horizon"],
+            "welfare_horizon_s": self.horizon,
+            "welfare_rate_mean": self.totals["welfare_horizon"] / hours if hours > 0 else 0.0,
+            "welfare_total": self.totals["welfare"],
+            "budget_per_hour": self.budget,
+            "budget_fraction": None if self.cfg.budget_per_hour is not None else self.cfg.budget_fraction,
+            "reference_spend_per_hour": self.reference,
+            "spend_per_hour_max": self.spend_max,
+            "spend": self.totals["spend"],
+            "gpu_hours": self.totals["gpu_hours"],
+            "makespan_s": float(np.max(self.finish) - self.t0) if done.all() and self.n else None,
+            "mean_jct_s": float(np.mean(jct_done)) if jct_done.size else None,
+            "p50_jct_s": float(np.percentile(jct_done, 50)) if jct_done.size else None,
+            "p99_jct_s": float(np.percentile(jct_done, 99)) if jct_done.size else None,
+            "unfinished_jobs": int((~done).sum()),
+            "stuck_at_s": self.stuck_at,
+            "mean_queue_s": float(np.mean(self.wait_s)) if self.n else 0.0,
+            "deadline_jobs": n_dl,
+            "deadlines_met": float(met[has_deadline].mean()) if n_dl else None,
+            "restarts": int(self.restarts.sum()),
+            "restart_delay_s": self.cfg.restart_delay_s,
+            "events": len(self.rows),
+            "decisions": self.decisions,
+            "full_reopts": self.full_runs,
+            "full_reopts_improved": self.online.full_improved if self.online is not None else 0,
+            "referee_checks": self.referee_checks,
+            "certified_gap_mean": float(gaps.mean()) if gaps.size else None,
+            "certified_gap_p99": float(np.percentile(gaps, 99)) if gaps.size else None,
+            "certified_gap_max": float(gaps.max()) if gaps.size else None,
+            "realised_gap_mean": float(real.mean()) if real.size else None,
+            "wall_seconds": wall,
+            "config": {**asdict(self.cfg), "bandwidth_gbps": None if math.isinf(self.B) else self.B},
+            "workload": {**w.settings, "source": w.jobs.attrs.get("source", "")},
+        }
+        return ElasticResult(jobs, series, _finite(summary))
+
+
+def replay(workload: ElasticWorkload, cfg: ElasticConfig) -> ElasticResult:
+    """Run one elastic replay (:class:`ElasticReplay`)."""
+    return ElasticReplay(workload, cfg).run()
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    """A tqdm bar over the jobs finished, or None when progress is off."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="job", desc="elastic replay", mininterval=0.5)

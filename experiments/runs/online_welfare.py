@@ -1,0 +1,225 @@
+"""AutoCBA online against the IO-unaware GPU schedulers on Philly windows: the paper's welfare comparison (§6b).
+
+    cbalab experiment online-welfare [--quick] [--seed 0] [--out results/]
+
+Each run replays one window of the Philly trace (``window_jobs`` consecutive
+jobs from position ``window_start`` of the trace sorted by submit time; the
+windows are listed in the CSV) through experiments.elastic with one policy,
+one budget fraction, one utility mix, one IO price scale (p_c and p_b both
+multiplied: 1, 10 or 30) and one restart delay.  The cluster is G = 768 GPUs
+and C = 500 GB over 48 datasets (the replay defaults), the workload seeded.
+
+The grid (:func:`grid`) has three parts, so that it runs in tens of minutes
+rather than days:
+
+* the **central setting** (budget 0.5, mixed utilities, restart delay 0) on
+  both windows, for each IO price: AutoCBA, gavel-tput, gavel-fair and
+  optimus, naive and tuned (a tuned run re-solves 20 budget splits at every
+  event), fed by the default silod cache;
+* **every cache policy** on the first window at the central setting: the
+  three naive schedulers fed by silod, io-only, cache-all, coordl, quiver
+  and cba;
+* **sweeps** on the first window of the budget (0.25, 0.5, 1.0), the utility
+  mix (mixed, linear, concave, sigmoid, deadline) and the restart delay
+  (0, 60 s) for AutoCBA and the three naive schedulers with silod.
+
+The runs come in that order and the CSV is rewritten after each, so an
+interrupted grid leaves a usable table.
+* ``--quick``: one small window, AutoCBA and the three naive schedulers, IO
+  ×1 and ×30 (under a minute).
+
+Every row carries the welfare over the fixed horizon, its total, JCTs,
+deadline satisfaction, restarts, spend and AutoCBA's certified gaps; the
+printed table gives each baseline's welfare relative to AutoCBA in the same
+setting (AutoCBA / baseline: above 1 means AutoCBA wins).  The runner
+(experiments/runner.py) writes the rows, the ratio table (:func:`tables`) and
+the figure (:func:`figures`).  The trace is the Philly trace shipped with the
+package (cbalab.experiments.data).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from cbalab.algorithms import registry
+from cbalab.experiments.data import data_path
+from cbalab.experiments.elastic import SCHEDULERS, ElasticConfig, replay
+from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.workload import DEFAULT_PRICES, assign, load_trace
+from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+NAME = "online-welfare"
+
+#: Windows of the trace (start position, jobs): a busy stretch in the middle of the trace and one near its end.
+WINDOWS = ((30_000, 250), (70_000, 250))
+QUICK_WINDOW = (30_000, 120)
+IO_SCALES = (1.0, 10.0, 30.0)
+BUDGETS = (0.25, 0.5, 1.0)
+MIXES = ("mixed", "linear", "concave", "sigmoid", "deadline")
+DELAYS = (0.0, 60.0)
+
+_TRACES: dict[str, pd.DataFrame] = {}
+#: The parameters that identify a run (a rerun skips the rows it finds with the same values).
+KEYS = (
+    "window_start",
+    "window_jobs",
+    "policy",
+    "cache_policy",
+    "budget_fraction",
+    "utility_mix",
+    "io_scale",
+    "restart_delay_s",
+    "seed",
+)
+
+
+def grid(quick: bool, seed: int) -> list[dict]:
+    """The runs of the experiment (module docstring), each a dict of :func:`run_one` parameters."""
+    naive = list(SCHEDULERS)
+    rows: list[dict] = []
+
+    def add(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
+        rows.append(
+            {
+                "window_start": window[0],
+                "window_jobs": window[1],
+                "policy": policy,
+                "cache_policy": cache if policy != "autocba" else "cba",
+                "budget_fraction": budget,
+                "utility_mix": mix,
+                "io_scale": io,
+                "restart_delay_s": delay,
+                "seed": seed,
+            }
+        )
+
+    if quick:
+        for io in (1.0, 30.0):
+            for policy in ("autocba", *naive):
+                add(QUICK_WINDOW, policy, "silod", 0.5, "mixed", io, 0.0)
+        return rows
+    seen: set[tuple] = set()
+
+    def once(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
+        key = (window, policy, cache, budget, mix, io, delay)
+        if key not in seen:
+            seen.add(key)
+            add(window, policy, cache, budget, mix, io, delay)
+
+    tuned = [f"{s}-tuned" for s in naive]
+    main, second = WINDOWS
+    # Most informative first (a partial run is still a table): the central setting on both windows, then
+    # every cache policy, then the sweeps.
+    for window in (main, second):
+        for io in IO_SCALES:
+            for policy in ("autocba", *naive, *tuned):
+                once(window, policy, "silod", 0.5, "mixed", io, 0.0)
+    for io in IO_SCALES:
+        for policy in naive:
+            for cache in registry.cache_policies():
+                once(main, policy, cache, 0.5, "mixed", io, 0.0)
+    for io in IO_SCALES:
+        settings = [(b, "mixed", 0.0) for b in BUDGETS]
+        settings += [(0.5, m, 0.0) for m in MIXES]
+        settings += [(0.5, "mixed", d) for d in DELAYS]
+        for budget, mix, delay in settings:
+            for policy in ("autocba", *naive):
+                once(main, policy, "silod", budget, mix, io, delay)
+    return rows
+
+
+def _trace(path: str) -> pd.DataFrame:
+    if path not in _TRACES:
+        _TRACES[path] = load_trace(path)
+    return _TRACES[path]
+
+
+def run_one(params: dict) -> dict:
+    """Replay one window under one policy and setting; the row of the tidy CSV (parameters + results)."""
+    path = params.get("trace") or str(data_path("philly"))
+    start, n = int(params["window_start"]), int(params["window_jobs"])
+    seed = int(params["seed"])
+    trace = _trace(path).iloc[start : start + n].reset_index(drop=True)
+    trace.attrs["source"] = f"{Path(path).name}[{start}:{start + n}]"
+    path = Path(path).name
+    workload = elastic(assign(trace, seed), seed, UtilityMix.parse(params["utility_mix"]))
+    io = float(params["io_scale"])
+    prices = (DEFAULT_PRICES[0], DEFAULT_PRICES[1] * io, DEFAULT_PRICES[2] * io)
+    policy = params["policy"]
+    cfg = ElasticConfig(
+        policy=policy,
+        cache_policy=params["cache_policy"] if policy != "autocba" else "silod",
+        prices=prices,
+        budget_fraction=float(params["budget_fraction"]),
+        restart_delay_s=float(params["restart_delay_s"]),
+        seed=seed,
+    )
+    wall = time.perf_counter()
+    s = replay(workload, cfg).summary
+    return {
+        **params,
+        "trace": path,
+        "jobs": s["jobs"],
+        "welfare": s["welfare"],
+        "welfare_total": s["welfare_total"],
+        "welfare_rate_mean": s["welfare_rate_mean"],
+        "welfare_horizon_s": s["welfare_horizon_s"],
+        "budget_per_hour": s["budget_per_hour"],
+        "spend": s["spend"],
+        "spend_per_hour_max": s["spend_per_hour_max"],
+        "gpu_hours": s["gpu_hours"],
+        "mean_jct_s": s["mean_jct_s"],
+        "p50_jct_s": s["p50_jct_s"],
+        "p99_jct_s": s["p99_jct_s"],
+        "deadlines_met": s["deadlines_met"],
+        "restarts": s["restarts"],
+        "unfinished_jobs": s["unfinished_jobs"],
+        "decisions": s["decisions"],
+        "certified_gap_mean": s["certified_gap_mean"],
+        "certified_gap_p99": s["certified_gap_p99"],
+        "replay_seconds": time.perf_counter() - wall,
+    }
+
+
+def ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each baseline row with AutoCBA's welfare, mean JCT and deadline share in the same setting, and the ratios."""
+    keys = ["window_start", "window_jobs", "budget_fraction", "utility_mix", "io_scale", "restart_delay_s", "seed"]
+    auto = frame[frame["policy"] == "autocba"][[*keys, "welfare", "welfare_total", "mean_jct_s", "deadlines_met"]]
+    auto = auto.rename(columns=lambda c: c if c in keys else f"autocba_{c}")
+    out = frame[frame["policy"] != "autocba"].merge(auto, on=keys, how="left")
+    out["welfare_ratio"] = out["autocba_welfare"] / out["welfare"]
+    out["welfare_total_ratio"] = out["autocba_welfare_total"] / out["welfare_total"]
+    out["jct_ratio"] = out["mean_jct_s"] / out["autocba_mean_jct_s"]
+    return out
+
+
+def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The ratio table: every baseline run beside AutoCBA's in the same setting (:func:`ratios`)."""
+    return {"ratios": ratios(runs)}
+
+
+def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
+    """online-welfare: AutoCBA / baseline welfare at the central setting, per IO price scale (log scale)."""
+    table = ratios(runs)
+    central = table[
+        (table["budget_fraction"] == 0.5)
+        & (table["utility_mix"] == "mixed")
+        & (table["restart_delay_s"] == 0.0)
+        & (table["cache_policy"] == "silod")
+    ]
+    fig, ax = figure(1, 1, width=5.2, height=3.4)
+    a = ax[0, 0]
+    for policy, part in central.groupby("policy", sort=True):
+        part = part.groupby("io_scale", as_index=False)["welfare_ratio"].median()
+        a.plot(part["io_scale"], part["welfare_ratio"], label=str(policy), **style(str(policy)))
+    a.axhline(2.27, color="0.4", ls=":", lw=1, label="paper: 2.27×")
+    a.axhline(1.0, color="0.7", lw=0.8)
+    a.set(
+        xscale="log", yscale="log", xlabel="IO price scale (× default p_c and p_b)", ylabel="AutoCBA / baseline welfare"
+    )
+    a.set_title("Philly windows, budget 0.5, mixed utilities (median over windows)", fontsize=8)
+    a.legend(fontsize=6, ncol=2)
+    return save(fig, outdir, "online_welfare")

@@ -1,0 +1,255 @@
+"""scaling: how does solve time grow with the number of jobs, and how much faster is CBA than a solver?
+
+One run is one generated instance of J jobs (10 … 100,000; J/10 datasets), on
+which every method is timed side by side in the same process (so the ratios
+between them are measured in one run, under the same load):
+
+* problem ``cost`` (P1, docs/model.md §4; a bandwidth cap that binds, see
+  :func:`binding_instance`): CBA's closed form (algorithms/cba.py, best of
+  ``repeats`` calls), the LP through Pyomo + HiGHS (models.milp.cost +
+  models.solve; build + solve and solve alone) and the same LP assembled from
+  numpy arrays and passed to HiGHS directly (:func:`highs_lp`; build + solve
+  and solve alone).  The objectives must agree (``max_rel_diff``);
+* problem ``welfare`` (P2, docs/model.md §5): AutoCBA (greedy, CBA feeding and
+  its certificate) and, up to ``LP_MAX_JOBS`` jobs, the LP relaxation of P2
+  through Pyomo + HiGHS.
+
+When experiments/runs/milp_scale.py is installed (the exact MILPs' growth,
+written with the same interface), its runs are part of this experiment too
+(column ``part`` = ``milp``) and its figures are drawn alongside.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+
+from cbalab.algorithms.cba import cba
+from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.runner import derive_seed
+from cbalab.experiments.workload import generate_cost, generate_welfare
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance
+from cbalab.models.milp.cost_highspy import solve_cost_lp
+
+NAME = "scaling"
+
+#: The welfare LP through Pyomo is timed up to this many jobs (its model building grows fastest).
+LP_MAX_JOBS = 10_000
+
+
+def binding_instance(n_jobs: int, n_datasets: int, seed: int) -> Instance:
+    """A generate_cost instance on which both capacities of P1 matter.
+
+    The cache holds half of all dataset bytes and costs p_b times the median
+    IO density, so that caching pays for only about half of the datasets and
+    the uncapped optimum leaves C partly empty; the cap B then lies halfway
+    between the least remote IO (C filled by density) and that optimum's
+    remote IO, so it binds and CBA must cache past the price threshold.
+    """
+    inst = generate_cost(n_jobs, n_datasets, seed, cache_fraction=0.5)
+    rho = inst.dataset_demand(inst.job_io_gbps) / inst.dataset_size_gb
+    inst = inst.replace(price_cache=inst.price_bandwidth * float(np.median(rho[rho > 0])))
+    uncapped_remote = float(cba(inst).bandwidth_gbps.sum())
+    full = cba(inst.replace(price_cache=0.0, price_bandwidth=1.0))  # caching is free: the least remote IO
+    least = float(full.bandwidth_gbps.sum())
+    return inst.replace(bandwidth_gbps=0.5 * (least + uncapped_remote))
+
+
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    """The least wall time of ``repeats`` calls of ``fn`` (seconds; inf for none)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _milp_part() -> ModuleType | None:
+    """experiments/runs/milp_scale.py when it is installed, else None."""
+    try:
+        return importlib.import_module("cbalab.experiments.runs.milp_scale")
+    except ModuleNotFoundError as e:
+        if e.name == "cbalab.experiments.runs.milp_scale":
+            return None
+        raise
+
+
+def grid(quick: bool, seed: int) -> list[dict]:
+    """Cost and welfare instances of 10 … 100k jobs (quick: 10 … 1,000), plus milp_scale's runs if installed."""
+    sizes = (10, 100, 1_000) if quick else (10, 100, 1_000, 10_000, 100_000)
+    runs = []
+    for problem in ("cost", "welfare"):
+        for jobs in sizes:
+            for rep in range(1 if quick else (3 if jobs <= 10_000 else 2)):
+                runs.append(
+                    {
+                        "part": "fast",
+                        "problem": problem,
+                        "jobs": jobs,
+                        "datasets": max(2, jobs // 10),
+                        "replicate": rep,
+                        "repeats": 5 if jobs <= 1_000 else (3 if jobs <= 10_000 else 1),
+                        "seed": derive_seed(seed, "scaling", problem, jobs, rep),
+                    }
+                )
+    milp = _milp_part()
+    if milp is not None:
+        runs += [{"part": "milp", **p} for p in milp.grid(quick, seed)]
+    return runs
+
+
+def run_one(params: dict) -> dict:
+    """Time every method of the run's problem on its instance (see the module docstring)."""
+    if params["part"] == "milp":
+        milp = _milp_part()
+        if milp is None:
+            raise RuntimeError("experiments/runs/milp_scale.py is not installed")
+        return milp.run_one({k: v for k, v in params.items() if k != "part"})
+    jobs, datasets, seed, repeats = (int(params[k]) for k in ("jobs", "datasets", "seed", "repeats"))
+    if params["problem"] == "cost":
+        return _cost(binding_instance(jobs, datasets, seed), repeats)
+    return _welfare(generate_welfare(jobs, datasets, seed), repeats)
+
+
+@functools.cache
+def _warm_up() -> None:
+    """Solve one tiny instance of each kind once per process, so no timing includes an import or a plugin load."""
+    from cbalab.algorithms.autocba import autocba
+    from cbalab.models.solve import cost_lp, welfare_lp
+
+    cost_lp(generate_cost(4, 2, 0))
+    solve_cost_lp(generate_cost(4, 2, 0))
+    small = generate_welfare(4, 2, 0)
+    autocba(small)
+    welfare_lp(small)
+
+
+def _cost(inst: Instance, repeats: int) -> dict:
+    from cbalab.models.milp.cost import build_cost_model
+    from cbalab.models.solve import SolveOptions, solve_model
+
+    _warm_up()
+
+    start = time.perf_counter()
+    ours = cba(inst)
+    t_cba = min(time.perf_counter() - start, best_of(lambda: cba(inst), repeats - 1))
+    cba_cost = evaluate(inst, ours, "cost").cost_total
+    start = time.perf_counter()
+    model = build_cost_model(inst, relax=True)
+    built = time.perf_counter()
+    out = solve_model(model, SolveOptions())
+    solved = time.perf_counter()
+    hs = solve_cost_lp(inst)
+    values = [v for v in (out.objective, hs.objective) if v is not None]
+    diff = max((abs(v - cba_cost) / max(abs(cba_cost), 1e-12) for v in values), default=None)
+    return {
+        "cba_status": ours.status,
+        "pyomo_lp_status": out.status,
+        "highspy_status": hs.status,
+        "cba_total_cost_usd_per_h": cba_cost,
+        "pyomo_lp_objective_usd_per_h": out.objective,
+        "highspy_objective_usd_per_h": hs.objective,
+        "max_rel_diff": diff,
+        "cba_seconds": t_cba,
+        "pyomo_lp_seconds": solved - start,
+        "pyomo_lp_solve_seconds": solved - built,
+        "highspy_seconds": hs.build_seconds + hs.solve_seconds,
+        "highspy_solve_seconds": hs.solve_seconds,
+    }
+
+
+def _welfare(inst: Instance, repeats: int) -> dict:
+    from cbalab.algorithms.autocba import autocba
+
+    _warm_up()
+    start = time.perf_counter()
+    alloc = autocba(inst)
+    t_auto = min(time.perf_counter() - start, best_of(lambda: autocba(inst), repeats - 1))
+    ev = evaluate(inst, alloc, "welfare")
+    row = {
+        "options": int(inst.option_gpus.size),
+        "autocba_status": alloc.status,
+        "autocba_feasible": bool(ev.feasible),
+        "autocba_welfare": float(ev.welfare),
+        "autocba_bound": None if alloc.bound is None else float(alloc.bound),
+        "autocba_certified_gap": 1.0 - float(ev.welfare) / alloc.bound if alloc.bound else None,
+        "autocba_seconds": t_auto,
+    }
+    if inst.n_jobs <= LP_MAX_JOBS:
+        from cbalab.models.solve import welfare_lp
+
+        start = time.perf_counter()
+        lp = welfare_lp(inst)
+        row["pyomo_lp_seconds"] = time.perf_counter() - start
+        row["pyomo_lp_status"] = lp.status
+        row["pyomo_lp_bound"] = None if lp.bound is None else float(lp.bound)
+    return row
+
+
+def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``ratios_cost``, ``ratios_welfare``: per size, each method's median time and its ratio to CBA's / AutoCBA's."""
+    fast = runs[runs["part"] == "fast"] if "part" in runs else runs
+    rows = []
+    for (problem, jobs), g in fast.groupby(["problem", "jobs"]):
+        ref = "cba_seconds" if problem == "cost" else "autocba_seconds"
+        row = {"problem": problem, "jobs": int(jobs), "replicates": len(g)}
+        for col in [c for c in g.columns if c.endswith("_seconds") and g[c].notna().any()]:
+            if col == "run_seconds":
+                continue
+            row[f"median_{col}"] = float(g[col].median())
+            if col != ref:
+                row[f"{col.removesuffix('_seconds')}_over_{ref.removesuffix('_seconds')}"] = float(
+                    (g[col] / g[ref]).median()
+                )
+        if problem == "cost":
+            row["max_rel_diff"] = float(g["max_rel_diff"].max())
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return {
+        f"ratios_{problem}": frame[frame["problem"] == problem].dropna(axis=1, how="all").reset_index(drop=True)
+        for problem in ("cost", "welfare")
+        if (frame["problem"] == problem).any()
+    }
+
+
+def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
+    """scaling: wall time vs jobs, log-log, cost (left) and welfare (right); plus milp_scale's figures if any."""
+    if runs.empty:
+        return []
+    fast = runs[runs["part"] == "fast"]
+    fig, ax = figure(2, 1, width=4.4, height=3.4)
+    series = {
+        "cost": (
+            ("cba_seconds", "CBA", "cba"),
+            ("pyomo_lp_seconds", "LP, Pyomo + HiGHS", "lp"),
+            ("highspy_seconds", "LP, highspy direct", "highspy"),
+            ("highspy_solve_seconds", "HiGHS run() alone", "milp"),
+        ),
+        "welfare": (("autocba_seconds", "AutoCBA", "autocba"), ("pyomo_lp_seconds", "LP relaxation, Pyomo", "lp")),
+    }
+    for a, (problem, lines) in zip(ax[0], series.items()):
+        part = fast[fast["problem"] == problem]
+        for col, label, key in lines:
+            if col not in part or part[col].isna().all():
+                continue
+            g = part.groupby("jobs")[col].median().dropna()
+            a.plot(g.index, g.to_numpy(), "-", label=label, ms=4, **style(key))
+        a.set(xscale="log", yscale="log", xlabel="jobs", ylabel="wall time (s, median)")
+        a.set_title(f"{problem} problem ({'P1' if problem == 'cost' else 'P2'})", fontsize=9)
+        a.legend(fontsize=7)
+    paths = save(fig, outdir, "scaling")
+    milp = _milp_part()
+    if milp is not None and "part" in runs and (runs["part"] == "milp").any():
+        rows = runs[runs["part"] == "milp"].dropna(axis=1, how="all").drop(columns="part").reset_index(drop=True)
+        paths += [Path(p) for p in milp.figures(rows, outdir)]
+    return paths

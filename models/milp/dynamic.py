@@ -1,0 +1,953 @@
+"""P3, the dynamic cost problem with cache warm-up (docs/model.md §6), as an LP over a replay's schedule.
+
+With fixed GPUs and no stalls, which jobs run when does not depend on the
+cache decisions (proofs/dynamic_lower_bound.md, Lemma 1), so a replay fixes
+the *schedule*: slot boundaries T_0 < … < T_S (every job start and end, and
+every re-allocation tick) and the demand R_{k,t} = Σ_{j on k running in t} r_j
+of every dataset in every slot.  P3 chooses, per dataset k and slot t,
+
+* y_{k,t} ∈ [0, 1]  the allocated (paid) cache, as a fraction of d_k;
+* u_{k,t} ∈ [0, 1]  the time-average filled cache over the slot, a fraction of d_k;
+* e_{k,t} ∈ [0, 1]  the filled cache at the slot's end T_{t+1}, before any eviction;
+* b_{k,t} ∈ [0, R_{k,t}]  the time-average remote read rate (GB/s),
+
+and minimises Σ_t Δ_t/3600 · Σ_k (p_c d_k y_{k,t} + p_b b_{k,t}), the IO cost in $
+the simulator charges (cache on allocated capacity, bandwidth on what is read).
+Each group of constraints has its own builder; each states an inequality that
+every trajectory of the simulator satisfies (proofs/dynamic_lower_bound.md,
+Lemma 2 and Lemma 3), so the optimum is a lower bound on the IO cost of every
+online policy (Theorem 1 there):
+
+* :func:`define_cache`     y, u (and blocks / whole datasets under the integer variants);
+* :func:`define_bandwidth` 0 ≤ b ≤ R (the simulator reads only what jobs miss);
+* :func:`define_feeding`   b ≥ R (1 − u), the time average of b(s) ≥ R (1 − f(s)/d);
+* :func:`define_holding`   u ≤ y and e ≤ y (filled ≤ allocated, targets held over a slot);
+* :func:`define_warmup`    fill grows only by reads: e ≤ e⁻ + Δ b / d, and for the tangents θ of
+                           :func:`tangents` u ≤ e⁻ + (1−θ) Δ b / d + θ² Δ R / (2d),
+                           e ≤ u + (1−θ) Δ b / d + θ² Δ R / (2d) and u ≤ (1−θ) y + θ e⁻ + θ² Δ R / (2d)
+                           (e⁻ the previous slot's end fill);
+* :func:`define_capacity`  Σ_k d_k y_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot;
+* :func:`define_cost`      the objective above.
+
+``warmup=False`` drops :func:`define_warmup` (instant caches): the LP then
+decomposes by slot into P1 and its optimum equals online CBA's replay cost
+(Theorem 2 of proofs/dynamic_lower_bound.md).  ``relax=True`` drops
+integrality under the integer cache variants.
+
+The cache enters as hit ratios (fractions of d_k), as in models/milp/cost.py:
+the feeding rows then carry R_{k,t} and not R_{k,t}/d_k, which HiGHS would drop
+when it is below 1e-9.
+
+Two builds of the same LP: :func:`build_dynamic_model` (Pyomo, the reference)
+and :func:`solve_dynamic_matrix` (the same rows as a sparse matrix handed to
+highspy, for windows too large for Pyomo); tests/test_dynamic.py checks that
+they agree.  The matrix build also certifies its answer: ``bound`` is the
+Lagrangian value of HiGHS's row duals evaluated in numpy, a lower bound on P3
+whatever the solver's tolerances.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyomo.environ as pyo
+
+from cbalab.models.instance import InstanceError
+
+#: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
+#: exceeds the start by at most q(V) = V − V²/(2RΔ) for V GB read, bounded by its tangents at V₀ = θ R Δ.  The
+#: tangents sit at V₀ = φ d for φ in READ_TANGENTS (half a dataset, one dataset: where warm-ups happen) and at
+#: θ in RATE_TANGENTS (θ = 0: "at most what the slot reads"; θ = 1: "at most half of a full-rate slot").
+READ_TANGENTS = (0.5, 1.0)
+RATE_TANGENTS = (0.0, 0.5, 1.0)
+
+
+def tangents(xi: np.ndarray, R: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(θ per pair, pairs that get the row) for every tangent row; ξ = Δ R / d is the most a slot can read.
+
+    A row is left out where its constant θ² ξ / 2 is ≥ 1 (it cannot bind), where R = 0 and θ > 0 (no reads),
+    and, for a read tangent, where φ / ξ > ½ (the rate tangents cover it).
+    """
+    rows = []
+    for theta in RATE_TANGENTS:
+        th = np.full(xi.size, theta)
+        rows.append((th, (th * th * xi / 2.0 < 1.0) & ((theta == 0) | (R > 0))))
+    with np.errstate(divide="ignore"):
+        for phi in READ_TANGENTS:
+            th = np.where(xi > 0, phi / xi, 1.0)
+            rows.append((np.minimum(th, 1.0), (R > 0) & (th <= 0.5)))
+    return rows
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A replay's job schedule: slot boundaries ``times`` (S+1, seconds, increasing) and ``demand`` R_{k,t} (K × S).
+
+    ``size_gb`` holds d_k.  Slots of zero length never occur; a dataset's demand
+    is exactly 0 in a slot where none of its jobs runs.
+    """
+
+    times: np.ndarray
+    demand: np.ndarray
+    size_gb: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Δ_t in seconds."""
+        return np.diff(self.times)
+
+    @property
+    def n_slots(self) -> int:
+        """S, the number of slots."""
+        return int(self.times.size - 1)
+
+
+def schedule_from_replay(
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    io_gbps: np.ndarray,
+    dataset_index: np.ndarray,
+    size_gb: np.ndarray,
+    *,
+    period_s: float | None = None,
+    origin_s: float | None = None,
+) -> Schedule:
+    """The schedule of a replay from its per-job start and end times (jobs.csv of spec/INTERFACE.md).
+
+    Slots are cut at every distinct start and end and, when the replay
+    re-allocated every ``period_s`` seconds from ``origin_s`` (its first
+    submission), at those ticks too, accumulated the way the simulator does
+    (tick ← tick + period), so that every policy's targets are constant on
+    every slot (proofs/dynamic_lower_bound.md, Lemma 1).  R_{k,t} is the sum of
+    the rates of the jobs on k with start ≤ T_t and end ≥ T_{t+1}.
+    """
+    start = np.asarray(start_s, dtype=float)
+    end = np.asarray(end_s, dtype=float)
+    rate = np.asarray(io_gbps, dtype=float)
+    kj = np.asarray(dataset_index, dtype=np.int64)
+    d = np.asarray(size_gb, dtype=float)
+    n = start.size
+    for name, arr in (("end_s", end), ("io_gbps", rate), ("dataset_index", kj)):
+        if arr.size != n:
+            raise InstanceError(name, arr.size, f"has {arr.size} entries, start_s has {n}")
+    if n and not (np.isfinite(start).all() and np.isfinite(end).all() and (end >= start).all()):
+        bad = int(np.flatnonzero(~(np.isfinite(start) & np.isfinite(end) & (end >= start)))[0])
+        raise InstanceError(f"jobs[{bad}]", (start[bad], end[bad]), "needs finite start_s <= end_s")
+    if n and (kj.min() < 0 or kj.max() >= d.size):
+        raise InstanceError("dataset_index", int(kj.max()), f"must lie in [0, {d.size})")
+    if n and not (np.isfinite(rate).all() and (rate >= 0).all()):
+        raise InstanceError("io_gbps", float(rate[~(np.isfinite(rate) & (rate >= 0))][0]), "must be finite and >= 0")
+    if n == 0:
+        return Schedule(np.zeros(1), np.zeros((d.size, 0)), d)
+    cuts = [start, end]
+    if period_s is not None:
+        if not (math.isfinite(period_s) and period_s > 0):
+            raise InstanceError("period_s", period_s, "must be finite and > 0")
+        tick = float(start.min() if origin_s is None else origin_s) + period_s
+        last = float(end.max())
+        ticks = []
+        while tick < last:
+            ticks.append(tick)
+            tick = tick + period_s
+        cuts.append(np.asarray(ticks, dtype=float))
+    times = np.unique(np.concatenate(cuts))
+    S = times.size - 1
+    lo = np.searchsorted(times, start)
+    hi = np.searchsorted(times, end)
+    K = d.size
+    delta = np.zeros((K, S + 1))
+    count = np.zeros((K, S + 1), dtype=np.int64)
+    np.add.at(delta, (kj, lo), rate)
+    np.add.at(delta, (kj, hi), -rate)
+    np.add.at(count, (kj, lo), 1)
+    np.add.at(count, (kj, hi), -1)
+    demand = np.cumsum(delta, axis=1)[:, :S]
+    active = np.cumsum(count, axis=1)[:, :S] > 0
+    demand = np.where(active, np.maximum(demand, 0.0), 0.0)
+    return Schedule(times, demand, d)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The cluster of P3: cache capacity C (GB), bandwidth cap B (GB/s, inf: none), prices p_c, p_b ($/h per unit).
+
+    ``granularity`` is the cache variant of docs/model.md §4 (continuous, dataset, block of ``block_gb``).
+    """
+
+    cache_gb: float
+    bandwidth_gbps: float = math.inf
+    price_cache: float = 0.0004
+    price_bandwidth: float = 0.9
+    granularity: str = "continuous"
+    block_gb: float | None = None
+
+    def block(self) -> float:
+        """The block size u_b in GB (block caching only)."""
+        if self.block_gb is None:
+            raise InstanceError("block_gb", None, "block caching needs a block size")
+        return float(self.block_gb)
+
+    def check(self) -> None:
+        """InstanceError naming the field if a value is out of range."""
+        for name in ("cache_gb", "price_cache", "price_bandwidth"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InstanceError(name, value, "must be finite and >= 0")
+        if not self.bandwidth_gbps >= 0:
+            raise InstanceError("bandwidth_gbps", self.bandwidth_gbps, "must be >= 0")
+        if self.granularity not in ("continuous", "dataset", "block"):
+            raise InstanceError("granularity", self.granularity, "must be continuous, dataset or block")
+        if self.granularity == "block" and not (
+            self.block_gb is not None and math.isfinite(self.block_gb) and self.block_gb > 0
+        ):
+            raise InstanceError("block_gb", self.block_gb, "block caching needs a finite block size > 0")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The (dataset, slot) pairs P3 needs: dataset k from its first to its last slot with demand.
+
+    Before its first read a cache is empty (nothing was read into it) and after
+    its last read it serves nobody, so y = u = e = b = 0 there is optimal and
+    those pairs are left out (proofs/dynamic_lower_bound.md, Lemma 4).
+    ``prev[p]`` is the pair of the same dataset one slot earlier (−1 at its first).
+    """
+
+    k: np.ndarray
+    t: np.ndarray
+    prev: np.ndarray
+    R: np.ndarray
+    dt: np.ndarray
+    d: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of (dataset, slot) pairs."""
+        return int(self.k.size)
+
+
+def layout(schedule: Schedule) -> Layout:
+    """The pairs of :class:`Layout`, dataset-major, slots increasing."""
+    ks: list[np.ndarray] = []
+    ts: list[np.ndarray] = []
+    prev: list[np.ndarray] = []
+    offset = 0
+    for k in range(schedule.demand.shape[0]):
+        live = np.flatnonzero(schedule.demand[k] > 0)
+        if live.size == 0:
+            continue
+        t = np.arange(live[0], live[-1] + 1)
+        ks.append(np.full(t.size, k, dtype=np.int64))
+        ts.append(t)
+        prev.append(np.concatenate([[-1], offset + np.arange(t.size - 1)]))
+        offset += t.size
+    if not ks:
+        empty = np.zeros(0, dtype=np.int64)
+        return Layout(empty, empty, empty, np.zeros(0), np.zeros(0), np.zeros(0))
+    kk = np.concatenate(ks)
+    tt = np.concatenate(ts)
+    return Layout(
+        kk,
+        tt,
+        np.concatenate(prev).astype(np.int64),
+        schedule.demand[kk, tt],
+        schedule.lengths[tt],
+        schedule.size_gb[kk],
+    )
+
+
+# ------------------------------------------------------------------------------------------------ the Pyomo build
+
+
+def build_dynamic_model(
+    schedule: Schedule, cluster: Cluster, *, warmup: bool = True, relax: bool = False
+) -> pyo.ConcreteModel:
+    """P3 of docs/model.md §6 over ``schedule`` for ``cluster`` (proofs/dynamic_lower_bound.md, LP (P3))."""
+    cluster.check()
+    lay = layout(schedule)
+    m = pyo.ConcreteModel(name="cbalab-P3")
+    m.P = pyo.RangeSet(0, lay.n_pairs - 1)
+    m.lay = lay
+    define_cache(m, lay, cluster, relax)
+    define_bandwidth(m, lay)
+    define_feeding(m, lay)
+    define_holding(m, lay, warmup)
+    if warmup:
+        define_warmup(m, lay)
+    define_capacity(m, lay, schedule, cluster)
+    define_cost(m, lay, cluster)
+    return m
+
+
+def define_cache(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster, relax: bool) -> None:
+    """Allocated fraction y and mean filled fraction u per pair (docs/model.md §6; dynamic_lower_bound.md, (P3a)).
+
+    continuous: y ∈ [0, 1].  dataset: y ∈ {0, 1}.  block of size u_b: n whole blocks
+    paid (paid GB = u_b n, n ≤ ⌈d/u_b⌉) and d y ≤ u_b n, y ≤ 1 (docs/model.md §4).
+    The filled e at each slot's end lives in :func:`define_holding`.
+    """
+    m.u = pyo.Var(m.P, bounds=(0.0, 1.0))
+    if cluster.granularity == "continuous":
+        m.y = pyo.Var(m.P, bounds=(0.0, 1.0))
+        m.paid = pyo.Expression(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p])
+    elif cluster.granularity == "dataset":
+        m.y = pyo.Var(m.P, domain=pyo.UnitInterval if relax else pyo.Binary)
+        m.paid = pyo.Expression(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p])
+    else:
+        ub = cluster.block()
+        top = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
+        m.y = pyo.Var(m.P, bounds=(0.0, 1.0))
+        m.blocks = pyo.Var(
+            m.P,
+            domain=pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers,
+            bounds=lambda _, p: (0, float(top[p])),
+        )
+        m.paid = pyo.Expression(m.P, rule=lambda mm, p: ub * mm.blocks[p])
+        m.served_in_blocks = pyo.Constraint(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p] <= mm.paid[p])
+
+
+def define_bandwidth(m: pyo.ConcreteModel, lay: Layout) -> None:
+    """Mean remote read rate 0 ≤ b ≤ R per pair: the simulator reads only the jobs' misses (Lemma 2 (iv))."""
+    m.b = pyo.Var(m.P, bounds=lambda _, p: (0.0, float(lay.R[p])))
+
+
+def define_feeding(m: pyo.ConcreteModel, lay: Layout) -> None:
+    """No stalls: b ≥ R (1 − u), the slot average of b(s) ≥ R (1 − f(s)/d) (docs/model.md §3, §6; Lemma 2 (iii))."""
+
+    def rule(mm: pyo.ConcreteModel, p: int) -> pyo.Expression:
+        if lay.R[p] == 0:
+            return pyo.Constraint.Skip
+        return mm.b[p] + float(lay.R[p]) * mm.u[p] >= float(lay.R[p])
+
+    m.feed = pyo.Constraint(m.P, rule=rule)
+
+
+def define_holding(m: pyo.ConcreteModel, lay: Layout, warmup: bool) -> None:
+    """Filled ≤ allocated: u ≤ y, and with warm-up e ≤ y, the slot's end fill under its held target (Lemma 2 (ii)).
+
+    Without warm-up the cache is its target (instant), so only u ≤ y remains and e is not needed.
+    """
+    m.filled_paid = pyo.Constraint(m.P, rule=lambda mm, p: mm.u[p] <= mm.y[p])
+    if warmup:
+        m.e = pyo.Var(m.P, bounds=(0.0, 1.0))
+        m.end_paid = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] <= mm.y[p])
+
+
+def define_warmup(m: pyo.ConcreteModel, lay: Layout) -> None:
+    """A cache grows only by the bytes read for its dataset (docs/model.md §6; dynamic_lower_bound.md, Lemma 3).
+
+    With e⁻ the previous slot's end fill (0 at the dataset's first slot), x = Δ b / d the
+    fraction read in the slot and ξ = Δ R / d the most it could read:
+    e ≤ e⁻ + x, and for every tangent θ of :func:`tangents` (of the exact bound x − x²/(2ξ))
+    u ≤ e⁻ + (1 − θ) x + θ² ξ / 2 (the average fill) and e ≤ u + (1 − θ) x + θ² ξ / 2 (the end fill);
+    and, since the fill ramps at most at rate R towards a target held over the slot,
+    u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2 for θ > 0 (Lemma 3, the held-target ramp).
+    """
+    x = lay.dt / lay.d
+    xi = lay.dt * lay.R / lay.d
+    rows = tangents(xi, lay.R)
+
+    def start(mm: pyo.ConcreteModel, p: int) -> pyo.Expression | float:
+        return mm.e[int(lay.prev[p])] if lay.prev[p] >= 0 else 0.0
+
+    def mean(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        if not keep[p]:
+            return pyo.Constraint.Skip
+        th = float(theta[p])
+        return mm.u[p] - start(mm, p) - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
+
+    def end(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        if not keep[p]:
+            return pyo.Constraint.Skip
+        th = float(theta[p])
+        return mm.e[p] - mm.u[p] - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
+
+    def held(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
+        theta, keep = rows[i]
+        th = float(theta[p])
+        if not keep[p] or th == 0 or lay.R[p] == 0:
+            return pyo.Constraint.Skip
+        return mm.u[p] - (1.0 - th) * mm.y[p] - th * start(mm, p) <= th * th * float(xi[p]) / 2.0
+
+    m.tangent_rows = pyo.RangeSet(0, len(rows) - 1)
+    m.fill_mean = pyo.Constraint(m.P, m.tangent_rows, rule=mean)
+    m.fill_held = pyo.Constraint(m.P, m.tangent_rows, rule=held)
+    m.fill_end_mean = pyo.Constraint(m.P, m.tangent_rows, rule=end)
+    m.fill_end = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] - start(mm, p) - float(x[p]) * mm.b[p] <= 0.0)
+
+
+def define_capacity(m: pyo.ConcreteModel, lay: Layout, schedule: Schedule, cluster: Cluster) -> None:
+    """Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot (docs/model.md §4, §6; Lemma 2 (i), (v))."""
+    by_slot: list[list[int]] = [[] for _ in range(schedule.n_slots)]
+    for p, t in enumerate(lay.t):
+        by_slot[int(t)].append(p)
+    used = [t for t in range(schedule.n_slots) if by_slot[t]]
+    m.T = pyo.Set(initialize=used, ordered=True)
+    m.cache_capacity = pyo.Constraint(
+        m.T, rule=lambda mm, t: pyo.quicksum(mm.paid[p] for p in by_slot[t]) <= float(cluster.cache_gb)
+    )
+    if math.isfinite(cluster.bandwidth_gbps):
+        m.bandwidth_capacity = pyo.Constraint(
+            m.T, rule=lambda mm, t: pyo.quicksum(mm.b[p] for p in by_slot[t]) <= float(cluster.bandwidth_gbps)
+        )
+
+
+def define_cost(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster) -> None:
+    """Minimise Σ_{k,t} Δ_t / 3600 · (p_c paid_{k,t} + p_b b_{k,t}), the replay's IO cost in $ (docs/model.md §6)."""
+    h = lay.dt / 3600.0
+    m.cost = pyo.Objective(
+        expr=pyo.quicksum(
+            float(h[p]) * (cluster.price_cache * m.paid[p] + cluster.price_bandwidth * m.b[p]) for p in m.P
+        ),
+        sense=pyo.minimize,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ solving
+
+
+@dataclass
+class DynamicResult:
+    """P3's answer: ``status``, the optimum ``cost_io`` ($), a proven lower ``bound``, ``slots``, ``seconds``.
+
+    ``pairs`` is the layout; ``y``, ``u``, ``b`` (and ``e`` with warm-up) the solution per pair, when there is one.
+    ``rows`` and ``cols`` give the LP size.
+    """
+
+    status: str
+    cost_io: float | None
+    bound: float | None
+    slots: int
+    seconds: float
+    rows: int = 0
+    cols: int = 0
+    message: str = ""
+    pairs: Layout | None = None
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """The ``offline_optimum`` entry of summary.json (spec/INTERFACE.md)."""
+        return {
+            "cost_io": self.cost_io,
+            "status": self.status,
+            "bound": self.bound,
+            "slots": self.slots,
+            "seconds": self.seconds,
+            "rows": self.rows,
+            "cols": self.cols,
+        }
+
+
+def solve_dynamic_pyomo(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    warmup: bool = True,
+    relax: bool = False,
+    time_limit: float | None = None,
+) -> DynamicResult:
+    """Solve P3 through the Pyomo build (:func:`build_dynamic_model`) with HiGHS (models/solve.py statuses)."""
+    from cbalab.models.solve import solve_model
+    from cbalab.models.types import SolveOptions
+
+    wall = time.perf_counter()
+    model = build_dynamic_model(schedule, cluster, warmup=warmup, relax=relax)
+    lay = model.lay
+    if lay.n_pairs == 0:
+        return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
+    out = solve_model(model, SolveOptions(time_limit=time_limit))
+    values: dict[str, np.ndarray] = {}
+    if out.has_solution:
+        names = ["y", "u", "b"] + (["e"] if warmup else [])
+        for name in names:
+            var = getattr(model, name)
+            values[name] = np.fromiter((pyo.value(var[p]) for p in range(lay.n_pairs)), dtype=float)
+    n_rows = sum(c.dim() if c.is_indexed() else 1 for c in model.component_objects(pyo.Constraint, active=True))
+    n_cols = sum(v.dim() if v.is_indexed() else 1 for v in model.component_objects(pyo.Var, active=True))
+    return DynamicResult(
+        out.status,
+        out.objective,
+        out.bound,
+        schedule.n_slots,
+        time.perf_counter() - wall,
+        n_rows,
+        n_cols,
+        out.message,
+        lay,
+        values,
+    )
+
+
+class _Rows:
+    """Sparse rows L ≤ A x ≤ U gathered as coordinate triples, turned into HiGHS's column-wise matrix."""
+
+    def __init__(self) -> None:
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, terms: list[tuple[np.ndarray, np.ndarray | float]], lo: np.ndarray, hi: np.ndarray) -> None:
+        """Rows Σ_(col, coef) coef · x[col] in [lo, hi], one per entry of lo (cols < 0 are left out)."""
+        m = lo.size
+        rows = self.n + np.arange(m)
+        for col, coef in terms:
+            col = np.asarray(col, dtype=np.int64)
+            coef = np.broadcast_to(np.asarray(coef, dtype=float), (m,))
+            keep = (col >= 0) & (coef != 0)
+            self.r.append(rows[keep])
+            self.c.append(col[keep])
+            self.v.append(coef[keep])
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.n += m
+
+    def csc(self, n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(start, index, value, lower, upper) of the column-wise matrix."""
+        r = np.concatenate(self.r) if self.r else np.zeros(0, dtype=np.int64)
+        c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
+        v = np.concatenate(self.v) if self.v else np.zeros(0)
+        order = np.lexsort((r, c))
+        start = np.zeros(n_cols + 1, dtype=np.int64)
+        np.add.at(start, c + 1, 1)
+        return (
+            np.cumsum(start),
+            r[order],
+            v[order],
+            np.concatenate(self.lo) if self.lo else np.zeros(0),
+            np.concatenate(self.hi) if self.hi else np.zeros(0),
+        )
+
+
+def matrix(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    warmup: bool = True,
+    relax: bool = False,
+) -> tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], _Rows, np.ndarray]:
+    """P3 as arrays: the layout, column blocks {name: column indices}, column data (cost, lower, upper,
+    integrality), the rows, and the slots of the capacity rows.  Same variables and rows as the Pyomo build."""
+    cluster.check()
+    lay = layout(schedule)
+    p_c = cluster.price_cache
+    P = lay.n_pairs
+    names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
+    cols = {name: i * P + np.arange(P) for i, name in enumerate(names)}
+    n_cols = len(names) * P
+    cost = np.zeros(n_cols)
+    lower = np.zeros(n_cols)
+    upper = np.ones(n_cols)
+    integer = np.zeros(n_cols, dtype=np.int64)
+    h = lay.dt / 3600.0
+    upper[cols["b"]] = lay.R
+    cost[cols["b"]] = cluster.price_bandwidth * h
+    if cluster.granularity == "block":
+        ub = cluster.block()
+        upper[cols["n"]] = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
+        cost[cols["n"]] = p_c * h * ub
+        integer[cols["n"]] = 0 if relax else 1
+        paid = (cols["n"], np.full(P, ub))
+    else:
+        cost[cols["y"]] = p_c * h * lay.d
+        if cluster.granularity == "dataset" and not relax:
+            integer[cols["y"]] = 1
+        paid = (cols["y"], lay.d)
+    rows = _Rows()
+    inf = math.inf
+    y, u, b = cols["y"], cols["u"], cols["b"]
+    if cluster.granularity == "block":
+        rows.add([(y, lay.d), (cols["n"], -cluster.block())], np.full(P, -inf), np.zeros(P))
+    fed = np.flatnonzero(lay.R > 0)
+    rows.add([(b[fed], 1.0), (u[fed], lay.R[fed])], lay.R[fed], np.full(fed.size, inf))
+    rows.add([(u, 1.0), (y, -1.0)], np.full(P, -inf), np.zeros(P))
+    if warmup:
+        e = cols["e"]
+        rows.add([(e, 1.0), (y, -1.0)], np.full(P, -inf), np.zeros(P))
+        x = lay.dt / lay.d
+        xi = lay.dt * lay.R / lay.d
+        before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], -1)
+        rows.add([(e, 1.0), (before, -1.0), (b, -x)], np.full(P, -inf), np.zeros(P))
+        for theta, keep in tangents(xi, lay.R):
+            sel = np.flatnonzero(keep)
+            const = theta[sel] ** 2 * xi[sel] / 2.0
+            slope = -(1.0 - theta[sel]) * x[sel]
+            rows.add([(u[sel], 1.0), (before[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
+            rows.add([(e[sel], 1.0), (u[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
+            sel = np.flatnonzero(keep & (theta > 0) & (lay.R > 0))
+            rows.add(
+                [(u[sel], 1.0), (y[sel], -(1.0 - theta[sel])), (before[sel], -theta[sel])],
+                np.full(sel.size, -inf),
+                theta[sel] ** 2 * xi[sel] / 2.0,
+            )
+    used = np.unique(lay.t)
+    slot_row = np.searchsorted(used, lay.t)
+    base = rows.n
+    rows.r.append(base + slot_row)
+    rows.c.append(paid[0])
+    rows.v.append(np.asarray(paid[1], dtype=float))
+    rows.lo.append(np.full(used.size, -inf))
+    rows.hi.append(np.full(used.size, float(cluster.cache_gb)))
+    rows.n += used.size
+    if math.isfinite(cluster.bandwidth_gbps):
+        base = rows.n
+        rows.r.append(base + slot_row)
+        rows.c.append(b)
+        rows.v.append(np.ones(P))
+        rows.lo.append(np.full(used.size, -inf))
+        rows.hi.append(np.full(used.size, float(cluster.bandwidth_gbps)))
+        rows.n += used.size
+    data = {"cost": cost, "lower": lower, "upper": upper, "integer": integer}
+    return lay, cols, data, rows, used
+
+
+#: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, the small datasets
+#: are split off (:func:`solve_dynamic_matrix`), because the coupled simplex grows much faster than its size.
+FULL_LP_PAIRS = 20_000
+
+#: Above FULL_LP_PAIRS, the smallest datasets whose sizes add up to at most this share of C are solved alone.
+SMALL_SHARE = 0.02
+
+
+def solve_dynamic_matrix(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    warmup: bool = True,
+    relax: bool = False,
+    time_limit: float | None = None,
+    threads: int = 1,
+) -> DynamicResult:
+    """Solve P3 from its matrix with highspy, splitting it by datasets (proofs/dynamic_lower_bound.md, Lemma 5).
+
+    Only the capacity rows Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B couple the
+    datasets.  Giving a group of datasets the whole C and B to itself is a
+    relaxation, so the sum of the groups' optima is a lower bound on P3, and
+    a joined solution that meets every coupling row is optimal.  First every
+    dataset is its own group.  If the join overfills C: the whole LP when it
+    has at most FULL_LP_PAIRS pairs; above, the large datasets are solved
+    together and only the smallest ones (sizes summing to ≤ SMALL_SHARE · C)
+    alone.  If that join still overfills C, its trajectories are scaled into C
+    (Lemma 5 (ii)) and the answer is ``feasible``: the scaled cost, and the
+    relaxation's certified bound.
+    """
+    wall = time.perf_counter()
+    deadline = None if time_limit is None else wall + time_limit
+    lay = layout(schedule)
+    if lay.n_pairs == 0:
+        return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
+    live = np.unique(lay.k)
+    groups = [np.array([k]) for k in live]
+    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
+    if joined is not None and _fits(joined[0], lay, cluster, schedule.n_slots):
+        return _joined_result("optimal", joined, schedule, lay, wall, "one LP per dataset; no capacity row binds")
+    if lay.n_pairs <= FULL_LP_PAIRS or cluster.granularity != "continuous" or math.isfinite(cluster.bandwidth_gbps):
+        return _solve_matrix(
+            schedule, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads, wall=wall
+        )
+    by_size = live[np.argsort(schedule.size_gb[live], kind="stable")]
+    small = by_size[np.cumsum(schedule.size_gb[by_size]) <= SMALL_SHARE * cluster.cache_gb]
+    large = np.setdiff1d(live, small)
+    groups = [large] + [np.array([k]) for k in small]
+    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
+    if joined is None:
+        return DynamicResult(
+            "time_limit",
+            None,
+            instant_bound(schedule, cluster),
+            schedule.n_slots,
+            time.perf_counter() - wall,
+            message="a group LP did not finish; bound from instant caches (Lemma 5 (iii))",
+        )
+    note = f"{large.size} large datasets together, {small.size} small ones alone"
+    values = joined[0]
+    used, _ = _usage(values, lay, cluster, schedule.n_slots)
+    if _fits(values, lay, cluster, schedule.n_slots):
+        return _joined_result("optimal", joined, schedule, lay, wall, note + "; no capacity row binds")
+    repaired, cost = _repair(values, lay, cluster, used, warmup)
+    # Dropping the warm-up rows is a relaxation too, and without them P3 is a sum of P1s (Theorem 2).
+    instant = instant_bound(schedule, cluster)
+    bound = max(joined[1], instant)
+    note += "; joined and scaled into C; bound from " + ("the groups" if joined[1] >= instant else "instant caches")
+    return _joined_result("feasible", (repaired, bound, cost, joined[3]), schedule, lay, wall, note)
+
+
+def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
+    """Σ_t Δ_t/3600 · P1*(R_t) with B = ∞: P3 without its warm-up rows (proofs/dynamic_lower_bound.md, Theorem 2).
+
+    P1* in closed form (proofs/cba_optimality.md, Theorem 1): cache the datasets with p_b ρ_k > p_c in
+    decreasing ρ_k = R_k/d_k until C is full; cost p_b Σ R_k − Σ_k c_k (p_b ρ_k − p_c).
+    """
+    d = schedule.size_gb
+    p_c, p_b = cluster.price_cache, cluster.price_bandwidth
+    total = 0.0
+    for t in np.flatnonzero(schedule.lengths > 0):
+        R = schedule.demand[:, t]
+        rho = R / d
+        order = np.argsort(-rho, kind="stable")
+        order = order[p_b * rho[order] > p_c]
+        room = np.clip(cluster.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
+        rate = p_b * float(R.sum()) - float(np.dot(room, p_b * rho[order] - p_c))
+        total += schedule.lengths[t] / 3600.0 * rate
+    return total
+
+
+def _joined_result(
+    status: str,
+    joined: tuple[dict[str, np.ndarray], float, float, tuple[int, int]],
+    schedule: Schedule,
+    lay: Layout,
+    wall: float,
+    message: str,
+) -> DynamicResult:
+    values, bound, cost, size = joined
+    return DynamicResult(
+        status,
+        cost,
+        bound,
+        schedule.n_slots,
+        time.perf_counter() - wall,
+        rows=size[0],
+        cols=size[1],
+        message=message,
+        pairs=lay,
+        values=values,
+    )
+
+
+def _fits(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> bool:
+    """Whether a joined solution meets every coupling row (C and B) to a relative 1e-9."""
+    used, read = _usage(values, lay, cluster, n_slots)
+    tol = 1e-9
+    return bool(
+        (used <= cluster.cache_gb * (1 + tol) + tol).all() and (read <= cluster.bandwidth_gbps * (1 + tol) + tol).all()
+    )
+
+
+def _grouped(
+    schedule: Schedule,
+    cluster: Cluster,
+    lay: Layout,
+    groups: list[np.ndarray],
+    warmup: bool,
+    relax: bool,
+    threads: int,
+    deadline: float | None,
+) -> tuple[dict[str, np.ndarray], float, float, tuple[int, int]] | None:
+    """Each group of datasets solved alone with all of C and B: (joined values in layout order, Σ certified
+    bounds, the joined objective, size).  None if a group's LP does not reach optimality."""
+    names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
+    values = {name: np.zeros(lay.n_pairs) for name in names}
+    bound = 0.0
+    rows = cols = 0
+    for group in groups:
+        mask = np.isin(lay.k, group)
+        ts = lay.t[mask]
+        lo, hi = int(ts.min()), int(ts.max())
+        sub = Schedule(
+            schedule.times[lo : hi + 2], schedule.demand[np.sort(group), lo : hi + 1], schedule.size_gb[np.sort(group)]
+        )
+        part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads)
+        if part.status != "optimal" or part.bound is None:
+            return None
+        # The group's layout lists its datasets in increasing k and slots in increasing t, as the full layout does.
+        for name in names:
+            values[name][mask] = part.values[name]
+        bound += part.bound
+        rows += part.rows
+        cols += part.cols
+    return values, bound, _objective(values, lay, cluster), (rows, cols)
+
+
+def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
+    """Paid GB per pair: d y, or u_b n under block caching."""
+    return values["n"] * cluster.block() if cluster.granularity == "block" else values["y"] * lay.d
+
+
+def _objective(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> float:
+    """P3's objective Σ Δ/3600 (p_c paid + p_b b) of a solution."""
+    h = lay.dt / 3600.0
+    return float(h @ (cluster.price_cache * _paid(values, lay, cluster) + cluster.price_bandwidth * values["b"]))
+
+
+def _usage(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cache paid and bandwidth read per slot, summed over datasets."""
+    used = np.bincount(lay.t, weights=_paid(values, lay, cluster), minlength=n_slots)
+    read = np.bincount(lay.t, weights=values["b"], minlength=n_slots)
+    return used, read
+
+
+def _repair(
+    values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, used: np.ndarray, warmup: bool
+) -> tuple[dict[str, np.ndarray], float]:
+    """A feasible P3 solution from a joined one that overfills C: y, u, e scaled by α = min_t C / used_t,
+    b raised to R (1 − α u) (proofs/dynamic_lower_bound.md, Lemma 5 (ii)); continuous caches, B unlimited."""
+    over = used > cluster.cache_gb
+    alpha = float(np.min(cluster.cache_gb / used[over])) if over.any() else 1.0
+    out = {name: values[name] * alpha for name in ("y", "u") + (("e",) if warmup else ())}
+    out["b"] = np.minimum(np.maximum(values["b"], lay.R * (1.0 - out["u"])), lay.R)
+    return out, _objective(out, lay, cluster)
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (None: no limit)."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+
+
+def _solve_matrix(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    warmup: bool,
+    relax: bool,
+    time_limit: float | None,
+    threads: int,
+    wall: float | None = None,
+) -> DynamicResult:
+    """Solve the whole P3 matrix with highspy; for an LP, ``bound`` is the certified Lagrangian dual value.
+
+    The certificate: for row duals π (signs clipped to each row's sense) and
+    reduced costs r = c − Aᵀπ, Σ_i π_i·(L_i or U_i) + Σ_j min(r_j l_j, r_j u_j)
+    ≤ cᵀx for every feasible x (weak duality), evaluated in numpy.
+    """
+    import highspy
+
+    wall = time.perf_counter() if wall is None else wall
+    lay, cols, data, rows, _ = matrix(schedule, cluster, warmup=warmup, relax=relax)
+    n_cols = data["cost"].size
+    if lay.n_pairs == 0:
+        return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
+    start, index, value, lo, hi = rows.csc(n_cols)
+    # The objective in units where its largest coefficient is about 1 (HiGHS's tolerances are absolute).
+    scale = float(np.max(np.abs(data["cost"]))) or 1.0
+    lp = highspy.HighsLp()
+    lp.num_col_ = n_cols
+    lp.num_row_ = int(lo.size)
+    lp.col_cost_ = data["cost"] / scale
+    lp.col_lower_ = data["lower"]
+    lp.col_upper_ = data["upper"]
+    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
+    lp.row_upper_ = np.where(np.isinf(hi), highspy.kHighsInf, hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    is_mip = bool(data["integer"].any())
+    if is_mip:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in data["integer"]
+        ]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    if is_mip:
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 0.0)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    seconds = time.perf_counter() - wall
+    n_rows = int(lo.size)
+    if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        return DynamicResult(
+            "infeasible",
+            None,
+            None,
+            schedule.n_slots,
+            seconds,
+            message="HiGHS proved P3 infeasible",
+            pairs=lay,
+            rows=n_rows,
+            cols=n_cols,
+        )
+    sol = h.getSolution()
+    has = bool(sol.value_valid)
+    x = np.asarray(sol.col_value) if has else None
+    values = {name: x[idx] for name, idx in cols.items()} if x is not None else {}
+    objective = float(data["cost"] @ x) if x is not None else None
+    if status == highspy.HighsModelStatus.kOptimal:
+        bound: float | None
+        if is_mip:
+            bound = float(info.mip_dual_bound) * scale
+        else:
+            bound = _certified_bound(data, lo, hi, start, index, value, np.asarray(sol.row_dual) * scale)
+        return DynamicResult(
+            "optimal", objective, bound, schedule.n_slots, seconds, pairs=lay, values=values, rows=n_rows, cols=n_cols
+        )
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        limit_bound = float(info.mip_dual_bound) * scale if is_mip and math.isfinite(info.mip_dual_bound) else None
+        return DynamicResult(
+            "time_limit",
+            objective,
+            limit_bound,
+            schedule.n_slots,
+            seconds,
+            message=f"HiGHS stopped at the time limit of {time_limit} s",
+            pairs=lay,
+            values=values,
+            rows=n_rows,
+            cols=n_cols,
+        )
+    return DynamicResult(
+        "feasible" if has else "error",
+        objective,
+        None,
+        schedule.n_slots,
+        seconds,
+        message=f"HiGHS stopped: {h.modelStatusToString(status)}",
+        pairs=lay,
+        values=values,
+        rows=n_rows,
+        cols=n_cols,
+    )
+
+
+def _certified_bound(
+    data: dict[str, np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    start: np.ndarray,
+    index: np.ndarray,
+    value: np.ndarray,
+    dual: np.ndarray,
+) -> float:
+    """Weak-duality value of row duals ``dual`` for min cᵀx, lo ≤ Ax ≤ hi, l ≤ x ≤ u (all column bounds finite)."""
+    pi = np.where(np.isinf(lo), np.minimum(dual, 0.0), dual)
+    pi = np.where(np.isinf(hi), np.maximum(pi, 0.0), pi)
+    col = np.repeat(np.arange(start.size - 1), np.diff(start))
+    at_pi = np.zeros(start.size - 1)
+    np.add.at(at_pi, col, value * pi[index])
+    reduced = data["cost"] - at_pi
+    rows_part = np.where(pi > 0, pi * np.where(np.isinf(lo), 0.0, lo), pi * np.where(np.isinf(hi), 0.0, hi))
+    cols_part = np.minimum(reduced * data["lower"], reduced * data["upper"])
+    return float(rows_part.sum() + cols_part.sum())
+
+
+def solve_dynamic(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    warmup: bool = True,
+    relax: bool = False,
+    time_limit: float | None = None,
+    engine: str = "matrix",
+) -> DynamicResult:
+    """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo"."""
+    cluster.check()
+    if engine == "pyomo":
+        return solve_dynamic_pyomo(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
+    if engine != "matrix":
+        raise InstanceError("engine", engine, "must be matrix or pyomo")
+    return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)

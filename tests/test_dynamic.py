@@ -1,0 +1,406 @@
+"""P3, the offline dynamic optimum (models/milp/dynamic.py), and the online policy cba-keep (algorithms/cba_keep.py).
+
+Each test names the theorem of proofs/dynamic_lower_bound.md or proofs/cba_keep_competitive.md it checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cbalab.algorithms import registry as methods
+from cbalab.algorithms.cba import cba
+from cbalab.algorithms.cba_keep import CbaKeep, cba_keep
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import Workload, assign, generate_trace
+from cbalab.models.evaluate import Allocation, least_feeding
+from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.milp.dynamic import (
+    Cluster,
+    Schedule,
+    schedule_from_replay,
+    solve_dynamic,
+    solve_dynamic_matrix,
+    solve_dynamic_pyomo,
+)
+
+PRICES = (2.5, 0.0004, 0.9)
+RTOL = 1e-7
+
+
+def _workload(submit, duration, dataset, rate, sizes, gpus=None) -> Workload:
+    n = len(submit)
+    jobs = pd.DataFrame(
+        {
+            "line": np.zeros(n, dtype=np.int64),
+            "job_id": [f"j{i}" for i in range(n)],
+            "submit_s": np.asarray(submit, float),
+            "duration_s": np.asarray(duration, float),
+            "gpus": np.ones(n, dtype=np.int64) if gpus is None else np.asarray(gpus, dtype=np.int64),
+            "model": ["m"] * n,
+            "dataset": [f"d{k}" for k in dataset],
+            "dataset_index": np.asarray(dataset, dtype=np.int64),
+            "io_gbps": np.asarray(rate, float),
+        }
+    )
+    datasets = pd.DataFrame({"dataset": [f"d{k}" for k in range(len(sizes))], "size_gb": np.asarray(sizes, float)})
+    return Workload(jobs, datasets, {"seed": 0})
+
+
+def _schedule(w: Workload, res, cfg: SimConfig) -> Schedule:
+    jobs = res.jobs
+    return schedule_from_replay(
+        jobs["start_s"].to_numpy(),
+        jobs["end_s"].to_numpy(),
+        jobs["io_gbps"].to_numpy(),
+        w.jobs["dataset_index"].to_numpy(),
+        w.datasets["size_gb"].to_numpy(),
+        period_s=cfg.period_s,
+        origin_s=float(w.jobs["submit_s"].min()),
+    )
+
+
+def _cluster(cfg: SimConfig) -> Cluster:
+    return Cluster(
+        cache_gb=cfg.cache_gb,
+        bandwidth_gbps=cfg.bandwidth_gbps,
+        price_cache=cfg.prices[1],
+        price_bandwidth=cfg.prices[2],
+    )
+
+
+def _io(res) -> float:
+    return float(res.summary["cost"]["io"])
+
+
+@st.composite
+def _replays(draw: st.DrawFn) -> tuple[Workload, SimConfig]:
+    """Small generated traces: few datasets (so jobs share), a cache that binds or not, ticks or not."""
+    n = draw(st.integers(2, 14))
+    seed = draw(st.integers(0, 10_000))
+    k = draw(st.integers(1, 4))
+    w = assign(generate_trace(n, seed), seed, skew=draw(st.sampled_from([0.0, 1.0, 2.0])), n_datasets=k)
+    scale = draw(st.sampled_from([1.0, 30.0]))  # faster jobs: caches matter more
+    w.jobs["io_gbps"] = w.jobs["io_gbps"] * scale
+    total = float(w.datasets["size_gb"].sum())
+    cfg = SimConfig(
+        policy="cba",
+        gpus=max(draw(st.sampled_from([4, 16, 64])), int(w.jobs["gpus"].max())),
+        cache_gb=total * draw(st.sampled_from([0.0, 0.3, 0.7, 1.5])),
+        prices=(2.5, draw(st.sampled_from([0.0004, 0.004])), draw(st.sampled_from([0.9, 9.0]))),
+        period_s=draw(st.sampled_from([None, 500.0])),
+    )
+    return w, cfg
+
+
+def _with(cfg: SimConfig, **kw) -> SimConfig:
+    return SimConfig(**{**cfg.__dict__, **kw})
+
+
+# ------------------------------------------------------------------------------------------ Theorem 2 (instant caches)
+
+
+@given(_replays())
+def test_no_warmup_equals_online_cba(case: tuple[Workload, SimConfig]) -> None:
+    """Theorem 2 of proofs/dynamic_lower_bound.md: with instant caches P3 decomposes by slot and equals online CBA."""
+    w, cfg = case
+    cfg = _with(cfg, warmup=False)
+    res = simulate(w, cfg)
+    out = solve_dynamic(_schedule(w, res, cfg), _cluster(cfg), warmup=False)
+    assert out.status == "optimal"
+    # Equal up to HiGHS's tolerances: the certified bound below, the LP's primal value above.
+    assert out.bound <= _io(res) * (1 + 1e-12) + 1e-15
+    assert out.cost_io >= _io(res) * (1 - RTOL) - 1e-12
+    assert out.bound == pytest.approx(_io(res), rel=1e-6, abs=1e-12)
+    assert out.cost_io == pytest.approx(_io(res), rel=1e-6, abs=1e-12)
+    silod = simulate(w, _with(cfg, policy="silod"))
+    assert _io(silod) >= out.bound * (1 - 1e-9) - 1e-12
+
+
+# ------------------------------------------------------------------------------------------ Theorem 1 (lower bound)
+
+
+@settings(max_examples=max(5, settings().max_examples // 6))
+@given(_replays())
+def test_lower_bound_every_policy(case: tuple[Workload, SimConfig]) -> None:
+    """Theorem 1 of proofs/dynamic_lower_bound.md: P3 ≤ the replay IO cost of every registered cost policy."""
+    w, cfg = case
+    base = simulate(w, cfg)
+    out = solve_dynamic(_schedule(w, base, cfg), _cluster(cfg))
+    assert out.status == "optimal"
+    instant = solve_dynamic(_schedule(w, base, cfg), _cluster(cfg), warmup=False)
+    assert out.bound >= instant.bound * (1 - RTOL) - 1e-12  # warm-up only adds rows
+    for name in methods.names("cost"):
+        res = simulate(w, _with(cfg, policy=name))
+        assert res.summary["stall_hours"] == 0
+        assert _io(res) >= out.bound * (1 - RTOL) - 1e-12, name
+
+
+def test_schedule_is_policy_independent() -> None:
+    """Lemma 1 of proofs/dynamic_lower_bound.md: without stalls every policy replays the same schedule."""
+    w = assign(generate_trace(80, 5), 5, skew=1.5, n_datasets=6)
+    cfg = SimConfig(gpus=16, cache_gb=120.0, period_s=900.0)
+    ref = _schedule(w, simulate(w, cfg), cfg)
+    for name in methods.names("cost"):
+        if name in ("lp", "milp"):
+            continue
+        other = _schedule(w, simulate(w, _with(cfg, policy=name)), cfg)
+        np.testing.assert_allclose(other.times, ref.times, rtol=1e-12)
+        np.testing.assert_allclose(other.demand, ref.demand, rtol=1e-12, atol=1e-15)
+
+
+# ------------------------------------------------------------------------------------------ scripted policies
+
+
+class _Script:
+    """An offline schedule replayed by the simulator: target(now_s) per dataset, least feeding at that target."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+
+    def decide(self, inst: Instance, now_s: float, filled_gb: np.ndarray) -> Allocation:
+        cache = np.minimum(np.asarray(self.target(now_s), dtype=float), inst.dataset_size_gb)
+        return Allocation(
+            gpus=inst.job_gpus.copy(),
+            cache_gb=cache,
+            bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, cache),
+        )
+
+
+def test_brute_force_toy() -> None:
+    """Theorem 1 of proofs/dynamic_lower_bound.md on a 3-job toy: P3 ≤ every target sequence on a grid (real simulator).
+
+    Two jobs overlap on one dataset and a third comes after a gap.  Every sequence of per-slot targets from
+    {0, ¼, ½, ¾, 1}·d is replayed in the simulator; the LP is below the cheapest.  With slots long against the
+    warm-up (d/R ≪ Δ) the LP is within 1% of the cheapest (0.44% when written): what is left is the simulator's
+    stale hit ratio during a warm-up, which the fluid bound of Lemma 3 does not see.
+    """
+    for durations, tight in (((400.0, 300.0, 500.0), False), ((40_000.0, 30_000.0, 50_000.0), True)):
+        a, b, c = durations
+        w = _workload([0.0, a / 2, a + b], [a, b, c], [0, 0, 0], [0.2, 0.3, 0.25], [100.0])
+        cfg = SimConfig(gpus=4, cache_gb=100.0, prices=(2.5, 0.004, 9.0))
+        res = simulate(w, cfg)
+        sched = _schedule(w, res, cfg)
+        out = solve_dynamic_pyomo(sched, _cluster(cfg))
+        assert out.status == "optimal"
+        grid = [0.0, 25.0, 50.0, 75.0, 100.0]
+        best = math.inf
+        for seq in itertools.product(grid, repeat=sched.n_slots):
+            script = _Script(
+                lambda now, s=seq, times=sched.times: [
+                    s[min(int(np.searchsorted(times, now, "right")) - 1, len(s) - 1)]
+                ]
+            )
+            run = simulate(w, cfg, online=script)
+            best = min(best, _io(run))
+        assert out.cost_io <= best * (1 + RTOL)
+        if tight:
+            assert best <= out.cost_io * 1.01
+        else:
+            assert out.cost_io < best
+
+
+def test_prewarm_hand_example() -> None:
+    """Proposition 3 of proofs/dynamic_lower_bound.md: the offline optimum pre-warms before a burst; online cannot.
+
+    Job A reads a 100 GB dataset at 0.04 GB/s (density 4e-4 /s, below p_c/p_b = 4.4e-4 /s: caching does not pay
+    against A alone) for two hours; on the burst branch job B reads it at 2 GB/s from 7,200 s.  Ticks every 600 s.
+    """
+    d = 100.0
+    burst = _workload([0.0, 7200.0], [7800.0, 600.0], [0, 0], [0.04, 2.0], [d])
+    calm = _workload([0.0], [7800.0], [0], [0.04], [d])
+    cfg = SimConfig(gpus=4, cache_gb=d, prices=PRICES, period_s=600.0)
+
+    cba_burst = simulate(burst, cfg)
+    sched = _schedule(burst, cba_burst, cfg)
+    opt = solve_dynamic(sched, _cluster(cfg))
+    assert opt.status == "optimal"
+    before = opt.pairs.t < np.searchsorted(sched.times, 7200.0)
+    assert opt.values["y"][before].max() > 0.1  # the optimum holds cache for k while only A runs
+    assert opt.bound < _io(cba_burst) * (1 - 1e-3)
+
+    # A pre-warm an offline scheduler could run: grow the target with A's reads over the last 40 minutes.
+    def prewarm(now: float) -> list[float]:
+        if now >= 7200.0:
+            return [d]
+        return [min(d, 0.04 * max(0.0, now + 600.0 - 4800.0) * 1.05)]
+
+    warm_burst = simulate(burst, cfg, online=_Script(prewarm))
+    assert _io(warm_burst) < _io(cba_burst)
+    assert _io(warm_burst) >= opt.bound * (1 - RTOL)
+    # On the calm branch (same history before 7,200 s) CBA is optimal and the pre-warm is a loss.
+    cba_calm = simulate(calm, cfg)
+    calm_opt = solve_dynamic(_schedule(calm, cba_calm, cfg), _cluster(cfg))
+    assert _io(cba_calm) == pytest.approx(calm_opt.bound, rel=1e-7)
+    assert _io(simulate(calm, cfg, online=_Script(prewarm))) > _io(cba_calm) * (1 + 1e-3)
+    # cba-keep sees only the past: on both branches it does what CBA does before the burst.
+    keep_burst = simulate(burst, _with(cfg, policy="cba-keep"))
+    assert _io(keep_burst) == pytest.approx(_io(cba_burst), rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------ builds and certificates
+
+
+def test_builds_agree_and_bound_is_certified() -> None:
+    """Lemma 5 of proofs/dynamic_lower_bound.md: Pyomo and matrix builds, decomposed and whole solves agree;
+    the certified bound is ≤ the optimum; the integer variants lie above their relaxation."""
+    w = assign(generate_trace(25, 11), 11, skew=1.0, n_datasets=4)
+    w.jobs["io_gbps"] = w.jobs["io_gbps"] * 20.0
+    for cache in (30.0, 400.0):
+        cfg = SimConfig(gpus=16, cache_gb=cache, prices=(2.5, 0.004, 9.0), period_s=1800.0)
+        sched = _schedule(w, simulate(w, cfg), cfg)
+        py = solve_dynamic_pyomo(sched, _cluster(cfg))
+        mx = solve_dynamic_matrix(sched, _cluster(cfg))
+        assert py.status == mx.status == "optimal"
+        assert mx.cost_io == pytest.approx(py.cost_io, rel=1e-6)
+        assert mx.bound <= mx.cost_io * (1 + 1e-12)
+        assert mx.bound == pytest.approx(py.cost_io, rel=1e-6)
+        for variant in (Cluster(**{**_cluster(cfg).__dict__, "granularity": "dataset"}),):
+            relaxed = solve_dynamic_pyomo(sched, variant, relax=True)
+            exact = solve_dynamic_pyomo(sched, variant)
+            assert relaxed.cost_io == pytest.approx(py.cost_io, rel=1e-6)
+            assert exact.cost_io >= relaxed.cost_io * (1 - 1e-9)
+            assert solve_dynamic_matrix(sched, variant).cost_io == pytest.approx(exact.cost_io, rel=1e-6)
+
+
+def test_schedule_from_replay_rejects_bad_input() -> None:
+    """Bad input names the field (spec: a clear error, never a traceback)."""
+    with pytest.raises(InstanceError, match="end_s"):
+        schedule_from_replay(np.zeros(2), np.zeros(1), np.zeros(2), np.zeros(2, dtype=int), np.ones(1))
+    with pytest.raises(InstanceError, match="jobs\\[0\\]"):
+        schedule_from_replay(np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1, dtype=int), np.ones(1))
+    with pytest.raises(InstanceError, match="period_s"):
+        schedule_from_replay(np.zeros(1), np.ones(1), np.zeros(1), np.zeros(1, dtype=int), np.ones(1), period_s=0.0)
+    with pytest.raises(InstanceError, match="granularity"):
+        solve_dynamic(Schedule(np.zeros(1), np.zeros((1, 0)), np.ones(1)), Cluster(cache_gb=1.0, granularity="x"))
+
+
+# ------------------------------------------------------------------------------------------ cba-keep
+
+
+def _on_off(n: int, on_s: float, gap_s: float, rate: float, d: float = 100.0) -> Workload:
+    starts = np.arange(n) * (on_s + gap_s)
+    return _workload(starts, np.full(n, on_s), np.zeros(n, dtype=int), np.full(n, rate), [d])
+
+
+def _kappa(rate: float, on_s: float, d: float, prices: tuple[float, float, float]) -> float:
+    theta = prices[1] / prices[2]
+    return (1 - theta / (rate / d)) * rate * on_s / (rate * on_s + d)
+
+
+def test_cba_unbounded_ratio() -> None:
+    """Proposition K3 of proofs/cba_keep_competitive.md: CBA's ratio to P3 grows without bound as lulls shrink."""
+    ratios = []
+    for on_s, gap_s in ((200.0, 20.0), (20.0, 2.0), (2.0, 0.2)):
+        rate = 100.0 / on_s * 2  # the warm-up takes half of each phase
+        w = _on_off(20, on_s, gap_s, rate)
+        cfg = SimConfig(gpus=2, cache_gb=100.0, prices=PRICES)
+        res = simulate(w, cfg)
+        opt = solve_dynamic(_schedule(w, res, cfg), _cluster(cfg))
+        ratios.append(_io(res) / opt.bound)
+        keep = simulate(w, _with(cfg, policy="cba-keep"))
+        assert _io(keep) <= 2.0 / _kappa(rate, on_s, 100.0, PRICES) * opt.bound
+    assert ratios[0] < ratios[1] < ratios[2]
+    assert ratios[2] > 10.0
+
+
+def test_cba_keep_ski_rental_bound() -> None:
+    """Theorem K2 of proofs/cba_keep_competitive.md: cba-keep ≤ (1 + 1/λ + P/(λT*))/κ · P3 on on-off workloads."""
+    t_star = PRICES[2] / PRICES[1]  # seconds
+    d = 100.0
+    for gap_s in (0.1 * t_star, 0.9 * t_star, 1.1 * t_star, 4.0 * t_star):
+        on_s, rate = 3000.0, 0.5
+        w = _on_off(6, on_s, gap_s, rate, d)
+        for period in (None, 300.0):
+            cfg = SimConfig(gpus=2, cache_gb=d, prices=PRICES, period_s=period)
+            plain = simulate(w, cfg)
+            sched = _schedule(w, plain, cfg)
+            opt = solve_dynamic(sched, _cluster(cfg))
+            kappa = _kappa(rate, on_s, d, PRICES)
+            # P is the longest stretch without an event inside a gap.
+            p = gap_s if period is None else period
+            for trust in (1.0, 0.5):
+                keep = simulate(w, cfg, online=CbaKeep(trust=trust))
+                assert _io(keep) <= (1 + 1 / trust + p / (trust * t_star)) / kappa * opt.bound * (1 + RTOL)
+            registered = simulate(w, _with(cfg, policy="cba-keep"))
+            assert _io(registered) == pytest.approx(_io(simulate(w, cfg, online=CbaKeep())), rel=1e-12)
+            # Lemma K1's closed form is a lower bound on P3 (first phase cold, each gap at its cheaper branch).
+            psi = 6 * PRICES[1] * d * on_s / 3600
+            k1 = psi + kappa * PRICES[2] * d / 3600 * (1 + 5 * min(1.0, gap_s / t_star))
+            assert k1 <= opt.bound * (1 + RTOL)
+            if gap_s < 0.5 * t_star:
+                assert _io(simulate(w, cfg, online=CbaKeep())) < _io(plain)
+
+
+def test_cba_keep_without_history_is_cba() -> None:
+    """cba-keep with no filled cache and no past (the static call) answers exactly what CBA answers."""
+    inst = build(
+        dataset_size_gb=np.array([10.0, 50.0, 5.0]),
+        job_dataset=np.array([0, 1, 1, 2]),
+        job_gpus=np.ones(4, dtype=np.int64),
+        job_io_gbps=np.array([0.5, 0.01, 0.02, 0.0]),
+        cache_gb=20.0,
+        prices=PRICES,
+    )
+    np.testing.assert_allclose(cba_keep(inst).cache_gb, cba(inst).cache_gb)
+    policy = CbaKeep()
+    first = policy.decide(inst, 0.0, np.zeros(3))
+    # Filled caches beyond CBA's targets are kept while free capacity remains, never beyond what is filled.
+    second = policy.decide(inst, 10.0, np.array([10.0, 8.0, 0.0]))
+    assert (second.cache_gb >= first.cache_gb - 1e-12).all()
+    assert second.cache_gb.sum() <= inst.cache_gb * (1 + 1e-12)
+    assert second.cache_gb[1] <= 8.0 + first.cache_gb[1]
+
+
+def test_cli_offline_optimum_and_window(tmp_path, capsys) -> None:
+    """``cbalab simulate --offline-optimum --window`` adds P3 to summary.json (Theorem 1: bound ≤ the replay's IO)."""
+    import json
+
+    from cbalab.experiments.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "simulate",
+            "--generate",
+            "60",
+            "--policy",
+            "cba",
+            "--offline-optimum",
+            "--window",
+            "0:4000",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    opt = summary["offline_optimum"]
+    assert set(opt) >= {"cost_io", "status", "bound", "slots", "seconds"}
+    assert opt["status"] == "optimal"
+    assert opt["bound"] <= summary["cost"]["io"] * (1 + RTOL)
+    assert summary["jobs"] < 60  # the window keeps only the jobs submitted in [0, 4000) s
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as bad:
+        main(["simulate", "--generate", "5", "--policy", "cba", "--window", "9:1"])
+    assert bad.value.code == 2
+    assert "START < END" in capsys.readouterr().err
+    assert main(["simulate", "--generate", "5", "--policy", "cba", "--window", "1e9:2e9"]) == 2
+    assert "window" in capsys.readouterr().err
+
+
+@given(_replays())
+def test_instant_bound_is_online_cba_without_warmup(case: tuple[Workload, SimConfig]) -> None:
+    """Theorem 2 of proofs/dynamic_lower_bound.md: the closed-form Σ_t Δ_t P1*(R_t) equals CBA's instant-cache cost."""
+    from cbalab.models.milp.dynamic import instant_bound
+
+    w, cfg = case
+    cfg = _with(cfg, warmup=False, period_s=None)
+    res = simulate(w, cfg)
+    assert instant_bound(_schedule(w, res, cfg), _cluster(cfg)) == pytest.approx(_io(res), rel=1e-9, abs=1e-12)
