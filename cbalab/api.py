@@ -392,12 +392,14 @@ class ReplayResult:
             hours, ts["cache_gb"], where="post", linestyle=":", color=line.get_color(), label=f"{name}: target"
         )
         bw_ax.step(hours, ts["bandwidth_gbps"], where="post", color=line.get_color(), label=name)
-        cost_ax.step(
-            hours, ts["cost_per_hour"] - ts["gpu_cost_per_hour"], where="post", color=line.get_color(), label=name
-        )
+        if "gpu_cost_per_hour" in ts:
+            spend, what = ts["cost_per_hour"] - ts["gpu_cost_per_hour"], "IO spend ($/h)"
+        else:  # the elastic replay: GPUs are chosen too, so the whole spend is the decision
+            spend, what = ts["spend_per_hour"], "spend ($/h)"
+        cost_ax.step(hours, spend, where="post", color=line.get_color(), label=name)
         cache_ax.set_ylabel("cache (GB)")
         bw_ax.set_ylabel("remote IO (GB/s)")
-        cost_ax.set_ylabel("IO spend ($/h)")
+        cost_ax.set_ylabel(what)
         cost_ax.set_xlabel("time (h)")
         for ax in axes:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
@@ -418,6 +420,11 @@ def simulate(
     skew: float = 1.0,
     n_datasets: int = 48,
     gpu_type: str | None = None,
+    problem: str = "cost",
+    budget_per_hour: float | None = None,
+    budget_fraction: float = 0.5,
+    cache_policy: str = "silod",
+    utility_mix: str = "mixed",
 ) -> ReplayResult:
     """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
 
@@ -429,6 +436,12 @@ def simulate(
     ``io-only``, ``cache-all``, ``coordl``, ``quiver``, ``silod``, ...);
     ``prices`` (p_g, p_c, p_b) default to the package's.  The other
     arguments are those of ``cbalab simulate`` (README "Commands").
+
+    ``problem="welfare"`` is the elastic replay (docs/model.md §6b): every job
+    gets a seeded utility table (``utility_mix``), and ``policy`` (``autocba``,
+    ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
+    versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
+    ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
     """
     import tempfile
 
@@ -436,10 +449,12 @@ def simulate(
     from cbalab.experiments.simulate import simulate as _simulate
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
 
-    try:
-        registry.get(Problem.COST, policy)
-    except KeyError as e:
-        raise ValueError(f"policy: {e.args[0]}") from None
+    prob = Problem(problem)
+    if prob == Problem.COST:
+        try:
+            registry.get(Problem.COST, policy)
+        except KeyError as e:
+            raise ValueError(f"policy: {e.args[0]}") from None
     kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
     if isinstance(trace, bool):
         raise ValueError(f"trace: a trace file, a DataFrame or a number of jobs, got {trace!r}")
@@ -453,15 +468,74 @@ def simulate(
         workload = make_workload(n_jobs=trace, **kw)
     else:
         workload = make_workload(trace=trace, **kw)
+    price_tuple = DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2]))
+    if prob == Problem.WELFARE:
+        return _simulate_elastic(
+            workload,
+            policy,
+            gpus=gpus,
+            cache_gb=cache_gb,
+            bandwidth_gbps=bandwidth_gbps,
+            prices=price_tuple,
+            warmup=warmup,
+            period_s=period_s,
+            seed=seed,
+            gpu_type=gpu_type,
+            budget_per_hour=budget_per_hour,
+            budget_fraction=budget_fraction,
+            cache_policy=cache_policy,
+            utility_mix=utility_mix,
+        )
     cfg = SimConfig(
         policy=policy,
         gpus=gpus,
         cache_gb=cache_gb,
         bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
-        prices=DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2])),
+        prices=price_tuple,
         warmup=warmup,
         period_s=period_s,
         seed=seed,
     )
     out: SimResult = _simulate(workload, cfg)
+    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
+
+
+def _simulate_elastic(
+    workload: Any,
+    policy: str,
+    *,
+    gpus: int,
+    cache_gb: float,
+    bandwidth_gbps: float | None,
+    prices: tuple[float, float, float],
+    warmup: bool,
+    period_s: float | None,
+    seed: int,
+    gpu_type: str | None,
+    budget_per_hour: float | None,
+    budget_fraction: float,
+    cache_policy: str,
+    utility_mix: str,
+) -> ReplayResult:
+    """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
+    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    if policy not in POLICIES:
+        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
+    cfg = ElasticConfig(
+        policy=policy,
+        cache_policy=cache_policy,
+        gpus=gpus,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=budget_per_hour,
+        budget_fraction=budget_fraction,
+        period_s=period_s,
+        warmup=warmup,
+        seed=seed,
+    )
+    out = replay(elastic_workload, cfg)
     return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())

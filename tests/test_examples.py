@@ -270,3 +270,25 @@ def test_simulate_refuses_a_bool_trace() -> None:
     """``True`` is no number of jobs: a ValueError naming ``trace``."""
     with pytest.raises(ValueError, match="trace: a trace file, a DataFrame or a number of jobs"):
         cbalab.simulate(True, "cba")
+
+
+def test_simulate_welfare_is_the_elastic_replay() -> None:
+    """problem="welfare" runs the elastic replay under the budget: spend never above it, AutoCBA beats the
+    IO-unaware scheduler on welfare, and plot() draws the whole spend; an unknown welfare policy is named."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kw = {"gpus": 32, "cache_gb": 200.0, "prices": (2.5, 0.009, 9.0), "budget_per_hour": 60.0, "problem": "welfare"}
+    auto = cbalab.simulate(examples.small_trace(), "autocba", **kw)
+    naive = cbalab.simulate(examples.small_trace(), "gavel-tput", **kw)
+    assert auto.summary["problem"] == "welfare"
+    assert auto.timeseries["spend_per_hour"].max() <= 60.0 * (1 + 1e-9)
+    assert auto.summary["welfare"] > naive.summary["welfare"]
+    axes = auto.plot()
+    assert axes[2].get_ylabel() == "spend ($/h)"
+    np.testing.assert_allclose(axes[2].get_lines()[0].get_ydata(), auto.timeseries["spend_per_hour"].to_numpy())
+    plt.close("all")
+    with pytest.raises(ValueError, match="not a welfare policy"):
+        cbalab.simulate(examples.small_trace(), "cba", **kw)
