@@ -30,6 +30,9 @@ from cbalab.models.types import Problem, SolveOptions, Status
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from cbalab.experiments.simulate import SimResult
+    from cbalab.models.solve import Outcome
+
 
 def load(path: str | Path) -> Instance:
     """Read and validate a ``cbalab/instance@1`` JSON file; InstanceError names the bad field and value."""
@@ -226,25 +229,49 @@ class Result:
             }
         )
 
-    def plot(self, ax: Axes | None = None) -> Axes:
-        """Per dataset cache vs size and demand, per job bandwidth vs rate (matplotlib, imported here)."""
+    def plot(self, ax: Axes | None = None, jobs_ax: Axes | None = None) -> Axes:
+        """Draw the allocation: per dataset, cache against size and remote bandwidth against demand; per job, bandwidth.
+
+        On ``ax`` (per dataset): grey bars are the dataset's size (GB) and its
+        jobs' demand Σ r_j (GB/s, right axis), coloured bars what is cached
+        and what is read remotely.  On ``jobs_ax`` (per job): rate r_j against
+        bandwidth b_j, so a job with b_j < r_j (1 − h) is visibly short.  With
+        no axes given, a new figure holds both panels; with only ``ax``, only
+        the dataset panel is drawn.  Returns ``ax`` (its ``.figure`` holds both).
+        """
         import matplotlib.pyplot as plt
 
+        fig = None
         if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
+            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
         ds = self.datasets_frame()
         x = np.arange(len(ds))
         ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
-        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)")
+        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)", color="tab:blue")
         twin = ax.twinx()
-        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand (GB/s)", color="0.6")
-        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="bandwidth (GB/s)")
-        ax.set_xticks(x, ds["dataset"], rotation=90)
+        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
+        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
+        ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right")
         ax.set_ylabel("GB")
         twin.set_ylabel("GB/s")
-        ax.set_title(f"{self.method} on {self.problem}: {self.status}, objective {self.objective}")
-        ax.legend(loc="upper left")
-        twin.legend(loc="upper right")
+        ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
+        twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+        objective = "none" if self.objective is None else f"{self.objective:.6g}"
+        ax.set_title(f"{self.method} ({self.problem}): {self.status}, objective {objective}")
+        ax.legend(loc="upper left", fontsize="small")
+        twin.legend(loc="upper right", fontsize="small")
+        if jobs_ax is not None:
+            jf = self.jobs_frame()
+            y = np.arange(len(jf))
+            jobs_ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
+            jobs_ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
+            jobs_ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])])
+            jobs_ax.invert_yaxis()
+            jobs_ax.set_xlabel("GB/s")
+            jobs_ax.set_title("per job: data rate and remote bandwidth")
+            jobs_ax.legend(loc="best", fontsize="small")
+        if fig is not None:
+            fig.tight_layout()
         return ax
 
 
@@ -284,3 +311,231 @@ def solve(
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
     """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
     return _referee(instance, allocation, Problem(problem))
+
+
+def build_model(instance: Instance, problem: str, relax: bool = False) -> Any:
+    """The Pyomo model (a ``pyomo.environ.ConcreteModel``) of P1 (``problem="cost"``, docs/model.md §4) or P2
+    (``"welfare"``, §5) for ``instance``.
+
+    The same model the ``milp`` method solves (``relax=True``: the ``lp``
+    method's relaxation), for reading: ``model.pprint()`` prints every
+    variable and constraint, e.g. P2's McCormick rows ``w_below_y``,
+    ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md).  Pyomo is
+    imported here, so ``import cbalab`` stays light.
+    """
+    prob = Problem(problem)
+    if prob == Problem.COST:
+        from cbalab.models.milp.cost import build_cost_model
+
+        return build_cost_model(instance, relax=relax)
+    from cbalab.models.milp.welfare import build_welfare_model
+
+    return build_welfare_model(instance, relax=relax)
+
+
+def solve_model(model: Any, time_limit: float | None = None, **options: Any) -> Outcome:
+    """Solve a model of :func:`build_model` with HiGHS (MIP gap 0 unless ``mip_gap`` is given); loads its values.
+
+    Returns the solver's ``Outcome`` (status, objective, bound, message); the
+    variables then hold the solution (``model.y[0].value``).  This is the raw
+    model's answer, not scored by the referee: :func:`solve` is the scored path.
+    """
+    from cbalab.models.solve import solve_model as _solve_model
+
+    return _solve_model(model, SolveOptions(time_limit=time_limit, **options))
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A trace replay (docs/model.md §6): per-job table, per-event time series and summary, with a plot.
+
+    ``jobs`` has one row per job (start, end, JCT, queueing, stall seconds and
+    its share of the cost); ``timeseries`` one row per event, its values
+    holding until the next row (running and queued jobs, GPUs busy, cache
+    allocated ``cache_gb`` and filled ``cache_filled_gb``, remote bandwidth,
+    spend rates in $/h); ``summary`` the ``cbalab/simulation@1`` document;
+    ``datasets`` the datasets of the workload (``dataset``, ``size_gb``), the
+    jobs' ``dataset`` column names them.
+    """
+
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict[str, Any]
+    datasets: pd.DataFrame
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
+        from cbalab.experiments.simulate import SimResult
+
+        return SimResult(self.jobs, self.timeseries, dict(self.summary)).write(out_dir)
+
+    def plot(self, axes: Any = None, label: str | None = None) -> Any:
+        """Cache (allocated and filled), remote bandwidth and spend rate over time, three stacked panels.
+
+        The series are step functions: each value holds until the next event
+        (the replay serves a slot from the cache filled at its start, and a
+        slot ends when a cache reaches its target, docs/model.md §6).  Legends
+        sit right of the panels.  Pass the ``axes`` of an earlier call (three
+        Axes) to draw several replays on the same panels; ``label`` names this
+        one (default: its policy).  Returns the three Axes.
+        """
+        import matplotlib.pyplot as plt
+
+        if axes is None:
+            _, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+        name = label or str(self.summary.get("policy", "replay"))
+        ts = self.timeseries
+        hours = ts["time_s"].to_numpy(float) / 3600.0
+        cache_ax, bw_ax, cost_ax = axes
+        line = cache_ax.step(hours, ts["cache_filled_gb"], where="post", label=f"{name}: filled")[0]
+        cache_ax.step(
+            hours, ts["cache_gb"], where="post", linestyle=":", color=line.get_color(), label=f"{name}: target"
+        )
+        bw_ax.step(hours, ts["bandwidth_gbps"], where="post", color=line.get_color(), label=name)
+        if "gpu_cost_per_hour" in ts:
+            spend, what = ts["cost_per_hour"] - ts["gpu_cost_per_hour"], "IO spend ($/h)"
+        else:  # the elastic replay: GPUs are chosen too, so the whole spend is the decision
+            spend, what = ts["spend_per_hour"], "spend ($/h)"
+        cost_ax.step(hours, spend, where="post", color=line.get_color(), label=name)
+        cache_ax.set_ylabel("cache (GB)")
+        bw_ax.set_ylabel("remote IO (GB/s)")
+        cost_ax.set_ylabel(what)
+        cost_ax.set_xlabel("time (h)")
+        for ax in axes:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        return axes
+
+
+def simulate(
+    trace: str | Path | pd.DataFrame | int,
+    policy: str = "cba",
+    *,
+    gpus: int = 768,
+    cache_gb: float = 500.0,
+    bandwidth_gbps: float | None = None,
+    prices: tuple[float, float, float] | None = None,
+    warmup: bool = True,
+    period_s: float | None = None,
+    seed: int = 0,
+    skew: float = 1.0,
+    n_datasets: int = 48,
+    gpu_type: str | None = None,
+    problem: str = "cost",
+    budget_per_hour: float | None = None,
+    budget_fraction: float = 0.5,
+    cache_policy: str = "silod",
+    utility_mix: str = "mixed",
+) -> ReplayResult:
+    """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
+
+    ``trace`` is a trace file (generic CSV or Philly), a DataFrame in the
+    generic CSV form (``submit_time_s``, ``duration_s``, ``gpus`` and
+    optionally ``job_id``, ``model``, ``dataset``; it is validated exactly
+    like a file, so a bad row names its line and column), or a number of jobs
+    to generate (Philly-calibrated).  ``policy`` is any cost method (``cba``,
+    ``io-only``, ``cache-all``, ``coordl``, ``quiver``, ``silod``, ...);
+    ``prices`` (p_g, p_c, p_b) default to the package's.  The other
+    arguments are those of ``cbalab simulate`` (README "Commands").
+
+    ``problem="welfare"`` is the elastic replay (docs/model.md §6b): every job
+    gets a seeded utility table (``utility_mix``), and ``policy`` (``autocba``,
+    ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
+    versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
+    ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
+    """
+    import tempfile
+
+    from cbalab.experiments.simulate import SimConfig
+    from cbalab.experiments.simulate import simulate as _simulate
+    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+
+    prob = Problem(problem)
+    if prob == Problem.COST:
+        try:
+            registry.get(Problem.COST, policy)
+        except KeyError as e:
+            raise ValueError(f"policy: {e.args[0]}") from None
+    kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
+    if isinstance(trace, bool):
+        raise ValueError(f"trace: a trace file, a DataFrame or a number of jobs, got {trace!r}")
+    if isinstance(trace, pd.DataFrame):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "trace.csv"
+            trace.to_csv(path, index=False)
+            workload = make_workload(trace=path, **kw)
+        workload.jobs.attrs["source"] = "DataFrame"
+    elif isinstance(trace, int):
+        workload = make_workload(n_jobs=trace, **kw)
+    else:
+        workload = make_workload(trace=trace, **kw)
+    price_tuple = DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2]))
+    if prob == Problem.WELFARE:
+        return _simulate_elastic(
+            workload,
+            policy,
+            gpus=gpus,
+            cache_gb=cache_gb,
+            bandwidth_gbps=bandwidth_gbps,
+            prices=price_tuple,
+            warmup=warmup,
+            period_s=period_s,
+            seed=seed,
+            gpu_type=gpu_type,
+            budget_per_hour=budget_per_hour,
+            budget_fraction=budget_fraction,
+            cache_policy=cache_policy,
+            utility_mix=utility_mix,
+        )
+    cfg = SimConfig(
+        policy=policy,
+        gpus=gpus,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
+        prices=price_tuple,
+        warmup=warmup,
+        period_s=period_s,
+        seed=seed,
+    )
+    out: SimResult = _simulate(workload, cfg)
+    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
+
+
+def _simulate_elastic(
+    workload: Any,
+    policy: str,
+    *,
+    gpus: int,
+    cache_gb: float,
+    bandwidth_gbps: float | None,
+    prices: tuple[float, float, float],
+    warmup: bool,
+    period_s: float | None,
+    seed: int,
+    gpu_type: str | None,
+    budget_per_hour: float | None,
+    budget_fraction: float,
+    cache_policy: str,
+    utility_mix: str,
+) -> ReplayResult:
+    """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
+    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    if policy not in POLICIES:
+        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
+    cfg = ElasticConfig(
+        policy=policy,
+        cache_policy=cache_policy,
+        gpus=gpus,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
+        prices=prices,
+        budget_per_hour=budget_per_hour,
+        budget_fraction=budget_fraction,
+        period_s=period_s,
+        warmup=warmup,
+        seed=seed,
+    )
+    out = replay(elastic_workload, cfg)
+    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())

@@ -18,6 +18,9 @@ docs/model.md §2: GB, GB/s, $ per GPU-hour, per GB-hour of cache and per
 * :func:`threshold_demo`: Theorem 1's threshold rule (proofs/cba_optimality.md)
   at any price ratio.
 * :func:`elastic_toy`: P2 (docs/model.md §5) with a budget that binds.
+* :func:`mccormick_toy`: a P2 model small enough to print, for McCormick's rows (proofs/mccormick_exact.md).
+* :func:`greedy_trap`: Counterexample 1 of proofs/autocba_guarantee.md, where a naive greedy fails.
+* :func:`small_trace`: a 24-job, six-hour trace for replays (docs/model.md §6).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
+from cbalab.api import build_instance
 from cbalab.models.instance import Instance, build
 
 #: The prices of toy_cluster and shared_dataset: $/GPU-h, $/GB-h of cache, $/(GB/s)-h of bandwidth.
@@ -210,3 +215,109 @@ def elastic_toy(*, budget_per_hour: float = 14.0) -> Instance:
         prices=(1.0, 0.002, 20.0),
         budget_per_hour=budget_per_hour,
     )
+
+
+def mccormick_toy() -> Instance:
+    """Two jobs with two options each on one shared dataset: a P2 model small enough to print and read.
+
+    What it teaches: the McCormick envelope (proofs/mccormick_exact.md) in
+    the printed Pyomo model of P2 (docs/model.md §5), one row per option.
+    The dataset (40 GB) costs 1.2 $/h to cache; streaming it costs 9 $/h per
+    GB/s read.  Both jobs at 2 GPUs (welfare 11) cost 11.2 $/h, above the
+    budget of 9.5 $/h.  One job at 2 GPUs and one at 1 (welfare 9) cost
+    8.7 $/h with the dataset cached but 9.57 $/h streamed, so the optimum,
+    welfare 9, must cache: in the solved MILP w = y·h = 1 on the chosen rows.
+    The LP relaxation runs train-b fractionally at both options and bounds
+    the welfare by 9.64; AutoCBA finds 9 and its certificate also says 9.64,
+    so neither bound proves the optimum here (checked by tests/test_examples.py).
+    """
+    jobs = [
+        {
+            "id": "train-a",
+            "dataset": "shared",
+            "options": [{"gpus": 1, "io_gbps": 0.08, "utility": 3.0}, {"gpus": 2, "io_gbps": 0.15, "utility": 5.0}],
+        },
+        {
+            "id": "train-b",
+            "dataset": "shared",
+            "options": [{"gpus": 1, "io_gbps": 0.08, "utility": 4.0}, {"gpus": 2, "io_gbps": 0.15, "utility": 6.0}],
+        },
+    ]
+    datasets = [{"id": "shared", "size_gb": 40.0}]
+    return build_instance(jobs, datasets, cache_gb=50.0, prices=(2.5, 0.03, 9.0), gpus=8, budget_per_hour=9.5)
+
+
+def greedy_trap(m: int = 10) -> Instance:
+    """Counterexample 1 of proofs/autocba_guarantee.md: a utility-per-dollar greedy without the best single job.
+
+    Prices p_g = 1, p_c = p_b = 0, no cache, budget m $/h.  Job ``small``:
+    1 GPU worth 2 (2 per dollar).  Job ``big``: m GPUs worth 1.5 m (1.5 per
+    dollar).  A naive greedy takes ``small`` first, after which ``big`` no
+    longer fits: welfare 2.  The optimum is ``big`` alone, 1.5 m, so the
+    naive greedy's ratio 4 / (3 m) tends to 0.  AutoCBA compares its greedy
+    with the best single job and returns 1.5 m (Theorem C, the ½ guarantee).
+    ``m`` must be an integer ≥ 2.
+    """
+    if m < 2:
+        raise ValueError(f"m must be >= 2, got {m}")
+    jobs = [
+        {"id": "small", "dataset": "a", "options": [{"gpus": 1, "io_gbps": 0.0, "utility": 2.0}]},
+        {"id": "big", "dataset": "b", "options": [{"gpus": m, "io_gbps": 0.0, "utility": 1.5 * m}]},
+    ]
+    datasets = [{"id": "a", "size_gb": 1.0}, {"id": "b", "size_gb": 1.0}]
+    return build_instance(jobs, datasets, cache_gb=0.0, prices=(1.0, 0.0, 0.0), budget_per_hour=float(m))
+
+
+#: (job id, submit minute, duration minutes, GPUs, model, dataset) of :func:`small_trace`.
+_TRACE = (
+    ("in-1", 0, 150, 8, "resnet50", "imagenet-1k"),
+    ("ds-1", 5, 120, 8, "deepspeech2", "librispeech-960h"),
+    ("c10-1", 10, 40, 2, "resnet18", "cifar-10"),
+    ("yo-1", 15, 90, 4, "yolov3", "coco-2017"),
+    ("in-2", 30, 100, 8, "pollux-resnet50", "imagenet-1k"),
+    ("c10-2", 35, 30, 1, "resnet18", "cifar-10"),
+    ("yo-2", 45, 60, 4, "yolov3", "coco-2017"),
+    ("ds-2", 60, 80, 4, "deepspeech2", "librispeech-960h"),
+    ("in-3", 70, 60, 4, "resnet50", "imagenet-1k"),
+    ("lm-1", 75, 45, 2, "lm", "wikitext-103"),
+    ("c10-3", 90, 25, 4, "resnet18", "cifar-10"),
+    ("ds-3", 110, 100, 8, "deepspeech2", "librispeech-960h"),
+    ("yo-3", 120, 50, 2, "yolov3", "coco-2017"),
+    ("in-4", 150, 90, 8, "resnet50", "imagenet-1k"),
+    ("in-5", 160, 70, 8, "pollux-resnet50", "imagenet-1k"),
+    ("lm-2", 170, 30, 1, "lm", "wikitext-2"),
+    ("ds-4", 180, 60, 4, "deepspeech2", "librispeech-960h"),
+    ("c10-4", 200, 20, 2, "resnet18", "cifar-10"),
+    ("yo-4", 210, 60, 8, "yolov3", "coco-2017"),
+    ("in-6", 240, 45, 4, "resnet50", "imagenet-1k"),
+    ("ds-5", 250, 50, 8, "deepspeech2", "librispeech-960h"),
+    ("c10-5", 270, 30, 1, "resnet18", "cifar-10"),
+    ("yo-5", 280, 40, 4, "yolov3", "coco-2017"),
+    ("in-7", 300, 30, 8, "resnet50", "imagenet-1k"),
+)
+
+
+def small_trace() -> pd.DataFrame:
+    """A 24-job, six-hour trace in the generic CSV form (``submit_time_s, duration_s, gpus, job_id, model, dataset``).
+
+    What it teaches: a replay (docs/model.md §6) where the cache decision
+    changes over time.  Every job names a catalog model and dataset, so its
+    rate comes from measured throughputs.  ImageNet has two to three 8-GPU
+    jobs at its peak (ρ ≈ 0.002 s⁻¹) and one or none at other times;
+    LibriSpeech and COCO come and go; CIFAR-10 is tiny and always worth
+    caching.  With the replay prices of tutorials/03_a_cluster_over_time.ipynb
+    (p_c / p_b = 0.001 s⁻¹) CBA caches ImageNet only while enough of its jobs
+    run, and evicts it when they leave.
+    """
+    rows = [
+        {
+            "submit_time_s": 60.0 * submit,
+            "duration_s": 60.0 * minutes,
+            "gpus": gpus,
+            "job_id": job,
+            "model": model,
+            "dataset": dataset,
+        }
+        for job, submit, minutes, gpus, model, dataset in _TRACE
+    ]
+    return pd.DataFrame(rows, columns=["submit_time_s", "duration_s", "gpus", "job_id", "model", "dataset"])

@@ -7,10 +7,13 @@ MILP (HiGHS at MIP gap 0), so a docstring of cbalab/examples.py that drifts from
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import cbalab
 from cbalab import examples
 from cbalab.algorithms import registry
 
@@ -132,3 +135,160 @@ def test_examples_through_the_facade() -> None:
         {"openwebtext": 0.0, "imagenet": 140.0, "kinetics": 160.0}
     )
     assert cbalab.solve(cbalab.examples.elastic_toy(), "autocba").objective == pytest.approx(78.0, rel=1e-9)
+
+
+# ---------------------------------------------------------------- Lab 2 and 3 instances (tutorials/)
+
+
+def test_mccormick_toy_values_and_model_rows() -> None:
+    """mccormick_toy: MILP 9 (cached), LP bound 9.64, AutoCBA 9 with certificate 9.64; the model's McCormick rows.
+
+    Theorem (a) of proofs/mccormick_exact.md: in the solved MILP every w_o equals y_o · h_k.
+    """
+    inst = examples.mccormick_toy()
+    milp = cbalab.solve(inst, "milp", problem="welfare")
+    assert milp.objective == pytest.approx(9.0, abs=1e-9)
+    assert milp.to_dict()["cache_gb"] == {"shared": pytest.approx(40.0)}
+    assert cbalab.solve(inst, "lp", problem="welfare").bound == pytest.approx(9.64, abs=1e-6)
+    auto = cbalab.solve(inst, "autocba")
+    assert auto.objective == pytest.approx(9.0)
+    assert auto.bound == pytest.approx(9.64, abs=1e-6)
+    model = cbalab.build_model(inst, "welfare")
+    for row in ("w_below_y", "w_below_h", "w_above", "one_option", "feed", "budget"):
+        assert hasattr(model, row), row
+    out = cbalab.solve_model(model)
+    assert out.status == "optimal"
+    assert out.objective == pytest.approx(9.0, abs=1e-9)
+    assert model.h[0].value == pytest.approx(1.0)
+    for o in model.O:
+        assert model.w[o].value == pytest.approx(model.y[o].value * model.h[0].value, abs=1e-7)
+
+
+@pytest.mark.parametrize("m", [2, 10, 100])
+def test_greedy_trap_is_counterexample_1(m: int) -> None:
+    """Counterexample 1 of proofs/autocba_guarantee.md: optimum 1.5 m (big alone); AutoCBA finds it."""
+    inst = examples.greedy_trap(m)
+    assert cbalab.solve(inst, "milp", problem="welfare").objective == pytest.approx(1.5 * m)
+    auto = cbalab.solve(inst, "autocba")
+    assert auto.objective == pytest.approx(1.5 * m)
+    assert auto.to_dict()["gpus"] == {"small": 0, "big": m}
+
+
+def test_greedy_trap_rejects_small_m() -> None:
+    """m < 2 is no counterexample (the two jobs would fit together): a clear error."""
+    with pytest.raises(ValueError, match="m must be >= 2"):
+        examples.greedy_trap(1)
+
+
+def test_small_trace_replays_and_cba_tracks_imagenet() -> None:
+    """small_trace: valid generic-trace columns; every job finishes; CBA's ImageNet cache comes and goes."""
+    trace = examples.small_trace()
+    assert list(trace.columns) == ["submit_time_s", "duration_s", "gpus", "job_id", "model", "dataset"]
+    assert trace["job_id"].is_unique and trace["submit_time_s"].is_monotonic_increasing
+    res = cbalab.simulate(trace, "cba", gpus=32, cache_gb=200.0, prices=(2.5, 0.009, 9.0))
+    assert res.jobs["end_s"].notna().all() and len(res.jobs) == len(trace)
+    target = res.timeseries["cache_gb"].to_numpy()
+    assert target.max() >= 147.0 and target.min() < 147.0
+    assert isinstance(res.jobs, pd.DataFrame) and math.isfinite(res.summary["cost"]["total"])
+
+
+# ---------------------------------------------------------------- the facade's teaching additions (cbalab/api.py)
+
+
+def test_build_model_cost_solves_to_the_known_optimum() -> None:
+    """build_model + solve_model give the P1 MILP's optimum of toy_cluster, the value CBA certifies (Theorem 1)."""
+    model = cbalab.build_model(examples.toy_cluster(), "cost")
+    out = cbalab.solve_model(model)
+    assert out.status == "optimal"
+    assert out.objective == pytest.approx(120.887, rel=1e-7)
+    relaxed = cbalab.build_model(examples.toy_cluster(), "cost", relax=True)
+    assert cbalab.solve_model(relaxed).objective == pytest.approx(120.887, rel=1e-7)
+
+
+def test_simulate_bad_trace_row_names_line_and_column() -> None:
+    """A DataFrame trace is validated like a file: a negative GPU count names the CSV line and the column."""
+    trace = examples.small_trace()
+    trace.loc[1, "gpus"] = -1
+    with pytest.raises(cbalab.InstanceError, match=r"line 3, column 'gpus'"):
+        cbalab.simulate(trace, "cba", gpus=32)
+
+
+def test_simulate_unknown_policy_names_the_argument() -> None:
+    """An unknown policy is a ValueError naming ``policy`` and the known cost methods."""
+    with pytest.raises(ValueError, match=r"policy: no method 'nope'.*cba"):
+        cbalab.simulate(examples.small_trace(), "nope", gpus=32)
+
+
+def test_simulate_generated_and_written(tmp_path: Path) -> None:
+    """An int trace generates jobs; write() produces the three files with summary.json last naming the tables."""
+    res = cbalab.simulate(30, "io-only", gpus=64, seed=1)
+    assert len(res.jobs) == 30 and res.summary["policy"] == "io-only"
+    out = res.write(tmp_path / "run")
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "summary.json", "timeseries.csv"]
+
+
+def test_replay_plot_draws_every_policy_on_shared_panels() -> None:
+    """ReplayResult.plot draws cache (filled, target), bandwidth and IO spend; a second call adds to its axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trace = examples.small_trace()
+    a = cbalab.simulate(trace, "cba", gpus=32, cache_gb=200.0, prices=(2.5, 0.009, 9.0))
+    b = cbalab.simulate(trace, "io-only", gpus=32, cache_gb=200.0, prices=(2.5, 0.009, 9.0))
+    axes = a.plot()
+    assert b.plot(axes) is axes
+    cache_ax, bw_ax, cost_ax = axes
+    assert len(cache_ax.get_lines()) == 4 and len(bw_ax.get_lines()) == 2 and len(cost_ax.get_lines()) == 2
+    # The drawn spend is the IO part of the series (GPU spend left out).
+    io = a.timeseries["cost_per_hour"] - a.timeseries["gpu_cost_per_hour"]
+    np.testing.assert_allclose(cost_ax.get_lines()[0].get_ydata()[: len(io)], io.to_numpy())
+    plt.close("all")
+
+
+def test_result_plot_draws_datasets_and_jobs() -> None:
+    """Result.plot: per dataset size/cache and demand/bandwidth bars; per job rate and bandwidth bars (issue 14, 4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = cbalab.solve(examples.toy_cluster(), "cba")
+    ax = res.plot()
+    datasets_ax, jobs_ax = ax.figure.axes[0], ax.figure.axes[1]
+    assert datasets_ax is ax and len(ax.patches) == 2 * 3
+    assert len(jobs_ax.patches) == 2 * 6
+    widths = [p.get_width() for p in jobs_ax.patches]
+    np.testing.assert_allclose(widths[:6], res.jobs_frame()["rate_gbps"])
+    np.testing.assert_allclose(widths[6:], res.jobs_frame()["bandwidth_gbps"])
+    assert jobs_ax.get_yticklabels()[0].get_text() == "gpt2-small (openwebtext)"
+    plt.close("all")
+
+
+def test_simulate_refuses_a_bool_trace() -> None:
+    """``True`` is no number of jobs: a ValueError naming ``trace``."""
+    with pytest.raises(ValueError, match="trace: a trace file, a DataFrame or a number of jobs"):
+        cbalab.simulate(True, "cba")
+
+
+def test_simulate_welfare_is_the_elastic_replay() -> None:
+    """problem="welfare" runs the elastic replay under the budget: spend never above it, AutoCBA beats the
+    IO-unaware scheduler on welfare, and plot() draws the whole spend; an unknown welfare policy is named."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kw = {"gpus": 32, "cache_gb": 200.0, "prices": (2.5, 0.009, 9.0), "budget_per_hour": 60.0, "problem": "welfare"}
+    auto = cbalab.simulate(examples.small_trace(), "autocba", **kw)
+    naive = cbalab.simulate(examples.small_trace(), "gavel-tput", **kw)
+    assert auto.summary["problem"] == "welfare"
+    assert auto.timeseries["spend_per_hour"].max() <= 60.0 * (1 + 1e-9)
+    assert auto.summary["welfare"] > naive.summary["welfare"]
+    axes = auto.plot()
+    assert axes[2].get_ylabel() == "spend ($/h)"
+    np.testing.assert_allclose(axes[2].get_lines()[0].get_ydata(), auto.timeseries["spend_per_hour"].to_numpy())
+    plt.close("all")
+    with pytest.raises(ValueError, match="not a welfare policy"):
+        cbalab.simulate(examples.small_trace(), "cba", **kw)
