@@ -498,6 +498,7 @@ class ElasticReplay:
                     f"{self.cfg.policy} at t = {self.t:.6g} s: the referee rejects the allocation: "
                     + "; ".join(ev.violations)
                 )
+            assert ev.welfare is not None  # a feasible welfare evaluation scores welfare
             static = float(ev.welfare)
             self.referee_checks += 1
         else:
@@ -574,7 +575,7 @@ class ElasticReplay:
                 eta_finish <= w.deadline_s[a][dl], value, w.mix.late_value * value * w.base[a[dl], opt[dl]]
             )
         self.urate[a] = np.where(train, u * stall, 0.0)
-        self.grow = np.bincount(kj, weights=bw, minlength=self.K) if self.cfg.warmup else np.zeros(self.K)
+        self.grow = np.bincount(kj, weights=bw, minlength=self.K).astype(float) if self.cfg.warmup else np.zeros(self.K)
         if self.cfg.warmup:
             self.grow = np.where(self.cache < self.target * (1.0 - _TOL), self.grow, 0.0)
             self.cache = np.where(
@@ -669,7 +670,7 @@ class ElasticReplay:
                 "gpu_hours": self.gpu_s / 3600.0,
                 "welfare": self.welfare_j,
                 "deadline_s": deadline,
-                "deadline_met": pd.array(np.where(has_deadline, met, pd.NA), dtype="boolean"),
+                "deadline_met": pd.array([bool(m) if h else None for h, m in zip(has_deadline, met)], dtype="boolean"),
                 "restarts": self.restarts,
             }
         )

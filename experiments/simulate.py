@@ -56,6 +56,7 @@ from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError, check
+from cbalab.models.types import SolveOptions
 
 SCHEMA = "cbalab/simulation@1"
 
@@ -137,11 +138,7 @@ class _Policy:
         method = methods.get("cost", name)
         self.name = name
         self.fn = method.function()
-        self.options = None
-        if method.exact:
-            from cbalab.models.solve import SolveOptions
-
-            self.options = SolveOptions()
+        self.options = SolveOptions()  # every method takes (instance, options); the fast ones ignore them
         # An online policy (docs/model.md §6) keeps a memory: one object per replay, told the time and the filled
         # cache at every event; given explicitly (tests, offline scripts) or by the registry entry's ``online``.
         self.online = online if online is not None else method.online_policy()() if method.online else None
@@ -198,7 +195,7 @@ class _Policy:
                 job_io_gbps=r[run],
                 option_ptr=np.zeros(n + 1, dtype=np.int64),
             )
-        alloc = self.fn(inst) if self.options is None else self.fn(inst, self.options)
+        alloc = self.fn(inst, self.options)
         if alloc.has_allocation and not self.aggregate:
             alloc.bandwidth_gbps = np.bincount(kj[run], weights=alloc.bandwidth_gbps, minlength=demand.size)
         return alloc

@@ -144,7 +144,7 @@ class OnlineAutoCBA:
     def feed(self, R: np.ndarray) -> tuple[np.ndarray, float, float] | None:
         """CBA's least-cost feeding of the demands R_k: (cache, IO cost $/h, remote GB/s), None if B cannot."""
         f = feed(self.aggregate, R)
-        if f.cache_gb is None:
+        if f.cache_gb is None or f.bandwidth_gbps is None:
             return None
         return f.cache_gb, f.io_cost, float(f.bandwidth_gbps.sum())
 
