@@ -30,14 +30,3 @@ def test_writes_the_csv_then_a_meta_json_that_describes_it(tmp_path) -> None:
     assert meta["sha256"] == sha256_file(path)
     assert {"python", "numpy", "highspy"} <= set(meta["versions"])
     assert sorted(p.name for p in path.parent.iterdir()) == ["gaps.csv", "gaps.meta.json"]  # no temporary left
-
-
-def test_replay_table_writes_through_it(tmp_path) -> None:
-    from cbalab.experiments.runs.replay_table import main
-
-    out = tmp_path / "table.csv"
-    assert main(["--generate", "40", "--gpus", "32", "--policies", "cba", "--seed", "3", "--out", str(out)]) == 0
-    meta = json.loads(meta_path(out).read_text())
-    assert meta["seed"] == 3 and meta["arguments"]["policies"] == ["cba"]
-    assert meta["sha256"] == sha256_file(out)
-    assert meta["file"] == "table.csv"
