@@ -25,6 +25,7 @@ rather than days:
 
 The runs come in that order and the CSV is rewritten after each, so an
 interrupted grid leaves a usable table.
+
 * ``--quick``: one small window, AutoCBA and the three naive schedulers, IO
   ×1 and ×30 (under a minute).
 
