@@ -1,70 +1,89 @@
-"""Competitive ratios against the offline optimum P3 on Philly windows, and P3's size and solve time.
+"""dynamic: competitive ratios of the online cache policies against the offline optimum P3 (issue 11).
 
-    python -m cbalab.experiments.runs.dynamic --out runs/dynamic.csv            # ten 1,000-job windows, two prices
-    python -m cbalab.experiments.runs.dynamic --quick                           # two 200-job windows
+    cbalab experiment dynamic [--quick] [--seed 0] [--out results/]
 
-Two kinds of run (one row each, written atomically through cbalab.models.files):
+Two kinds of run (one row each):
 
-* ``ratio``: one window of consecutive jobs (in submit order) of the Philly trace, its models and datasets
-  assigned with the run's seed, replayed with warm-up under every policy of POLICIES at the default prices or
-  with the remote-IO price p_b × ``io_price_factor``.  P3 is solved over the schedule of the CBA replay (the
-  same for every policy: proofs/dynamic_lower_bound.md, Lemma 1); ``ratio_<policy>`` is the policy's replay IO
-  cost divided by P3's certified lower bound, so it is an upper bound on the policy's competitive ratio on the
-  window (Theorem 1 there).
-* ``scale``: P3 alone on a window of ``jobs`` jobs with a time limit of ``time_limit_s``: status, LP size
-  (rows, columns), wall and CPU seconds.
+* ``ratio``: one window of ``jobs`` consecutive jobs (in submit order) of the
+  Philly trace shipped with the package (cbalab.experiments.data), its models
+  and datasets assigned with the run's seed, replayed with warm-up under every
+  policy of :data:`POLICIES` at the default prices (``io_price_factor`` 1) or
+  with the remote-IO price p_b × 10.  P3 is solved over the schedule of the
+  CBA replay (the same for every policy: proofs/dynamic_lower_bound.md,
+  Lemma 1); ``ratio_<policy>`` is the policy's replay IO cost divided by P3's
+  certified lower bound, so it is an upper bound on the policy's competitive
+  ratio on the window (Theorem 1 there).
+* ``scale``: P3 alone on a window of ``jobs`` jobs with a time limit of
+  ``time_limit_s``: status, LP size (rows, columns), wall and CPU seconds.
 
-``grid(quick, seed)`` lists the runs, ``run_one(params)`` does one; ``main`` runs them all and prints the table.
+Sizes:
+
+* ``--quick``: two 200-job windows × two prices and one 500-job scaling run
+  (under a minute);
+* full (what ``grid(quick=False)`` gives, the size committed under
+  paper/results/dynamic/): :data:`FULL_WINDOWS` windows of
+  :data:`FULL_JOBS` jobs spread evenly over the trace × two prices, and
+  scaling runs on :data:`FULL_SCALE` jobs, P3 limited to
+  :data:`TIME_LIMIT_S` seconds.  This is a middle size, chosen so that the
+  sweep finishes in about ten minutes on two shared cores (9.5 min with
+  ``--workers 2``); the first design had ten windows and scaling runs up to
+  8,000 jobs with a 600 s limit.  Where P3's groups overfill C, P3 answers
+  ``feasible`` with a certified bound below its cost, and the ratio is the
+  looser bound ``io / p3_bound``.
+
+The runner (experiments/runner.py) writes the rows, the ratio table
+(:func:`tables`) and the figure (:func:`figures`).
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
 import math
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from cbalab.experiments.data import data_path
+from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload, assign, load_trace
-from cbalab.models.files import atomic_write_csv
 from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
+
+NAME = "dynamic"
 
 #: The policies compared; cba-keep is the warm-up-aware online policy (proofs/cba_keep_competitive.md).
 POLICIES = ("cba", "silod", "quiver", "cache-all", "io-only", "cba-keep")
+#: Remote-IO price factors: the default p_b and ten times it.
+PRICE_FACTORS = (1.0, 10.0)
+#: The full grid (module docstring): windows, jobs per window, scaling sizes.
+FULL_WINDOWS = 6
+FULL_JOBS = 1000
+FULL_SCALE = (1000, 2000)
+#: P3's time limit per solve (a limited solve is recorded as ``time_limit`` with its bound, never ``optimal``).
+TIME_LIMIT_S = 300.0
+
+_TRACES: dict[str, pd.DataFrame] = {}
 
 
-def _philly() -> Path:
-    """../shared/data/philly/philly_jobs.csv beside the nearest enclosing folder that has one."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "shared" / "data" / "philly" / "philly_jobs.csv"
-        if candidate.exists():
-            return candidate
-    return here.parents[2].parent / "shared" / "data" / "philly" / "philly_jobs.csv"
-
-
-PHILLY = _philly()
-
-
-@functools.lru_cache(maxsize=2)
-def _trace(path: str) -> pd.DataFrame:
-    return load_trace(path)
+def _trace() -> pd.DataFrame:
+    path = str(data_path("philly"))
+    if path not in _TRACES:
+        _TRACES[path] = load_trace(path)
+    return _TRACES[path]
 
 
 def grid(quick: bool, seed: int) -> list[dict]:
-    """One parameter dict per run: ten 1,000-job windows × two IO prices, then P3 on growing windows."""
-    n_jobs = 200 if quick else 1000
-    windows = 2 if quick else 10
-    total = len(_trace(str(PHILLY)))
+    """One parameter dict per run: windows × IO prices (``ratio``), then P3 on growing windows (``scale``)."""
+    n_jobs = 200 if quick else FULL_JOBS
+    windows = 2 if quick else FULL_WINDOWS
+    total = len(_trace())
     starts = np.linspace(0, total - n_jobs, windows + 2)[1:-1].astype(int)
     runs: list[dict] = []
     for i, start in enumerate(starts):
-        for factor in (1.0, 10.0):
+        for factor in PRICE_FACTORS:
             runs.append(
                 {
                     "kind": "ratio",
@@ -72,13 +91,12 @@ def grid(quick: bool, seed: int) -> list[dict]:
                     "start_job": int(start),
                     "jobs": n_jobs,
                     "io_price_factor": factor,
-                    "seed": seed,
-                    "time_limit_s": 600.0,
-                    "trace": str(PHILLY),
+                    "seed": derive_seed(seed, NAME, int(start), n_jobs),
+                    "time_limit_s": TIME_LIMIT_S,
                 }
             )
     middle = int(starts[len(starts) // 2])
-    for n in (500,) if quick else (1000, 2000, 4000, 8000):
+    for n in (500,) if quick else FULL_SCALE:
         runs.append(
             {
                 "kind": "scale",
@@ -86,28 +104,26 @@ def grid(quick: bool, seed: int) -> list[dict]:
                 "start_job": middle,
                 "jobs": n,
                 "io_price_factor": 1.0,
-                "seed": seed,
-                "time_limit_s": 600.0,
-                "trace": str(PHILLY),
+                "seed": derive_seed(seed, NAME, middle, n),
+                "time_limit_s": TIME_LIMIT_S,
             }
         )
     return runs
 
 
 def _window(params: dict) -> Workload:
-    trace = _trace(params["trace"])
-    part = trace.iloc[params["start_job"] : params["start_job"] + params["jobs"]].reset_index(drop=True)
-    part.attrs["source"] = f"philly jobs {params['start_job']}..{params['start_job'] + params['jobs'] - 1}"
-    return assign(part, params["seed"])
+    start, n = int(params["start_job"]), int(params["jobs"])
+    part = _trace().iloc[start : start + n].reset_index(drop=True)
+    part.attrs["source"] = f"philly jobs {start}..{start + n - 1}"
+    return assign(part, int(params["seed"]))
 
 
 def run_one(params: dict) -> dict:
-    """One run of :func:`grid`: a dict of the parameters and the measured columns."""
+    """One run of :func:`grid`: every policy's replay IO cost, P3's bound and the ratios (module docstring)."""
     w = _window(params)
     prices = (DEFAULT_PRICES[0], DEFAULT_PRICES[1], DEFAULT_PRICES[2] * params["io_price_factor"])
-    cfg = SimConfig(policy="cba", prices=prices, seed=params["seed"])
-    row = dict(params)
-    row.update({"price_cache": prices[1], "price_bandwidth": prices[2], "cache_gb": cfg.cache_gb, "gpus": cfg.gpus})
+    cfg = SimConfig(policy="cba", prices=prices, seed=int(params["seed"]))
+    row: dict = {"price_cache": prices[1], "price_bandwidth": prices[2], "cache_gb": cfg.cache_gb, "gpus": cfg.gpus}
     policies = POLICIES if params["kind"] == "ratio" else ("cba",)
     replays = {}
     for name in policies:
@@ -125,7 +141,7 @@ def run_one(params: dict) -> dict:
     )
     cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=prices[1], price_bandwidth=prices[2])
     wall, cpu = time.perf_counter(), time.process_time()
-    out = solve_dynamic(schedule, cluster, time_limit=params["time_limit_s"])
+    out = solve_dynamic(schedule, cluster, time_limit=float(params["time_limit_s"]))
     row.update(
         {
             "p3_status": out.status,
@@ -139,38 +155,59 @@ def run_one(params: dict) -> dict:
             "p3_cpu_seconds": time.process_time() - cpu,
         }
     )
+    bound = out.bound if out.bound is not None and out.bound > 0 else math.nan
     for name in policies:
-        bound = out.bound if out.bound is not None and out.bound > 0 else math.nan
         row[f"ratio_{name}"] = row[f"io_{name}"] / bound
     return row
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry: every run of the grid, the table on stdout, the CSV at ``--out``."""
-    p = argparse.ArgumentParser(prog="python -m cbalab.experiments.runs.dynamic", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="two 200-job windows and one 500-job scaling run")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="dynamic.csv")
-    p.add_argument("--kind", choices=["ratio", "scale", "all"], default="all")
-    args = p.parse_args(argv)
+def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and max competitive-ratio bound per policy and IO price factor over the ``ratio`` windows."""
+    ratios = runs[runs["kind"] == "ratio"]
     rows = []
-    for params in grid(args.quick, args.seed):
-        if args.kind != "all" and params["kind"] != args.kind:
-            continue
-        rows.append(run_one(params))
-        atomic_write_csv(args.out, pd.DataFrame(rows))
-    frame = pd.DataFrame(rows)
-    ratios = frame[frame.kind == "ratio"]
-    if not ratios.empty:
-        cols = [f"ratio_{name}" for name in POLICIES]
-        table = ratios.groupby("io_price_factor")[cols].agg(["mean", "max"])
-        print(table.round(4).to_string())
-        print(ratios[["window", "io_price_factor", "p3_status", "p3_seconds", "p3_cpu_seconds", *cols]].round(4))
-    scale = frame[frame.kind == "scale"]
-    if not scale.empty:
-        print(scale[["jobs", "p3_status", "p3_slots", "p3_rows", "p3_cols", "p3_seconds", "p3_cpu_seconds"]])
-    return 0
+    for factor, part in ratios.groupby("io_price_factor", sort=True):
+        for name in POLICIES:
+            values = part[f"ratio_{name}"].astype(float)
+            rows.append(
+                {
+                    "policy": name,
+                    "io_price_factor": float(factor),
+                    "windows": int(values.notna().sum()),
+                    "ratio_mean": float(values.mean()),
+                    "ratio_max": float(values.max()),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``ratios``: :func:`ratio_table`; ``p3_scale``: P3's status, size and solve time on the scaling runs."""
+    scale = runs[runs["kind"] == "scale"]
+    cols = ["jobs", "p3_status", "p3_slots", "p3_rows", "p3_cols", "p3_seconds", "p3_cpu_seconds"]
+    return {"ratios": ratio_table(runs), "p3_scale": scale[cols].reset_index(drop=True)}
+
+
+def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
+    """dynamic: each policy's competitive-ratio bound per window (warm-up on), default vs 10× remote-IO price."""
+    ratios = runs[runs["kind"] == "ratio"]
+    factors = sorted(ratios["io_price_factor"].unique())
+    fig, ax = figure(len(factors), 1, width=3.6, height=3.2)
+    for j, factor in enumerate(factors):
+        a = ax[0, j]
+        part = ratios[ratios["io_price_factor"] == factor]
+        for i, name in enumerate(POLICIES):
+            values = part[f"ratio_{name}"].astype(float).to_numpy()
+            jitter = i + np.linspace(-0.2, 0.2, max(values.size, 1))[: values.size]
+            st = style(name)
+            a.scatter(jitter, values, s=12, color=st["color"], marker=st["marker"], alpha=0.7)
+            a.hlines(np.nanmean(values), i - 0.3, i + 0.3, color=st["color"], lw=2)
+        a.axhline(1.0, color="0.6", lw=0.8)
+        a.set_xticks(range(len(POLICIES)), POLICIES, rotation=35, ha="right", fontsize=7)
+        a.set_yscale("log")
+        a.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0)))
+        a.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.yaxis.set_minor_formatter(NullFormatter())
+        a.set_title(f"p_b × {factor:g} ({part['window'].nunique()} windows)", fontsize=8)
+        if j == 0:
+            a.set_ylabel("replay IO cost / P3 lower bound")
+    return save(fig, outdir, "dynamic")
