@@ -1146,8 +1146,12 @@ def online_welfare(res: Results) -> Section:
     s.number("MedianRatio", float(pos["ratio"].median()), fixed(float(pos["ratio"].median()), 2))
     at_least = float((pos["ratio"] >= PAPER_WELFARE_RATIO).mean())
     s.number("ShareAtLeastPaperPct", at_least, pct(at_least))
-    strongest = wide[baselines].max(axis=1)
-    vs_best = (wide["autocba"] / strongest.where(strongest > STARVED * wide["autocba"])).dropna()
+    # The strongest baseline of a setting is only known where the tuned schedulers ran too (the central
+    # settings); the sweeps run the naive schedulers alone, and their best is not the field's best.
+    tuned = [m for m in baselines if "-tuned[" in str(m)]
+    full = wide[wide[tuned].notna().any(axis=1)] if tuned else wide
+    strongest = full[baselines].max(axis=1)
+    vs_best = (full["autocba"] / strongest.where(strongest > STARVED * full["autocba"])).dropna()
     if len(vs_best):
         s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
         s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 2))
@@ -1269,7 +1273,7 @@ def _online_claim(v: dict[str, Any]) -> tuple[str, str]:
     measured = (
         f"AutoCBA / baseline from {v['MinRatio']:.2f}x ({v['MinRatioPolicy']}) to {v['MaxRatio']:.2f}x "
         f"({v['MaxRatioPolicy']}, budget {v['MaxRatioBudget']:g}, {v['MaxRatioMix']}, IO x {v['MaxRatioScale']:g}); "
-        f"vs the strongest baseline of each setting at most {v['VsBestMax']:.2f}x"
+        f"vs the strongest baseline (tuned schedulers included) of each setting at most {v['VsBestMax']:.2f}x"
     )
     if v["VsBestMax"] >= PAPER_WELFARE_RATIO:
         return measured, "yes, even against the strongest baseline of some setting"
