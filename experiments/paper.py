@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cbalab.experiments.runs.scaling import SERIES, median_times
 from cbalab.models.files import atomic_write_bytes, atomic_write_text
 
 #: The experiments, in the order the paper reports them (spec EXPERIMENTS.md, plus the elastic replay).
@@ -100,7 +101,7 @@ COLOURS = {
     "optimus-tuned": "#e377c2",
     "lp": "#8c564b",
     "highspy": "#17becf",
-    "highs": "#000000",
+    "milp": "#000000",
 }
 MARKERS = {"cba": "o", "io-only": "x", "cache-all": "s", "coordl": "^", "quiver": "v", "silod": "D"}
 
@@ -892,23 +893,11 @@ def scaling(res: Results) -> Section:
     )
     fig, ax = _figure(2, 1, width=7.0, height=2.3)
     data = []
-    series = {
-        "cost": (
-            ("cba_seconds", "CBA", "cba"),
-            ("pyomo_lp_seconds", "LP, Pyomo + HiGHS", "lp"),
-            ("highspy_seconds", "LP, highspy direct", "highspy"),
-            ("highspy_solve_seconds", "HiGHS run() alone", "highs"),
-        ),
-        "welfare": (("autocba_seconds", "AutoCBA", "autocba"), ("pyomo_lp_seconds", "LP relaxation, Pyomo", "lp")),
-    }
-    for a, (problem, lines) in zip(ax[0], series.items()):
-        part = fast[fast["problem"] == problem]
-        for col, label, key in lines:
-            if col not in part or part[col].isna().all():
-                continue
-            g = part.groupby("jobs")[col].median().dropna()
-            a.plot(g.index, g.to_numpy(), "o-", label=label, color=COLOURS[key])
-            data += [{"panel": problem, "series": label, "x": x, "y": y} for x, y in zip(g.index, g.to_numpy())]
+    panels = dict(zip(SERIES, ax[0]))
+    for problem, label, key, g in median_times(fast):
+        panels[problem].plot(g.index, g.to_numpy(), "o-", label=label, color=COLOURS[key])
+        data += [{"panel": problem, "series": label, "x": x, "y": y} for x, y in zip(g.index, g.to_numpy())]
+    for problem, a in panels.items():
         a.set(xscale="log", yscale="log", xlabel="jobs", ylabel="wall time (s, median)")
         a.set_title(f"({'a' if problem == 'cost' else 'b'}) {problem} problem ({'P1' if problem == 'cost' else 'P2'})")
         a.legend()

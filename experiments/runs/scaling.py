@@ -25,7 +25,7 @@ import functools
 import importlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -222,28 +222,37 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     }
 
 
+#: The timing columns the scaling figure draws, per problem: (column, label, style key of experiments/plotting.py).
+SERIES = {
+    "cost": (
+        ("cba_seconds", "CBA", "cba"),
+        ("pyomo_lp_seconds", "LP, Pyomo + HiGHS", "lp"),
+        ("highspy_seconds", "LP, highspy direct", "highspy"),
+        ("highspy_solve_seconds", "HiGHS run() alone", "milp"),
+    ),
+    "welfare": (("autocba_seconds", "AutoCBA", "autocba"), ("pyomo_lp_seconds", "LP relaxation, Pyomo", "lp")),
+}
+
+
+def median_times(fast: pd.DataFrame) -> Iterator[tuple[str, str, str, pd.Series]]:
+    """(problem, label, style key, median wall seconds per job count) of every :data:`SERIES` line with data."""
+    for problem, lines in SERIES.items():
+        part = fast[fast["problem"] == problem]
+        for col, label, key in lines:
+            if col in part and not part[col].isna().all():
+                yield problem, label, key, part.groupby("jobs")[col].median().dropna()
+
+
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     """scaling: wall time vs jobs, log-log, cost (left) and welfare (right); plus milp_scale's figures if any."""
     if runs.empty:
         return []
     fast = runs[runs["part"] == "fast"]
     fig, ax = figure(2, 1, width=4.4, height=3.4)
-    series = {
-        "cost": (
-            ("cba_seconds", "CBA", "cba"),
-            ("pyomo_lp_seconds", "LP, Pyomo + HiGHS", "lp"),
-            ("highspy_seconds", "LP, highspy direct", "highspy"),
-            ("highspy_solve_seconds", "HiGHS run() alone", "milp"),
-        ),
-        "welfare": (("autocba_seconds", "AutoCBA", "autocba"), ("pyomo_lp_seconds", "LP relaxation, Pyomo", "lp")),
-    }
-    for a, (problem, lines) in zip(ax[0], series.items()):
-        part = fast[fast["problem"] == problem]
-        for col, label, key in lines:
-            if col not in part or part[col].isna().all():
-                continue
-            g = part.groupby("jobs")[col].median().dropna()
-            a.plot(g.index, g.to_numpy(), "-", label=label, ms=4, **style(key))
+    panels = dict(zip(SERIES, ax[0]))
+    for problem, label, key, g in median_times(fast):
+        panels[problem].plot(g.index, g.to_numpy(), "-", label=label, ms=4, **style(key))
+    for problem, a in panels.items():
         a.set(xscale="log", yscale="log", xlabel="jobs", ylabel="wall time (s, median)")
         a.set_title(f"{problem} problem ({'P1' if problem == 'cost' else 'P2'})", fontsize=9)
         a.legend(fontsize=7)
