@@ -602,9 +602,14 @@ def _interrupted(stderr_fd: int) -> int:
     still holds the process's stdout and stderr (it captures the file
     descriptors while HiGHS runs): the line then goes to the stderr saved at
     start, and the process ends at once rather than wait for HiGHS.  No
-    output file is half-written either way: they are written atomically.
+    output file is half-written either way: they are written atomically.  The same hard exit follows any
+    cancelled HiGHS run (``models.solve.highs_interrupted``): HiGHS's own threads may still be joinable, and
+    a normal exit would then abort in C++.
     """
-    if any(t.name == HIGHS_THREAD and t.is_alive() for t in threading.enumerate()):
+    solve_module = sys.modules.get("cbalab.models.solve")
+    cancelled = bool(getattr(solve_module, "highs_interrupted", False))
+    if cancelled or any(t.name == HIGHS_THREAD and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
         os.write(stderr_fd, b"cbalab: interrupted\n")
         os._exit(EXIT_INTERRUPTED)
     print("cbalab: interrupted", file=sys.stderr)

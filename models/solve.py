@@ -46,7 +46,14 @@ from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import bandwidth_factor
 from cbalab.models.milp.cost import build_cost_model
-from cbalab.models.milp.welfare import WelfareArrays, build_welfare_arrays, build_welfare_model, start_point
+from cbalab.models.milp.welfare import (
+    WelfareArrays,
+    build_welfare_arrays,
+    build_welfare_model,
+    start_point,
+    with_gpu_count,
+    with_slice,
+)
 from cbalab.models.types import SolveOptions
 
 #: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
@@ -173,6 +180,11 @@ def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
 #: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
 CANCEL_GRACE_S = 1.0
 
+#: Set when Ctrl-C cancelled a HiGHS run: HiGHS's own worker threads may then still be joinable, and a normal
+#: interpreter exit would abort in C++ ("terminate called without an active exception"), so the CLI ends the
+#: process with os._exit instead (experiments/cli.py, _interrupted).
+highs_interrupted = False
+
 
 def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
     """``solve()`` (a HiGHS run) in a worker thread, so that Ctrl-C reaches the main thread at once.
@@ -198,6 +210,8 @@ def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
         while worker.is_alive():
             worker.join(0.05)
     except KeyboardInterrupt:
+        global highs_interrupted
+        highs_interrupted = True
         cancel = getattr(getattr(solver, "_solver_model", None), "cancelSolve", None)
         if cancel is not None:
             cancel()
@@ -575,6 +589,7 @@ def solve_arrays(
         )
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         if cutoff is not None:
+            facts["cut_off"] = True
             return Outcome("error", None, None, f"HiGHS found nothing above the cutoff {cutoff}", False), None, facts
         return (
             Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({status.name})", False),
@@ -593,6 +608,98 @@ def solve_arrays(
     )
 
 
+#: Slices solved one GPU count at a time on each side of the LP optimum before the rest of that side is solved as
+#: one range (Theorem F4 holds for any partition; this only bounds the number of HiGHS calls).
+SINGLE_SLICES = 6
+
+
+def solve_sliced(
+    arrays: WelfareArrays,
+    gpus: np.ndarray,
+    options: SolveOptions = SolveOptions(),
+    *,
+    start: np.ndarray | None = None,
+) -> tuple[Outcome, np.ndarray | None, dict]:
+    """Maximise an array-form P2 slice by slice of its GPU count n = Σ_o g_o y_o (proofs/welfare_milp_forms.md, F4).
+
+    Why: when GPUs take most of the budget, P2 is a knapsack in whole GPUs, and HiGHS's branch and bound
+    can spend minutes on a gap of a fraction of one GPU's price.  With n fixed the same MILP is proven at
+    the root (1,000 jobs: 0.4 s against no proof in 120 s).  The LP relaxation over all n gives n̂; the
+    slices n = ⌊n̂⌋, ⌊n̂⌋ − 1, … and ⌊n̂⌋ + 1, … are visited outwards.  In each, the slice's LP optimum L(n)
+    is solved first; since L is concave in n, once L(n) is at most the incumbent's welfare (or the LP is
+    infeasible) every slice further out is closed too and that side stops.  Otherwise the slice's MILP is
+    solved at the same MIP gap with the incumbent's welfare as HiGHS's objective bound, so HiGHS only
+    looks for something better.  After :data:`SINGLE_SLICES` slices on one side, the rest of it is solved
+    as one range.  ``start`` (a feasible solution vector, e.g. AutoCBA's) is the first incumbent.
+
+    Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed; on the time limit
+    ``time_limit`` with the bound max(incumbent, the open slice's bound, L at each side's frontier).
+    """
+    options = budgeted(options)
+    full = with_gpu_count(arrays, gpus)
+    facts: dict = {"form": "sliced", "start_given": start is not None, "slices": []}
+    t0 = time.perf_counter()
+    lp, x_lp, _ = solve_arrays(with_slice(full, 0.0, np.inf, relax=True), options)
+    facts["lp_seconds"] = time.perf_counter() - t0
+    if lp.status != "optimal" or x_lp is None or lp.objective is None:
+        return lp, None, facts
+    n_hat = float(gpus @ arrays.y(x_lp))
+    n_max = float(gpus.sum())
+    facts["n_hat"] = n_hat
+    best_x = start
+    best = float(arrays.cost @ start) if start is not None else -math.inf
+    frontier = {"down": lp.objective, "up": lp.objective}
+    open_bound = -math.inf
+    nodes = 0
+    for side, first, step in (("down", math.floor(n_hat), -1), ("up", math.floor(n_hat) + 1, 1)):
+        n = first
+        single = 0
+        while 0 <= n <= n_max:
+            lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
+            began = time.perf_counter()
+            bound_out, _, _ = solve_arrays(with_slice(full, lo, hi, relax=True), options)
+            record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": bound_out.status}
+            facts["slices"].append(record)
+            if bound_out.status == "infeasible" or (bound_out.status == "optimal" and bound_out.objective <= best):
+                record["closed_by"] = "lp"
+                frontier[side] = max(bound_out.objective or -math.inf, best)
+                break
+            if bound_out.status != "optimal":
+                return _sliced_stop(bound_out, best, best_x, frontier, open_bound, facts)
+            frontier[side] = bound_out.objective
+            cutoff = best if math.isfinite(best) else None
+            out, x, run = solve_arrays(with_slice(full, lo, hi), options, start=best_x, cutoff=cutoff)
+            nodes += int(run.get("nodes", 0))
+            record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
+            if out.status == "optimal" and x is not None and out.objective is not None and out.objective > best:
+                best, best_x = out.objective, x
+            elif out.status not in ("optimal", "infeasible", "error"):
+                open_bound = out.bound if out.bound is not None else bound_out.objective
+                if x is not None and out.objective is not None and out.objective > best:
+                    best, best_x = out.objective, x
+                return _sliced_stop(out, best, best_x, frontier, open_bound, facts)
+            elif out.status == "error" and not run.get("cut_off"):
+                return out, None, facts
+            if lo != hi:
+                break
+            n += step
+            single += 1
+    facts["nodes"] = nodes
+    if best_x is None:
+        return Outcome("infeasible", None, None, "HiGHS proved every GPU-count slice infeasible", False), None, facts
+    return Outcome("optimal", best, best, "HiGHS: optimal in every GPU-count slice", True), best_x, facts
+
+
+def _sliced_stop(
+    out: Outcome, best: float, best_x: np.ndarray | None, frontier: dict, open_bound: float, facts: dict
+) -> tuple[Outcome, np.ndarray | None, dict]:
+    """The answer of :func:`solve_sliced` when a HiGHS call stopped early: its status, the incumbent, and a bound
+    valid for every slice (the open one's, and L at each side's frontier, which bounds all slices beyond)."""
+    found = best_x is not None
+    bound = max(best, open_bound, *frontier.values())
+    return Outcome(out.status, best if found else None, bound, out.message, found), best_x, facts
+
+
 def solve_welfare(
     inst: Instance,
     *,
@@ -601,6 +708,7 @@ def solve_welfare(
     form: str = "arrays",
     warm: Allocation | None = None,
     cutoff: bool = False,
+    sliced: bool = True,
 ) -> Allocation:
     """Solve P2 (docs/model.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
 
@@ -608,7 +716,9 @@ def solve_welfare(
     highspy; ``form="pyomo"`` builds P2 as docs/model.md §5 writes it through Pyomo (the reference the array
     form is checked against, proofs/welfare_milp_forms.md Theorem F1).  ``warm`` (arrays only) is a
     feasible allocation handed to HiGHS as its first incumbent; with ``cutoff`` its welfare (less a
-    relative 1e-9) also becomes HiGHS's objective bound.  The run facts go to ``extra["milp"]``.
+    relative 1e-9) also becomes HiGHS's objective bound (without ``sliced``).  ``sliced`` (the default for
+    the MILP) solves it slice by slice of the GPU count, :func:`solve_sliced` (Theorem F4); ``sliced=False``
+    is the single MILP of before.  The run facts go to ``extra["milp"]``.
 
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
@@ -649,7 +759,10 @@ def solve_welfare(
             if cutoff:
                 value = float(arrays.cost @ start)
                 level = value - 1e-9 * max(1.0, abs(value))
-        out, x, run_facts = solve_arrays(arrays, options, start=start, cutoff=level)
+        if sliced and not relax:
+            out, x, run_facts = solve_sliced(arrays, inst.option_gpus, options, start=start)
+        else:
+            out, x, run_facts = solve_arrays(arrays, options, start=start, cutoff=level)
         facts.update(run_facts, build_seconds=t1 - t0)
         if out.status == "error" and level is not None and x is None:
             # Nothing strictly above the warm start's welfare less 1e-9: the warm start is optimal to that
@@ -708,8 +821,19 @@ def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Alloca
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (docs/model.md §5)."""
-    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=False, options=options))
+    """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (docs/model.md §5).
+
+    Solved by GPU-count slices (:func:`solve_sliced`, Theorem F4).  The retry of :func:`_exact` (presolve
+    off, after an answer failed the cross-check) solves the single MILP instead: on badly scaled instances
+    (tests/test_hardening.py, a 64e6 $/h cache coefficient) HiGHS without presolve wrongly declared a
+    slice infeasible, and the single MILP without presolve is the path that found the optimum there.
+    """
+
+    def solve(i: Instance, options: SolveOptions) -> Allocation:
+        presolve = options.presolve if isinstance(options, Budget) else True
+        return solve_welfare(i, relax=False, options=options, sliced=presolve)
+
+    return _exact(inst, "welfare", options, solve)
 
 
 def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:

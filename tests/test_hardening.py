@@ -302,33 +302,47 @@ def test_regression_issue9_4_an_optimal_claim_the_referee_scores_differently_is_
 def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again() -> None:
     """HiGHS 1.15.1's presolve reduced this 31-row welfare MILP to an empty one, "optimal" at 0 (optimum 54).
 
-    Found by tests/test_fuzz.py (cache price 400 $/GB-h, a 160,000 GB dataset).  The cross-check's simple
+    Found by tests/test_fuzz.py (cache price 400 $/GB-h, a 160,000 GB dataset) on the single MILP
+    (``sliced=False``; the GPU-count slices of Theorem F4 do not meet the bug).  The cross-check's simple
     allocation (one job alone) beats the claimed bound, so the MILP is solved again without presolve.
     """
     d = doc()
     d["prices"]["cache_gb_per_hour"] = 400.0
     d["datasets"][1]["size_gb"] = 160000.0
     inst = from_dict(d)
-    raw = solve_welfare(inst, relax=False, options=SolveOptions())
+
+    def single(i: object, options: SolveOptions) -> Allocation:
+        return solve_welfare(inst, relax=False, options=options, sliced=False)
+
+    raw = single(inst, SolveOptions())
     assert raw.status == "optimal" and raw.bound == 0.0  # HiGHS's wrong claim
+    checked = solve_module._exact(inst, "welfare", SolveOptions(), single)
+    assert checked.status == "optimal" and evaluate(inst, checked, "welfare").welfare == pytest.approx(54.0, rel=1e-6)
+    assert "solved again without HiGHS's presolve" in checked.reason
     result, _ = registry.run(inst, "welfare", "milp")
     assert result["status"] == "optimal" and result["objective"] == pytest.approx(54.0, rel=1e-6)
-    assert "solved again without HiGHS's presolve" in result["reason"]
     auto, _ = registry.run(inst, "welfare", "autocba")
     assert auto["objective"] <= result["bound"] + 1e-9
 
 
 def test_regression_issue9_4_a_wrong_optimum_even_without_presolve_is_downgraded() -> None:
-    """With a 8e8 GB dataset at 400 $/GB-h (budget-row coefficient 3.2e11) HiGHS claims 40, or 31 without
-    presolve, where 54 fits: the greedy no-cache witness beats the bound, so the answer is ``feasible``, no bound."""
+    """With a 8e8 GB dataset at 400 $/GB-h (budget-row coefficient 3.2e11) the single MILP claims 40, or 31
+    without presolve, where 54 fits: the greedy no-cache witness beats the bound, so the answer is ``feasible``,
+    no bound.  The GPU-count slices of the registered ``milp`` (Theorem F4) prove 54, which the referee scores."""
     d = doc()
     d["prices"]["cache_gb_per_hour"] = 400.0
     d["datasets"][2]["size_gb"] = 8e8
     inst = from_dict(d)
+
+    def single(i: object, options: SolveOptions) -> Allocation:
+        return solve_welfare(inst, relax=False, options=options, sliced=False)
+
+    checked = solve_module._exact(inst, "welfare", SolveOptions(), single)
+    assert checked.status == "feasible" and checked.bound is None
+    assert "greedy choice of 3 jobs without cache scores 54" in checked.reason
+    assert "datasets[2].size_gb = 8e+08" in checked.reason
     result, _ = registry.run(inst, "welfare", "milp")
-    assert result["status"] == "feasible" and result["bound"] is None
-    assert "greedy choice of 3 jobs without cache scores 54" in result["reason"]
-    assert "datasets[2].size_gb = 8e+08" in result["reason"]
+    assert result["status"] == "optimal" and result["welfare"] == pytest.approx(54.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("rate", [1e12, 1e14, 9.9e14])

@@ -29,7 +29,7 @@ solved under a model nobody else checks.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyomo.environ as pyo
@@ -362,3 +362,32 @@ def start_point(inst: Instance, arrays: WelfareArrays, gpus: np.ndarray, cache_g
         remote = chosen * inst.option_io_gbps * (1 - hit[inst.job_dataset[o_job]])
         x[k0:] = np.bincount(o_job, weights=remote, minlength=inst.n_jobs)
     return x
+
+
+def with_gpu_count(arrays: WelfareArrays, gpus: np.ndarray) -> WelfareArrays:
+    """``arrays`` plus a last row n = Σ_o g_o y_o, unbounded ([0, ∞)) until a slice sets it (Theorem F4).
+
+    proofs/welfare_milp_forms.md, Theorem F4: P2's feasible set splits by the integer n, so its optimum is the
+    best of the slices n = 0, 1, …, and the LP bound of a slice is concave in n.  The row changes no
+    solution; :func:`cbalab.models.solve.solve_sliced` sets its bounds slice by slice.
+    """
+    n_o = arrays.n_options
+    keep = gpus != 0
+    start = np.r_[arrays.start, arrays.start[-1] + int(keep.sum())].astype(np.int32)
+    return replace(
+        arrays,
+        start=start,
+        index=np.r_[arrays.index, np.arange(n_o, dtype=np.int32)[keep]].astype(np.int32),
+        value=np.r_[arrays.value, gpus[keep].astype(float)],
+        row_lo=np.r_[arrays.row_lo, 0.0],
+        row_hi=np.r_[arrays.row_hi, np.inf],
+    )
+
+
+def with_slice(arrays: WelfareArrays, lo: float, hi: float, *, relax: bool = False) -> WelfareArrays:
+    """The slice lo ≤ n ≤ hi of an array form made by :func:`with_gpu_count` (its last row); ``relax`` drops
+    integrality (the slice's LP relaxation, whose optimum L(n) bounds the slice, Theorem F4)."""
+    row_lo, row_hi = arrays.row_lo.copy(), arrays.row_hi.copy()
+    row_lo[-1], row_hi[-1] = lo, hi
+    integral = np.zeros_like(arrays.integral) if relax else arrays.integral
+    return replace(arrays, row_lo=row_lo, row_hi=row_hi, integral=integral)
