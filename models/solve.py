@@ -842,14 +842,15 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     The array form with ``stall=True`` maximises Σ U_o s_o with fed fractions s_o ≤ y_o and remote demand
     r_o (s_o − z_o), z_o ≤ s_o, Σ_{o ∈ O_j} z_o ≤ h_k(j).  The referee's demand of a job fed at s is
     r s (1 − h) ≥ r (s − min(s, h)), so this MILP is a relaxation of P2s and its optimum bounds P2s from
-    above (proofs/welfare_milp_forms.md, Theorem F3).  The allocation gives each chosen job the model's
+    above (proofs/welfare_milp_forms.md, Theorem F3); it is solved by GPU-count slices like P2 (Theorem F4,
+    :func:`solve_sliced`).  The allocation gives each chosen job the model's
     bandwidth b_j = r_o (s_o − z_o); where s_o or h_k(o) is whole, z_o = s_o h_k(o) and the referee feeds
     the job at exactly s_o.  The answer is ``optimal`` only when the welfare the referee will score
     (Σ U_o min(1, b_j / (r_o (1 − h)))) reaches the relaxation's proven optimum; else ``feasible`` with
     that optimum as ``bound``.
     """
     arrays = build_welfare_arrays(inst, stall=True)
-    out, x, facts = solve_arrays(arrays, options)
+    out, x, facts = solve_sliced(arrays, inst.option_gpus, options)
     if x is None:
         alloc = Allocation.none(out.status, out.message, bound=out.bound)
         alloc.extra = {"milp": facts}
@@ -881,6 +882,15 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
     best = out.objective
     exact = out.status == "optimal" and best is not None and scored >= best - 1e-6 * max(1.0, abs(best))
+    if out.status == "optimal" and best is not None and not exact:
+        # P2 ≤ P2s ≤ the relaxation (Theorem F3): a P2 optimum that reaches the relaxation's optimum is P2s-optimal.
+        p2 = solve_welfare(inst, relax=False, options=options)
+        p2_score = evaluate(inst, p2, "welfare").welfare if p2.status == "optimal" else None
+        if p2_score is not None and p2_score >= best - 1e-6 * max(1.0, abs(best)):
+            p2.bound = best
+            p2.extra.update(milp=facts, relaxation_objective=best, scored_welfare=p2_score, p2_milp=p2.extra["milp"])
+            p2.reason = "the no-stall optimum P2 reaches the P2s relaxation's optimum: P2s-optimal (Theorem F3)"
+            return p2
     alloc.status = "optimal" if exact else ("feasible" if out.status == "optimal" else out.status)
     alloc.reason = (
         None

@@ -21,13 +21,23 @@ from hypothesis import strategies as st
 from cbalab.algorithms.autocba import autocba
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
+from cbalab.models import solve as solve_module
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError, build
-from cbalab.models.milp.welfare import build_welfare_arrays, build_welfare_model, standalone_fits
+from cbalab.models.milp.welfare import (
+    build_welfare_arrays,
+    build_welfare_model,
+    standalone_fits,
+    start_point,
+    with_gpu_count,
+    with_slice,
+)
 from cbalab.models.options import SHAPES
 from cbalab.models.solve import (
+    Outcome,
     solve_arrays,
     solve_model,
+    solve_sliced,
     solve_welfare,
     welfare_lp,
     welfare_milp,
@@ -37,9 +47,14 @@ from cbalab.models.solve import (
 
 def brute_force(inst: Instance) -> float:
     """Best welfare over every unstalled allocation: all option choices, each fed by P1 (Theorem 1)."""
+    return max(brute_force_by_gpus(inst).values())
+
+
+def brute_force_by_gpus(inst: Instance) -> dict[int, float]:
+    """Best welfare of the unstalled allocations by their GPU count (the slices of Theorem F4); 0 GPUs always fits."""
     ptr = inst.option_ptr
     choices = [[None, *range(int(ptr[j]), int(ptr[j + 1]))] for j in range(inst.n_jobs)]
-    best = 0.0
+    best: dict[int, float] = {0: 0.0}
     for combo in itertools.product(*choices):
         rows = [o for o in combo if o is not None]
         gpus = sum(int(inst.option_gpus[o]) for o in rows)
@@ -52,7 +67,7 @@ def brute_force(inst: Instance) -> float:
         cost = inst.price_gpu * gpus + f.io_cost
         if cost > inst.budget_per_hour + RTOL * max(1.0, inst.budget_per_hour):
             continue
-        best = max(best, sum(float(inst.option_utility[o]) for o in rows))
+        best[gpus] = max(best.get(gpus, 0.0), sum(float(inst.option_utility[o]) for o in rows))
     return best
 
 
@@ -231,7 +246,7 @@ def test_theorem_f1_array_form_has_the_optimum_of_p2(inst: Instance, kept: froze
 @given(inst=st.one_of(tiny_welfare(), small_generated()), cutoff=st.booleans())
 def test_theorem_f1_warm_start_and_cutoff_keep_the_optimum(inst: Instance, cutoff: bool) -> None:
     """Theorem F1 with AutoCBA's allocation as HiGHS's incumbent (and its welfare as cutoff): same proven optimum."""
-    alloc = solve_welfare(inst, relax=False, warm=autocba(inst), cutoff=cutoff)
+    alloc = solve_welfare(inst, relax=False, warm=autocba(inst), cutoff=cutoff, sliced=False)
     ev = evaluate(inst, alloc, "welfare")
     assert alloc.status == "optimal"
     assert ev.feasible, ev.violations
@@ -320,3 +335,88 @@ def test_theorem_f3_stalled_optimum_of_the_half_fed_job() -> None:
     stall = welfare_milp_stall(inst)
     assert stall.status == "optimal"
     assert evaluate(inst, stall, "welfare").welfare == pytest.approx(5.0)
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()), warm=st.booleans())
+def test_theorem_f4_slices_have_the_optimum_of_p2(inst: Instance, warm: bool) -> None:
+    """Theorem F4 (i, iii), proofs/welfare_milp_forms.md: the outward scan over GPU-count slices proves P2's optimum.
+
+    Against the brute force, with and without AutoCBA's allocation as the first incumbent, scored by the
+    referee; form S (the stall relaxation) scanned by slices has the optimum of form S solved as one MILP.
+    """
+    alloc = solve_welfare(inst, relax=False, warm=autocba(inst) if warm else None)
+    ev = evaluate(inst, alloc, "welfare")
+    assert alloc.status == "optimal" and alloc.extra["milp"]["form"] == "sliced"
+    assert ev.feasible, ev.violations
+    assert ev.welfare == pytest.approx(brute_force(inst), rel=1e-6, abs=1e-6)
+    stall = build_welfare_arrays(inst, stall=True)
+    single, _, _ = solve_arrays(stall)
+    sliced, x, _ = solve_sliced(stall, inst.option_gpus)
+    assert single.status == sliced.status == "optimal" and x is not None
+    # 1e-5: form S's fed fractions are continuous, and HiGHS's 1e-7 row tolerance on B, scaled by U_o / r_o
+    # (up to about 100 here), moves its optimum by up to 1e-5 between two correct solves (found: 1.3e-6 relative).
+    assert sliced.objective == pytest.approx(single.objective, rel=1e-5, abs=1e-5)
+
+
+@given(inst=st.one_of(tiny_welfare(), small_generated()))
+def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance) -> None:
+    """Theorem F4 (ii): L(t), the LP optimum with Σ g y = t, is concave on an interval, peaks at n̂, bounds slice t.
+
+    Every whole t from 0 to Σ g_o is solved; each slice's brute-force optimum is at most L(t) and a slice the
+    brute force finds feasible has a finite L(t).
+    """
+    full = with_gpu_count(build_welfare_arrays(inst), inst.option_gpus)
+    top = int(inst.option_gpus.sum())
+    values = []
+    for t in range(top + 1):
+        out, _, _ = solve_arrays(with_slice(full, t, t, relax=True))
+        assert out.status in ("optimal", "infeasible")
+        values.append(out.objective if out.status == "optimal" else -math.inf)
+    feasible = [t for t, v in enumerate(values) if v > -math.inf]
+    assert feasible == list(range(feasible[0], feasible[-1] + 1))  # an interval
+    tol = 1e-6 * max(1.0, max(abs(values[t]) for t in feasible))
+    for t in feasible[1:-1]:
+        assert values[t] >= 0.5 * (values[t - 1] + values[t + 1]) - tol
+    lp, x, _ = solve_arrays(with_slice(full, 0.0, math.inf, relax=True))
+    assert lp.status == "optimal" and x is not None
+    n_hat = float(inst.option_gpus @ full.y(x))
+    assert feasible[0] <= math.ceil(n_hat - 1e-9) and math.floor(n_hat + 1e-9) <= feasible[-1]
+    for t in feasible:
+        assert values[t] <= lp.objective + tol
+        if t + 1 in feasible and t + 1 <= n_hat + 1e-9:
+            assert values[t] <= values[t + 1] + tol  # non-decreasing up to n̂
+        if t - 1 in feasible and t - 1 >= n_hat - 1e-9:
+            assert values[t] <= values[t - 1] + tol  # non-increasing from n̂
+    for t, best in brute_force_by_gpus(inst).items():
+        assert best <= values[t] + tol
+
+
+@given(inst=small_generated(), stop=st.integers(1, 4))
+def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int) -> None:
+    """Theorem F4 (iv): a scan cut short (HiGHS's time limit on its ``stop``-th call) is ``time_limit``, never
+    ``optimal``, and its bound is at least the brute-force optimum; with AutoCBA's start it keeps that incumbent."""
+    calls = {"n": 0}
+    real = solve_module.solve_arrays
+
+    def limited(*args: object, **kwargs: object) -> tuple[Outcome, np.ndarray | None, dict]:
+        calls["n"] += 1
+        if calls["n"] >= stop:
+            return Outcome("time_limit", None, None, "stopped by the test", False), None, {}
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    arrays = build_welfare_arrays(inst)
+    warm = autocba(inst)
+    start = start_point(inst, arrays, warm.gpus, warm.cache_gb)
+    solve_module.solve_arrays = limited  # type: ignore[assignment]
+    try:
+        out, x, _ = solve_sliced(arrays, inst.option_gpus, start=start)
+    finally:
+        solve_module.solve_arrays = real  # type: ignore[assignment]
+    optimum = brute_force(inst)
+    if calls["n"] < stop:  # the scan ended before the stop: a proof
+        assert out.status == "optimal" and out.objective == pytest.approx(optimum, rel=1e-6, abs=1e-6)
+        return
+    assert out.status == "time_limit"
+    if stop > 1:
+        assert out.bound is not None and out.bound >= optimum - 1e-6 * max(1.0, optimum)
+        assert x is not None and out.objective is not None and out.objective <= optimum + 1e-6 * max(1.0, optimum)
