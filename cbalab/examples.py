@@ -181,8 +181,10 @@ def elastic_toy(*, budget_per_hour: float = 14.0) -> Instance:
 
     **Known optimum** (the MILP, HiGHS at gap 0): welfare 78 utility/h, with
     resnet50 and vit-b16 at 4 GPUs, efficientnet at 1, wav2vec2 at 2 and
-    conformer not running: 11 of the 12 GPUs, and the whole 14 $/h spent
-    (11 on GPUs, 3 on cache and bandwidth).  AutoCBA finds a welfare-78
+    conformer not running: 11 of the 12 GPUs.  Fed at least cost (imagenet's
+    100 GB cached) it spends 13.85 $/h (11 on GPUs, 2.85 on cache and
+    bandwidth); the 0.15 $/h left buys no further GPU with its data, while
+    15 $/h buys welfare 79.  AutoCBA finds a welfare-78
     answer too, with a certificate of about 78.74 (so it can prove only a
     gap below 1%).  The IO-unaware schedulers gavel-tput, gavel-fair and
     optimus choose wider GPU allocations, run out of money for bandwidth and

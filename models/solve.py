@@ -660,13 +660,14 @@ def solve_sliced(
             bound_out, _, _ = solve_arrays(with_slice(full, lo, hi, relax=True), options)
             record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": bound_out.status}
             facts["slices"].append(record)
-            if bound_out.status == "infeasible" or (bound_out.status == "optimal" and bound_out.objective <= best):
+            level = bound_out.objective if bound_out.status == "optimal" else None
+            if bound_out.status == "infeasible" or (level is not None and level <= best):
                 record["closed_by"] = "lp"
-                frontier[side] = max(bound_out.objective or -math.inf, best)
+                frontier[side] = max(-math.inf if level is None else level, best)
                 break
-            if bound_out.status != "optimal":
+            if level is None:
                 return _sliced_stop(bound_out, best, best_x, frontier, open_bound, facts)
-            frontier[side] = bound_out.objective
+            frontier[side] = level
             cutoff = best if math.isfinite(best) else None
             out, x, run = solve_arrays(with_slice(full, lo, hi), options, start=best_x, cutoff=cutoff)
             nodes += int(run.get("nodes", 0))
@@ -674,7 +675,7 @@ def solve_sliced(
             if out.status == "optimal" and x is not None and out.objective is not None and out.objective > best:
                 best, best_x = out.objective, x
             elif out.status not in ("optimal", "infeasible", "error"):
-                open_bound = out.bound if out.bound is not None else bound_out.objective
+                open_bound = out.bound if out.bound is not None else level
                 if x is not None and out.objective is not None and out.objective > best:
                     best, best_x = out.objective, x
                 return _sliced_stop(out, best, best_x, frontier, open_bound, facts)
