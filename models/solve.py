@@ -874,11 +874,8 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
     factor = bandwidth_factor(inst, float(bw.sum()), money)
     bw *= factor
-    miss = 1.0 - hit[inst.job_dataset[jobs]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fed = np.where(r * miss > 0, np.minimum(1.0, bw[jobs] / (r * miss)), 1.0)
-    scored = float(inst.option_utility[chosen] @ fed)
     alloc = Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw, extra={"bandwidth_repair": factor})
+    scored = float(evaluate(inst, alloc, "welfare").welfare or 0.0)  # the referee's score, not the model's
     alloc.extra.update(milp=facts, relaxation_objective=out.objective, scored_welfare=scored)
     alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
     best = out.objective
