@@ -49,6 +49,9 @@ import numpy as np
 import pandas as pd
 
 from cbalab.experiments.runs.scaling import SERIES, median_times
+from cbalab.experiments.runs.welfare import EXACT as WELFARE_EXACT
+from cbalab.experiments.runs.welfare import TIME_LIMIT as WELFARE_TIME_LIMIT
+from cbalab.experiments.runs.welfare import references as welfare_references
 from cbalab.models.files import atomic_write_bytes, atomic_write_text
 
 #: The experiments, in the order the paper reports them (spec EXPERIMENTS.md, plus the elastic replay).
@@ -537,24 +540,28 @@ WELFARE_INSTANCE = ("jobs", "datasets", "budget_fraction", "utility_mix", "io_pr
 
 
 def welfare(res: Results) -> Section:
-    """AutoCBA against the IO-unaware GPU schedulers x cache policies on static instances (docs/model.md §5)."""
+    """AutoCBA against the IO-unaware GPU schedulers x cache policies on static instances (docs/model.md §5).
+
+    Each welfare is a share of its own form's reference (experiments/runs/welfare.py, ``references``):
+    AutoCBA, which never stalls a job, of P2's (the ``milp`` optimum, else the lower of its bound and
+    AutoCBA's certificate); a baseline, which the referee scores stalled, of P2s's (the ``milp-stall``
+    optimum, else its relaxation's bound; proofs/welfare_milp_forms.md Theorem F3).
+    """
     runs = res.runs
-    _need(runs, *WELFARE_INSTANCE, "method", "welfare")
+    _need(runs, *WELFARE_INSTANCE, "method", "welfare", "status", "bound", "feasible", "solve_seconds")
     s = Section("Welfare")
     _provenance(s, res)
+    for method in ("autocba", *WELFARE_EXACT):
+        if not (runs["method"] == method).any():
+            raise ResultsUnusableError(f"welfare has no {method} rows (a sweep older than the exact references)")
     wide = runs.pivot_table(index=list(WELFARE_INSTANCE), columns="method", values="welfare", aggfunc="first")
-    if "autocba" not in wide:
-        raise ResultsUnusableError("welfare has no autocba rows")
-    if "milp" in wide:  # the proven optimum, when the sweep solved the MILP
-        opt = wide["milp"]
-        s.word("Reference", "the optimum")
-    else:  # AutoCBA's certified upper bound (proofs/autocba_certificate.md): a share of it under-states the optimum's
-        _need(runs, "bound")
-        auto_rows = runs[runs["method"] == "autocba"].set_index(list(WELFARE_INSTANCE))["bound"].astype(float)
-        opt = auto_rows.reindex(wide.index)
-        s.word("Reference", "AutoCBA's certified upper bound on the optimum")
-    wide = wide.assign(_ref=opt).dropna(subset=["autocba", "_ref"])
-    opt = wide.pop("_ref")
+    refs = welfare_references(runs).set_index(list(WELFARE_INSTANCE)).reindex(wide.index)
+    wide = wide.join(refs[["p2_reference_welfare", "p2s_reference_welfare"]]).dropna(
+        subset=["autocba", "p2_reference_welfare"]
+    )
+    refs = refs.loc[wide.index]
+    opt = wide.pop("p2s_reference_welfare")
+    p2 = wide.pop("p2_reference_welfare")
     baselines = [m for m in wide.columns if "[" in str(m)]
     if not baselines:
         raise ResultsUnusableError("welfare has no baseline rows")
@@ -562,14 +569,57 @@ def welfare(res: Results) -> Section:
     s.number("Instances", len(wide), integer(len(wide)))
     s.number("Baselines", len(baselines), integer(len(baselines)))
     s.number("Jobs", int(runs["jobs"].max()), integer(int(runs["jobs"].max())))
-    share = auto / opt
-    s.number("AutoOfRefMeanPct", float(share.mean()), pct(float(share.mean()), 2))
-    s.number("AutoOfRefMinPct", float(share.min()), pct(float(share.min()), 1))
-    long = wide[baselines].stack().rename("base").reset_index()
+    s.number("TimeLimit", WELFARE_TIME_LIMIT, integer(WELFARE_TIME_LIMIT))
+
+    form = refs["p2_reference"]
+    for name, key in (("PTwoProven", "p2-optimum"), ("PTwoBound", "p2-bound"), ("PTwoCertificate", "certificate")):
+        s.number(name, int((form == key).sum()), integer(int((form == key).sum())))
+    stall_form = refs["p2s_reference"]
+    for name, key in (("PTwoSProven", "p2s-optimum"), ("PTwoSBound", "p2s-bound"), ("PTwoSNone", "none")):
+        s.number(name, int((stall_form == key).sum()), integer(int((stall_form == key).sum())))
+    reached = int(((stall_form == "p2s-bound") & (refs["p2s_gap"] <= ZERO_GAP)).sum())
+    s.number("PTwoSBoundReached", reached, integer(reached))
+    stall_gap = float(refs["p2s_gap"].max())
+    s.number("PTwoSGapMaxPct", stall_gap, pct(stall_gap, 3))
+    seconds = runs.set_index("method")["solve_seconds"].astype(float)
+    for name, method in (("Milp", "milp"), ("MilpStall", "milp-stall")):
+        sec = seconds.loc[[method]]
+        s.number(f"{name}SecondsMedian", float(sec.median()), fixed(float(sec.median()), 2))
+        s.number(f"{name}SecondsMax", float(sec.max()), fixed(float(sec.max()), 1))
+
+    share = auto / p2
+    s.number("AutoOfRefMeanPct", float(share.mean()), pct(float(share.mean()), 3))
+    s.number("AutoOfRefMinPct", float(share.min()), pct(float(share.min()), 2))
+    proven = form == "p2-optimum"
+    gap = ((p2 - auto) / p2)[proven]
+    if len(gap):
+        s.number("AutoGapMeanPct", float(gap.mean()), pct(float(gap.mean()), 3))
+        s.number("AutoGapMaxPct", float(gap.max()), pct(float(gap.max()), 2))
+        at_opt = int((gap <= ZERO_GAP).sum())
+        s.number("AutoAtOptimum", at_opt, integer(at_opt))
+        cert = runs[runs["method"] == "autocba"].set_index(list(WELFARE_INSTANCE))["bound"].astype(float)
+        over = ((cert.reindex(wide.index) - p2) / p2)[proven]
+        s.number("CertOverMeanPct", float(over.mean()), pct(float(over.mean()), 2))
+        s.number("CertOverMaxPct", float(over.max()), pct(float(over.max()), 2))
+    both = proven & (stall_form == "p2s-optimum")
+    gain = ((opt - p2) / p2)[both]
+    s.number("StallBothProven", int(both.sum()), integer(int(both.sum())))
+    if len(gain):
+        s.number("StallGainMaxPct", float(gain.max()), pct(float(gain.max()), 2))
+        lifted = int((gain > ZERO_GAP).sum())
+        s.number("StallGainInstances", lifted, integer(lifted))
+
+    long = wide[baselines].rename_axis(columns="method").stack().rename("base").reset_index()
     long = long.merge(auto.rename("auto").reset_index(), on=list(WELFARE_INSTANCE))
     long = long.merge(opt.rename("opt").reset_index(), on=list(WELFARE_INSTANCE))
+    long = long.merge(p2.rename("p2").reset_index(), on=list(WELFARE_INSTANCE))
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
     long["cache"] = long["method"].astype(str).str.split("[").str[1].str.rstrip("]")
+    above = int((long["base"] > long["opt"] * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    above += int((auto > p2 * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    s.number("AboveReference", above, integer(above))
+    beat_p2 = int((long["base"] > long["p2"] * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    s.number("BaselineAboveTwo", beat_p2, integer(beat_p2))
     starved = long["base"] <= STARVED * long["auto"]
     pos = long[~starved].copy()
     pos["ratio"] = pos["auto"] / pos["base"]
@@ -625,7 +675,7 @@ def welfare(res: Results) -> Section:
     s.table(
         "welfare",
         booktabs(
-            ["scheduler", "best cache", "of ref.\\ \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
+            ["scheduler", "best cache", "of P2s \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
             rows,
             "llrrrlrr",
         ),
@@ -637,11 +687,11 @@ def welfare(res: Results) -> Section:
     for a, scale in zip(ax[0], scales):
         part = long[long["io_price_scale"] == scale]
         g = (
-            (part.drop_duplicates(list(WELFARE_INSTANCE)).assign(v=lambda f: f["auto"] / f["opt"]))
+            (part.drop_duplicates(list(WELFARE_INSTANCE)).assign(v=lambda f: f["auto"] / f["p2"]))
             .groupby("budget_fraction")["v"]
             .mean()
         )
-        a.plot(g.index, g.to_numpy(), "o-", color=COLOURS["autocba"], lw=1.8, label="AutoCBA")
+        a.plot(g.index, g.to_numpy(), "o-", color=COLOURS["autocba"], lw=1.8, label="AutoCBA / P2")
         data += [{"panel": scale, "series": "autocba", "x": x, "y": y} for x, y in zip(g.index, g.to_numpy())]
         for sched in SCHEDULERS:
             sub = part[part["scheduler"] == sched]
@@ -650,11 +700,11 @@ def welfare(res: Results) -> Section:
             per = sub.assign(v=sub["base"] / sub["opt"]).groupby(["budget_fraction", "cache"])["v"].mean()
             best = per.groupby("budget_fraction").max()
             ls = "--" if sched.endswith("-tuned") else "-"
-            a.plot(best.index, best.to_numpy(), ls, color=COLOURS[sched], label=f"{sched} (best cache)")
+            a.plot(best.index, best.to_numpy(), ls, color=COLOURS[sched], label=f"{sched} / P2s")
             data += [{"panel": scale, "series": sched, "x": x, "y": y} for x, y in zip(best.index, best.to_numpy())]
         a.set(xscale="log", ylim=(0, 1.05), xlabel="budget (fraction of all jobs at 8 GPUs)")
         a.set_title(f"IO prices x {fixed(float(scale), 0)}")
-    ax[0, 0].set_ylabel("welfare / reference (mean)")
+    ax[0, 0].set_ylabel("welfare / its reference (mean)")
     handles, labels = ax[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=6, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
@@ -1109,7 +1159,7 @@ def online_welfare(res: Results) -> Section:
     baselines = [m for m in wide.columns if m != "autocba"]
     if not baselines:
         raise ResultsUnusableError("online-welfare has no baseline rows")
-    long = wide[baselines].stack().rename("base").reset_index()
+    long = wide[baselines].rename_axis(columns="method").stack().rename("base").reset_index()
     long = long.merge(wide["autocba"].rename("auto").reset_index(), on=list(ONLINE_SETTING))
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
     starved = long["base"] <= STARVED * long["auto"]

@@ -135,11 +135,20 @@ def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
 
 
 def _welfare_runs(baseline_welfare: list[float]) -> pd.DataFrame:
-    """One welfare instance: AutoCBA (welfare 10, bound 12) and one baseline per entry of ``baseline_welfare``."""
+    """One welfare instance: AutoCBA (welfare 10, certificate 12), the exact references and the baselines.
+
+    ``milp`` proves P2's optimum 11; ``milp-stall`` is not certified (welfare 11, relaxation bound 13), so
+    the baselines (one per entry of ``baseline_welfare``) are measured against the bound 13.
+    """
     common = {"jobs": 4, "datasets": 2, "budget_fraction": 0.5, "utility_mix": "mixed", "io_price_scale": 1.0}
-    rows = [{**common, "replicate": 0, "seed": 1, "method": "autocba", "welfare": 10.0, "bound": 12.0}]
+    common |= {"replicate": 0, "seed": 1, "feasible": True, "solve_seconds": 0.1}
+    rows = [
+        {**common, "method": "autocba", "status": "feasible", "welfare": 10.0, "bound": 12.0},
+        {**common, "method": "milp", "status": "optimal", "welfare": 11.0, "bound": 11.0},
+        {**common, "method": "milp-stall", "status": "feasible", "welfare": 11.0, "bound": 13.0},
+    ]
     rows += [
-        {**common, "replicate": 0, "seed": 1, "method": f"optimus[{cache}]", "welfare": w, "bound": None}
+        {**common, "method": f"optimus[{cache}]", "status": "feasible", "welfare": w, "bound": None}
         for cache, w in zip(("silod", "io-only", "cba"), baseline_welfare)
     ]
     return pd.DataFrame(rows)
@@ -151,7 +160,25 @@ def test_starved_baseline_is_counted_apart_not_averaged() -> None:
     assert s.values["ZeroPairs"] == 1
     assert s.values["MaxRatio"] == pytest.approx(5.0)  # 10 / 2, not 10 / 1e-12
     assert s.values["VsBestMax"] == pytest.approx(2.0)  # against the strongest baseline, 10 / 5
-    assert s.values["AutoOfRefMeanPct"] == pytest.approx(10.0 / 12.0)  # no MILP rows: AutoCBA's bound
+
+
+def test_welfare_shares_are_of_each_methods_own_reference() -> None:
+    """AutoCBA's share is of the proven P2 optimum (11), not its certificate (12); a baseline's of P2s's bound (13)."""
+    s = paper.welfare(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
+    assert s.values["AutoOfRefMeanPct"] == pytest.approx(10.0 / 11.0)
+    assert s.values["AutoGapMaxPct"] == pytest.approx(1.0 / 11.0)
+    assert s.values["CertOverMaxPct"] == pytest.approx(1.0 / 11.0)
+    assert (s.values["PTwoProven"], s.values["PTwoSProven"], s.values["PTwoSBound"]) == (1, 0, 1)
+    assert s.values["AboveReference"] == 0
+    table = s.files["tab-welfare.tex"].decode()
+    assert "of P2s" in table and " 38.5 " in table  # optimus's best cache: 5 / 13
+
+
+def test_welfare_without_the_exact_references_is_said_not_guessed() -> None:
+    """A sweep without ``milp`` rows is unusable (named), never silently measured against the certificate."""
+    runs = _welfare_runs([5.0])
+    with pytest.raises(paper.ResultsUnusableError, match="no milp rows"):
+        paper.welfare(paper.Results("welfare", runs[runs["method"] != "milp"], {}, 0))
 
 
 def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:

@@ -6,17 +6,28 @@ experiments.workload.generate_welfare (every job an Amdahl option table over
 run is one method on one instance, scored by the referee (models/evaluate.py):
 
 * ``autocba`` (algorithms/autocba.py), with its certificate: a proven upper
-  bound on the optimum (proofs/autocba_certificate.md), so that every
-  method's welfare is also reported as a fraction of that bound (a lower
-  bound on its fraction of the optimum).  The exact MILP is not run here: at
-  100 jobs HiGHS needs from a second to over ten minutes per instance (measured
-  while sizing this sweep); the optimality experiment measures the gaps to the
-  proven optimum on smaller instances;
+  bound on the P2 optimum (proofs/autocba_certificate.md);
+* the exact references, run through the registry like every method and scored
+  by the referee, each with a time limit of :data:`TIME_LIMIT` seconds:
+  ``milp``, the no-stall optimum P2 (solved by GPU-count slices,
+  proofs/welfare_milp_forms.md Theorem F4), and ``milp-stall``, the
+  stall-allowed problem P2s, whose relaxation bounds it from above
+  (P2 ≤ P2s ≤ the relaxation, Theorem F3);
 * every GPU scheduler of algorithms/baselines — Gavel max-throughput, Gavel
   max-min fair, Optimus/Pollux marginal gain, each naive and "tuned" (its best
   split of the budget between GPUs and IO) — with every cache policy of
   the registry's cache policies (algorithms/registry.py) feeding its GPUs, named
   ``SCHEDULER[POLICY]``.
+
+Every welfare is also reported as a share of a reference (:func:`references`),
+one per instance and form.  AutoCBA never stalls a job, so its reference is
+P2: the ``milp`` optimum when proven, else the lower of the MILP's proven bound
+and AutoCBA's certificate.  The referee scores a baseline's under-fed jobs at
+their stall factor (docs/model.md §5), so a baseline can beat P2; its reference
+is P2s: the ``milp-stall`` optimum when certified, else its proven upper bound
+(the relaxation's).  Which one an instance used is recorded (``reference``:
+``p2-optimum``, ``p2-bound``, ``certificate``; ``p2s-optimum``, ``p2s-bound``);
+a share of a bound under-states the share of the optimum.
 
 Sweeps: the budget (a fraction of what running every job at 8 GPUs fed by
 remote IO alone would cost), the utility mix (all shapes mixed, or one shape),
@@ -47,7 +58,13 @@ NAME = "welfare"
 #: Every registered GPU scheduler and every cache policy (algorithms/registry.py).
 SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
 CACHE_POLICIES = tuple(registry.cache_policies())
-METHODS = ("autocba", *(f"{s}[{p}]" for s in SCHEDULERS for p in CACHE_POLICIES))
+#: The exact references (algorithms/registry.py): the no-stall optimum P2 and the stall-allowed P2s.
+EXACT = ("milp", "milp-stall")
+METHODS = ("autocba", *EXACT, *(f"{s}[{p}]" for s in SCHEDULERS for p in CACHE_POLICIES))
+#: Seconds each exact reference may take per instance; a time-limited answer is not a proof (its bound is used).
+TIME_LIMIT = 120.0
+#: Relative tolerance of "reaches": a lower bound within it of an upper bound closes the gap (floating point).
+CLOSE = 1e-6
 #: The welfare ratio the seed paper reports for AutoCBA over its baselines (INFOCOM 2023: "up to 2.27×").
 PAPER_RATIO = 2.27
 #: The ratio figure's right edge: a baseline that starves (welfare near 0) has a ratio of up to 1e17.
@@ -105,7 +122,8 @@ def instance(params: dict) -> Instance:
 def solve(inst: Instance, method: str) -> Allocation:
     """Method ``method`` of :data:`METHODS` on ``inst``: a registered method, or ``SCHEDULER[POLICY]``."""
     name, policy = method[:-1].split("[") if "[" in method else (method, None)
-    return registry.get("welfare", name).function()(inst, SolveOptions(cache_policy=policy))
+    limit = TIME_LIMIT if name in EXACT else None
+    return registry.get("welfare", name).function()(inst, SolveOptions(time_limit=limit, cache_policy=policy))
 
 
 def run_one(params: dict) -> dict:
@@ -137,24 +155,97 @@ def run_one(params: dict) -> dict:
 
 
 INSTANCE = ("jobs", "datasets", "budget_fraction", "utility_mix", "io_price_scale", "replicate", "seed")
+#: Methods that never stall a job, whose reference is P2; every other method's is P2s.
+NO_STALL = ("autocba", "milp")
+
+
+def _method_column(runs: pd.DataFrame, method: str, column: str) -> pd.Series:
+    """``column`` of ``method``'s row per instance (NaN where the method has no row or the column is missing)."""
+    rows = runs[runs["method"] == method]
+    if column not in rows:
+        return pd.Series(np.nan, index=pd.MultiIndex.from_frame(rows[list(INSTANCE)]), dtype=float)
+    return rows.set_index(list(INSTANCE))[column]
+
+
+def references(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per instance: the P2 and P2s references, the form each uses, and the proven gap left.
+
+    P2 (no stalls, docs/model.md §5): ``p2-optimum``, the welfare the referee
+    gives ``milp``'s allocation when ``milp`` answered ``optimal``; else the
+    lower of two proven upper bounds, ``milp``'s bound (``p2-bound``, a
+    time-limited HiGHS bound) and AutoCBA's Lagrangian certificate
+    (``certificate``, proofs/autocba_certificate.md).  P2s (stalls scored at
+    the stall factor): ``p2s-optimum`` when ``milp-stall`` answered ``optimal``
+    (certified, proofs/welfare_milp_forms.md Theorem F3); else its bound
+    (``p2s-bound``), the optimum of the P2s relaxation or HiGHS's bound on it,
+    an upper bound on P2s; with none, ``none`` and NaN.  AutoCBA's certificate
+    bounds P2 only, never P2s (P2 ≤ P2s), so it is no P2s fallback.
+
+    ``p2_gap`` and ``p2s_gap`` are the relative distance from the reference down
+    to the best lower bound the runs prove: the referee's welfare of a method
+    that cannot stall (``autocba``, ``milp``) for P2, of any method for P2s
+    (P2 ≤ P2s).  0 means the reference is the optimum (up to :data:`CLOSE`).
+    """
+    idx = pd.MultiIndex.from_frame(runs[list(INSTANCE)].drop_duplicates())
+    out = pd.DataFrame(index=idx)
+
+    def col(method: str, column: str) -> pd.Series:
+        return _method_column(runs, method, column).reindex(idx)
+
+    def optimal(method: str) -> pd.Series:
+        return (col(method, "status").astype(object) == "optimal") & col(method, "feasible").astype(object).eq(True)
+
+    milp_bound = col("milp", "bound").astype(float)
+    cert = col("autocba", "bound").astype(float)
+    bounds = pd.concat([milp_bound.rename("p2-bound"), cert.rename("certificate")], axis=1)
+    has_bound = bounds.notna().any(axis=1)
+    fallback = bounds.min(axis=1)
+    fallback_form = bounds.fillna(np.inf).idxmin(axis=1).where(has_bound, "none")
+    p2_opt = optimal("milp")
+    out["p2_reference"] = np.where(p2_opt, "p2-optimum", fallback_form)
+    out["p2_reference_welfare"] = np.where(p2_opt, col("milp", "welfare").astype(float), fallback)
+    stall_opt = optimal("milp-stall")
+    stall_bound = col("milp-stall", "bound").astype(float)
+    out["p2s_reference"] = np.where(stall_opt, "p2s-optimum", np.where(stall_bound.notna(), "p2s-bound", "none"))
+    out["p2s_reference_welfare"] = np.where(stall_opt, col("milp-stall", "welfare").astype(float), stall_bound)
+    scored = runs[runs["feasible"].astype(object).eq(True)] if "feasible" in runs else runs.iloc[:0]
+    lower_p2 = scored[scored["method"].isin(NO_STALL)].groupby(list(INSTANCE))["welfare"].max().reindex(idx)
+    lower_p2s = scored.groupby(list(INSTANCE))["welfare"].max().reindex(idx)
+    for form, lower in (("p2", lower_p2), ("p2s", lower_p2s)):
+        ref = out[f"{form}_reference_welfare"]
+        out[f"{form}_gap"] = np.maximum(ref - lower, 0.0) / ref.where(ref > 0)
+    return out.reset_index()
 
 
 def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (instance, method): welfare / AutoCBA's certified upper bound and AutoCBA's welfare / the method's."""
-    auto = runs[runs["method"] == "autocba"][[*INSTANCE, "welfare", "bound"]]
-    ref = auto.rename(columns={"welfare": "autocba", "bound": "upper_bound"})
-    out = runs.drop(columns=["bound"], errors="ignore").merge(ref, on=list(INSTANCE), how="inner")
-    out["of_bound"] = out["welfare"] / out["upper_bound"]
+    """Per (instance, method): its reference (P2 if it never stalls, else P2s), welfare / reference, AutoCBA / it.
+
+    Columns ``reference`` (the form, :func:`references`), ``reference_welfare``,
+    ``of_reference`` and ``above_reference`` (the referee's welfare exceeds the
+    reference by more than :data:`CLOSE`: it would not be an upper bound).
+    """
+    refs = references(runs)
+    auto = runs[runs["method"] == "autocba"][[*INSTANCE, "welfare"]].rename(columns={"welfare": "autocba"})
+    out = runs.merge(auto, on=list(INSTANCE), how="inner").merge(refs, on=list(INSTANCE), how="left")
+    p2 = out["method"].isin(NO_STALL)
+    out["reference"] = np.where(p2, out["p2_reference"], out["p2s_reference"])
+    out["reference_welfare"] = np.where(p2, out["p2_reference_welfare"], out["p2s_reference_welfare"]).astype(float)
+    out["of_reference"] = out["welfare"] / out["reference_welfare"]
+    out["above_reference"] = out["welfare"] > out["reference_welfare"] * (1 + CLOSE) + CLOSE
     positive = out["welfare"].where(out["welfare"] > 0)
     out["autocba_over"] = np.where(out["welfare"] > 0, out["autocba"] / positive, np.inf)
     return out
 
 
 def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """``headline``: per method, AutoCBA / method (geometric mean, median, max and where), share of the upper bound.
+    """``headline``, ``max_ratio_by_budget`` and ``references`` (one row per instance, :func:`references`).
 
-    Ratios are over instances where the method's welfare is positive (those
-    with welfare 0 are counted apart: AutoCBA's ratio is unbounded there).
+    ``headline``: per method, the form of its reference (P2 or P2s), its mean
+    and least share of it, on how many instances that reference is a proven
+    optimum and on how many the referee's welfare exceeds it (0 unless a
+    reference is wrong); AutoCBA / method (geometric mean, median, max and
+    where).  Ratios are over instances where the method's welfare is positive
+    (those with welfare 0 are counted apart: AutoCBA's ratio is unbounded there).
     """
     r = _ratios(runs)
     rows = []
@@ -163,8 +254,11 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         row = {
             "method": method,
             "instances": len(g),
-            "of_bound_mean": float(g["of_bound"].mean()),
-            "of_bound_min": float(g["of_bound"].min()),
+            "reference_form": "P2" if method in NO_STALL else "P2s",
+            "reference_proven": int(g["reference"].isin(["p2-optimum", "p2s-optimum"]).sum()),
+            "of_reference_mean": float(g["of_reference"].mean()),
+            "of_reference_min": float(g["of_reference"].min()),
+            "above_reference": int(g["above_reference"].sum()),
             "autocba_over_geomean": float(np.exp(np.log(pos["autocba_over"]).mean())) if len(pos) else None,
             "autocba_over_median": float(pos["autocba_over"].median()) if len(pos) else None,
             "autocba_over_max": float(pos["autocba_over"].max()) if len(pos) else None,
@@ -185,11 +279,11 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         .reset_index()
     )
     by.columns.name = None
-    return {"headline": head, "max_ratio_by_budget": by}
+    return {"headline": head, "max_ratio_by_budget": by, "references": references(runs)}
 
 
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
-    """welfare_budget: share of AutoCBA's certified upper bound vs budget; welfare_ratio: CDF of AutoCBA / baseline."""
+    """welfare_budget: share of the reference vs budget (AutoCBA: P2, baselines: P2s); welfare_ratio: CDF of ratios."""
     if runs.empty:
         return []
     r = _ratios(runs)
@@ -199,18 +293,18 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     for a, scale in zip(ax[0], scales):
         part = r[r["io_price_scale"] == scale]
         for method, colour in (("autocba", style("cba")["color"]),):
-            g = part[part["method"] == method].groupby("budget_fraction")["of_bound"].mean()
-            a.plot(g.index, g.to_numpy(), "o-", color=colour, label="AutoCBA", lw=2)
+            g = part[part["method"] == method].groupby("budget_fraction")["of_reference"].mean()
+            a.plot(g.index, g.to_numpy(), "o-", color=colour, label="AutoCBA / P2", lw=2)
         for sched, colour in ((s, style(s)["color"]) for s in SCHEDULERS):
             sub = part[part["method"].str.startswith(sched + "[")]
-            best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_bound"].max().groupby("budget_fraction")
-            worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_bound"].min().groupby("budget_fraction")
-            a.plot(best.mean().index, best.mean().to_numpy(), "-", color=colour, label=f"{sched} (best cache)")
+            best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].max().groupby("budget_fraction")
+            worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].min().groupby("budget_fraction")
+            a.plot(best.mean().index, best.mean().to_numpy(), "-", color=colour, label=f"{sched} (best cache) / P2s")
             a.plot(worst.mean().index, worst.mean().to_numpy(), ":", color=colour)
         a.set(
             xscale="log",
             xlabel="budget (fraction of all jobs at 8 GPUs)",
-            ylabel="welfare / certified upper bound (mean)",
+            ylabel="welfare / reference (mean)",
         )
         a.set_title(f"IO prices × {scale:g} (dotted: worst cache policy)", fontsize=8)
     ax[0, 0].legend(fontsize=6)
