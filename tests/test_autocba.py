@@ -197,7 +197,7 @@ def test_counterexample_without_best_single(m: int) -> None:
     inst = _instance(
         [1.0, 1.0], [0, 1], [[(1, 0.0, 2.0)], [(m, 0.0, 1.5 * m)]], prices=(1.0, 0.0, 0.0), budget=float(m)
     )
-    naive = _check_feasible(inst, autocba(inst, best_single=False, swaps=0))
+    naive = _check_feasible(inst, autocba(inst, best_single=False, swaps=0, enumerate_guesses=False))
     full = _check_feasible(inst, autocba(inst))
     assert naive == pytest.approx(2.0)
     assert full == pytest.approx(1.5 * m) == brute_force(inst)
@@ -213,7 +213,7 @@ def test_counterexample_without_group_moves(n: int) -> None:
     """
     tables = [[(1, 1.0, 1.0)]] * n + [[(1, 1.0, 2.0)]]
     inst = _instance([1.0, 1e6], [0] * n + [1], tables, prices=(0.0, 1.0, 1.0), budget=1.5, cache=1e6 + 1.0)
-    naive = _check_feasible(inst, autocba(inst, group_moves=False, swaps=0))
+    naive = _check_feasible(inst, autocba(inst, group_moves=False, swaps=0, enumerate_guesses=False))
     full = _check_feasible(inst, autocba(inst))
     assert naive == pytest.approx(2.0)
     assert full == pytest.approx(float(n))

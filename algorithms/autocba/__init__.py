@@ -28,9 +28,15 @@ The algorithm (proofs/autocba_guarantee.md):
    propose jointly: the best prefix of them (ranked by utility per GPU dollar,
    as if the dataset were cached) priced with the exact joint feeding change,
    so that several jobs can together justify a cache none justifies alone.
-4. **Best single job.**  The best option of one job alone is a candidate
+4. **Partial enumeration** (small instances, at most 256 options that fit
+   alone; algorithms/autocba/enumerate.py): the greedy again with one job
+   (then, up to 24 options, two jobs) held at each of its options, with and
+   without capping the others at the held utility (Theorem E), and with each
+   of the four most demanded datasets held cached; then a downgrade pass holds
+   one chosen job a notch lower and lets the greedy spend what that frees.
+5. **Best single job.**  The best option of one job alone is a candidate
    answer (the safeguard of the classic ½ guarantee).
-5. **CBA pass.**  The chosen options are fed at least cost by
+6. **CBA pass.**  The chosen options are fed at least cost by
    :func:`algorithms.cba.feed`; if that frees money, the greedy resumes from
    the optimal feeding, then (up to 500 jobs) a swap pass tries to drop one
    job's option to fund better upgrades.  Above 2,000 jobs only one greedy
