@@ -8,6 +8,7 @@ import numpy as np
 
 from cbalab.algorithms.autocba.certificate import welfare_bound
 from cbalab.algorithms.autocba.enumerate import SINGLES_MAX, downgrade_pass, partial_enumeration
+from cbalab.algorithms.autocba.exact import EXACT_JOBS, exact_search
 from cbalab.algorithms.autocba.feeder import _Feeder
 from cbalab.algorithms.autocba.greedy import Weights, _Greedy
 from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
@@ -84,6 +85,7 @@ def autocba(
     swaps: int | None = None,
     certify: bool = True,
     enumerate_guesses: bool = True,
+    exact: bool = True,
 ) -> Allocation:
     """Registered method ``autocba`` for the welfare problem P2 (docs/model.md §5); see the module docstring.
 
@@ -93,7 +95,11 @@ def autocba(
     24 up to 100 jobs, else 8; none above 500 jobs); ``enumerate_guesses``
     switches off the partial enumeration and the downgrade pass of
     algorithms/autocba/enumerate.py (Theorem E of proofs/autocba_guarantee.md;
-    they run only when at most ``SINGLES_MAX`` options fit alone).  The answer never
+    they run only when at most ``SINGLES_MAX`` options fit alone); ``exact``
+    switches off the branch and bound of algorithms/autocba/exact.py, which
+    runs up to ``EXACT_JOBS`` jobs when the certificate does not already prove
+    the answer, and sets status ``optimal`` only when it finishes within its
+    node budget (Theorem F of proofs/autocba_guarantee.md).  The answer never
     exceeds the budget, G, C or B and never stalls a job; ``bound`` is the
     certificate of :func:`welfare_bound` (None if ``certify`` is False).
     """
@@ -150,11 +156,32 @@ def autocba(
     alloc.extra = {"welfare": welfare, "source": source}
     if certify:
         cert = welfare_bound(inst)
-        alloc.bound = cert.bound
-        alloc.extra["multipliers"] = cert.multipliers
-        if welfare >= cert.bound - 10 * RTOL * max(1.0, abs(cert.bound)):
+        bound = cert.bound
+        proven = welfare >= bound - 10 * RTOL * max(1.0, abs(bound))
+        if not proven and exact and inst.n_jobs <= EXACT_JOBS:
+            found = exact_search(inst, welfare, np.asarray(cert.multipliers))
+            if found.pick is not None:
+                better = _picked(inst, found.pick)
+                if better is not None:
+                    alloc, welfare, source = better, found.welfare, "exact search"
+            if found.proven and welfare >= found.welfare:
+                proven = True
+                bound = min(bound, welfare + 1e-9 * (1.0 + abs(welfare)))
+        alloc.extra = {"welfare": welfare, "source": source, "multipliers": cert.multipliers}
+        alloc.bound = bound
+        if proven:
             alloc.status = "optimal"
     return alloc
+
+
+def _picked(inst: Instance, pick: np.ndarray) -> Allocation | None:
+    """The allocation running option row ``pick[j]`` for each job j (−1: none), fed at least cost."""
+    gpus = np.zeros(inst.n_jobs, dtype=np.int64)
+    rates = np.zeros(inst.n_jobs)
+    on = pick >= 0
+    gpus[on] = inst.option_gpus[pick[on]]
+    rates[on] = inst.option_io_gbps[pick[on]]
+    return _fed(inst, gpus, rates, None)
 
 
 def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | None) -> Allocation | None:
