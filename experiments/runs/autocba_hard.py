@@ -8,6 +8,7 @@ method, MIP gap 0), the budget binds (spend ≥ (1 − 1e-6) × budget) and cach
 C = 0 is lower by more than 1e-9 relative).  Gaps are against P2 (AutoCBA never stalls), scored by the referee.
 
     nice -n 10 python -m cbalab.experiments.runs.autocba_hard [--candidates 3000] [--out results/autocba_hard]
+        [--reuse earlier/hard.csv]   # the optima and filters of an earlier run: AutoCBA only
 
 Prints progress and rewrites ``hard.csv`` (one row per candidate) every 10 candidates and at the end,
 with ``summary.csv`` beside it: over the kept instances, all of them and by size band (3-15, 16-30, 31-50
@@ -59,16 +60,29 @@ def candidate(i: int) -> tuple[Instance, dict]:
     return inst, params
 
 
-def measure(i: int, time_limit: float) -> dict:
-    """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters."""
+def measure(i: int, time_limit: float, known: dict | None = None) -> dict:
+    """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters.
+
+    ``known`` is candidate i's row of an earlier run (``--reuse``): its optimum and class filters are taken
+    from there and only AutoCBA runs again.
+    """
     inst, row = candidate(i)
-    exact = welfare_milp(inst, SolveOptions(time_limit=time_limit))
-    row["milp_status"] = exact.status
-    if exact.status != "optimal":
-        return row
-    ev = evaluate(inst, exact, "welfare")
-    opt = float(ev.welfare)
-    no_cache = welfare_milp(inst.replace(cache_gb=0.0), SolveOptions(time_limit=time_limit))
+    if known is not None:
+        row["milp_status"] = known["milp_status"]
+        if known["milp_status"] != "optimal":
+            return row
+        opt = float(known["optimum"])
+        binds, matters = bool(known["budget_binds"]), bool(known["caching_matters"])
+    else:
+        exact = welfare_milp(inst, SolveOptions(time_limit=time_limit))
+        row["milp_status"] = exact.status
+        if exact.status != "optimal":
+            return row
+        ev = evaluate(inst, exact, "welfare")
+        opt = float(ev.welfare)
+        no_cache = welfare_milp(inst.replace(cache_gb=0.0), SolveOptions(time_limit=time_limit))
+        binds = ev.cost_total >= (1 - 1e-6) * inst.budget_per_hour
+        matters = no_cache.status == "optimal" and float(evaluate(inst, no_cache, "welfare").welfare) < opt * (1 - 1e-9)
     start = time.process_time()
     mine = autocba(inst)
     seconds = time.process_time() - start
@@ -80,10 +94,10 @@ def measure(i: int, time_limit: float) -> dict:
         autocba=float(ours.welfare),
         autocba_cpu_seconds=seconds,
         autocba_bound=mine.bound,
+        autocba_status=mine.status,
         gap=(opt - float(ours.welfare)) / opt if opt > 0 else 0.0,
-        budget_binds=ev.cost_total >= (1 - 1e-6) * inst.budget_per_hour,
-        caching_matters=no_cache.status == "optimal"
-        and float(evaluate(inst, no_cache, "welfare").welfare) < opt * (1 - 1e-9),
+        budget_binds=binds,
+        caching_matters=matters,
     )
     row["hard"] = bool(row["budget_binds"] and row["caching_matters"])
     return row
@@ -124,12 +138,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--first", type=int, default=0)
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--out", default="results/autocba_hard")
+    p.add_argument("--reuse", default=None, help="hard.csv of an earlier run: reuse its optima, rerun AutoCBA only")
     args = p.parse_args(argv)
     out = Path(args.out)
+    known: dict[int, dict] = {}
+    if args.reuse is not None:
+        known = {int(r["seed"]): r for r in pd.read_csv(args.reuse, comment="#").to_dict("records")}
     rows: list[dict] = []
     begin = time.perf_counter()
     for i in range(args.first, args.first + args.candidates):
-        rows.append(measure(i, args.time_limit))
+        rows.append(measure(i, args.time_limit, known[i] if args.reuse is not None else None))
         if len(rows) % 10 == 0 or i == args.first + args.candidates - 1:
             df = pd.DataFrame(rows)
             write_results(out / "hard.csv", df, script=SCRIPT, seed=args.first, arguments=vars(args))
