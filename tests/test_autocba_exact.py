@@ -26,13 +26,13 @@ def test_exact_search_finds_the_brute_force_optimum(inst: Instance) -> None:
     """Theorem F: from incumbent 0 the search finishes (≤ 4 jobs: at most 341 nodes) at the brute-force optimum.
 
     Any instance: caching, a finite B, G, non-concave tables.  AutoCBA, which runs the search when its
-    certificate does not already close the gap, then reports ``optimal`` at the same welfare.
+    certificate does not already close the gap (``exact=True``), then reports ``optimal`` at the same welfare.
     """
     opt = brute_force(inst)
     found = exact_search(inst, 0.0, np.asarray(welfare_bound(inst).multipliers))
     assert found.proven
     assert abs(found.welfare - opt) <= TOL * max(1.0, opt)
-    alloc = autocba(inst)
+    alloc = autocba(inst, exact=True)
     welfare = _check_feasible(inst, alloc)
     assert alloc.status == "optimal"
     assert abs(welfare - opt) <= TOL * max(1.0, opt)
@@ -105,6 +105,6 @@ def test_exact_search_out_of_nodes_claims_nothing() -> None:
     assert full.pick.tolist() == [-1, 1, 2]
     naive = autocba(inst, swaps=0, enumerate_guesses=False, exact=False)
     assert _check_feasible(inst, naive) == 11.0 and naive.status == "feasible"
-    exact = autocba(inst, swaps=0, enumerate_guesses=False)
+    exact = autocba(inst, swaps=0, enumerate_guesses=False, exact=True)
     assert _check_feasible(inst, exact) == 18.0 and exact.status == "optimal"
     assert exact.extra["source"] == "exact search"

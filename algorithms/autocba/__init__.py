@@ -34,7 +34,7 @@ The algorithm (proofs/autocba_guarantee.md):
    without capping the others at the held utility (Theorem E), and with each
    of the four most demanded datasets held cached; then a downgrade pass holds
    one chosen job a notch lower and lets the greedy spend what that frees.
-5. **Exact mode** (up to 24 jobs, when the certificate leaves a gap;
+5. **Exact mode** (opt-in, ``exact=True``; up to 24 jobs, when the certificate leaves a gap;
    algorithms/autocba/exact.py): a branch and bound over the jobs' options,
    pruned by the certificate's dual with the fixed jobs' rows restricted;
    ``optimal`` only when it finishes within 5,000 nodes (Theorem F).
@@ -51,7 +51,7 @@ The algorithm (proofs/autocba_guarantee.md):
 Every answer carries a proven upper bound on the P2 optimum, the Lagrangian
 dual of :func:`welfare_bound` (proofs/autocba_certificate.md), so the gap
 ``bound − welfare`` is certified, and the status is ``optimal`` only when the
-two meet or the exact search of step 5 finishes (then ``bound`` is the proven
+two meet or the opt-in exact search of step 5 finishes (then ``bound`` is the proven
 optimum).  Nothing here imports Pyomo.
 """
 

@@ -85,7 +85,7 @@ def autocba(
     swaps: int | None = None,
     certify: bool = True,
     enumerate_guesses: bool = True,
-    exact: bool = True,
+    exact: bool = False,
 ) -> Allocation:
     """Registered method ``autocba`` for the welfare problem P2 (docs/model.md §5); see the module docstring.
 
@@ -96,10 +96,12 @@ def autocba(
     switches off the partial enumeration and the downgrade pass of
     algorithms/autocba/enumerate.py (Theorem E of proofs/autocba_guarantee.md;
     they run only when at most ``SINGLES_MAX`` options fit alone); ``exact``
-    switches off the branch and bound of algorithms/autocba/exact.py, which
+    switches on the branch and bound of algorithms/autocba/exact.py, which
     runs up to ``EXACT_JOBS`` jobs when the certificate does not already prove
     the answer, and sets status ``optimal`` only when it finishes within its
-    node budget (Theorem F of proofs/autocba_guarantee.md).  The answer never
+    node budget (Theorem F of proofs/autocba_guarantee.md); it is opt-in
+    (the registered method keeps the certificate's bound, which the
+    tutorials and examples read).  The answer never
     exceeds the budget, G, C or B and never stalls a job; ``bound`` is the
     certificate of :func:`welfare_bound` (None if ``certify`` is False).
     """

@@ -9,6 +9,7 @@ C = 0 is lower by more than 1e-9 relative).  Gaps are against P2 (AutoCBA never 
 
     nice -n 10 python -m cbalab.experiments.runs.autocba_hard [--candidates 3000] [--out results/autocba_hard]
         [--reuse earlier/hard.csv]   # the optima and filters of an earlier run: AutoCBA only
+        [--exact]                    # AutoCBA with its exact mode on small instances
 
 Prints progress and rewrites ``hard.csv`` (one row per candidate) every 10 candidates and at the end,
 with ``summary.csv`` beside it: over the kept instances, all of them and by size band (3-15, 16-30, 31-50
@@ -60,11 +61,11 @@ def candidate(i: int) -> tuple[Instance, dict]:
     return inst, params
 
 
-def measure(i: int, time_limit: float, known: dict | None = None) -> dict:
+def measure(i: int, time_limit: float, known: dict | None = None, exact: bool = False) -> dict:
     """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters.
 
     ``known`` is candidate i's row of an earlier run (``--reuse``): its optimum and class filters are taken
-    from there and only AutoCBA runs again.
+    from there and only AutoCBA runs again.  ``exact`` runs AutoCBA with its exact mode (``--exact``).
     """
     inst, row = candidate(i)
     if known is not None:
@@ -84,7 +85,7 @@ def measure(i: int, time_limit: float, known: dict | None = None) -> dict:
         binds = ev.cost_total >= (1 - 1e-6) * inst.budget_per_hour
         matters = no_cache.status == "optimal" and float(evaluate(inst, no_cache, "welfare").welfare) < opt * (1 - 1e-9)
     start = time.process_time()
-    mine = autocba(inst)
+    mine = autocba(inst, exact=exact)
     seconds = time.process_time() - start
     ours = evaluate(inst, mine, "welfare")
     if not ours.feasible:
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--first", type=int, default=0)
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--out", default="results/autocba_hard")
+    p.add_argument("--exact", action="store_true", help="AutoCBA with its exact mode (autocba(..., exact=True))")
     p.add_argument("--reuse", default=None, help="hard.csv of an earlier run: reuse its optima, rerun AutoCBA only")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict] = []
     begin = time.perf_counter()
     for i in range(args.first, args.first + args.candidates):
-        rows.append(measure(i, args.time_limit, known[i] if args.reuse is not None else None))
+        rows.append(measure(i, args.time_limit, known[i] if args.reuse is not None else None, args.exact))
         if len(rows) % 10 == 0 or i == args.first + args.candidates - 1:
             df = pd.DataFrame(rows)
             write_results(out / "hard.csv", df, script=SCRIPT, seed=args.first, arguments=vars(args))
