@@ -85,8 +85,8 @@ class _Dual:
         f0 = (base - e * self.R).max(axis=1)
         f1 = (base - e * self.R * self.miss).max(axis=1)
         s0 = np.bincount(inst.job_dataset, weights=f0, minlength=inst.n_datasets)
-        s1 = np.bincount(inst.job_dataset, weights=f1, minlength=inst.n_datasets)
-        s1 -= inst.dataset_size_gb * self.hbar * (mu * inst.price_cache + lam)
+        held = inst.dataset_size_gb * self.hbar * (mu * inst.price_cache + lam)
+        s1 = np.bincount(inst.job_dataset, weights=f1, minlength=inst.n_datasets) - held
         value = float(np.maximum(s0, s1).sum())
         for m, rhs in zip((mu, nu, lam, beta), self.rhs):
             if m > 0:

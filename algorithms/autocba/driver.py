@@ -163,9 +163,9 @@ def autocba(
         if not proven and exact and inst.n_jobs <= EXACT_JOBS:
             found = exact_search(inst, welfare, np.asarray(cert.multipliers))
             if found.pick is not None:
-                better = _picked(inst, found.pick)
-                if better is not None:
-                    alloc, welfare, source = better, found.welfare, "exact search"
+                searched = _picked(inst, found.pick)
+                if searched is not None:
+                    alloc, welfare, source = searched, found.welfare, "exact search"
             if found.proven and welfare >= found.welfare:
                 proven = True
                 bound = min(bound, welfare + 1e-9 * (1.0 + abs(welfare)))

@@ -42,6 +42,17 @@ class _NodeBudgetError(Exception):
     """The node budget ran out."""
 
 
+@dataclass
+class _State:
+    """The search's running state: incumbent, its pick, nodes visited, the fixed jobs' GPUs and utility."""
+
+    best: float
+    pick: np.ndarray | None = None
+    nodes: int = 0
+    gpus: float = 0.0
+    utility: float = 0.0
+
+
 def exact_search(
     inst: Instance, incumbent: float, multipliers: np.ndarray, node_limit: int = EXACT_NODES
 ) -> SearchResult:
@@ -68,15 +79,15 @@ def exact_search(
     rates = np.zeros(n)
     pick = np.full(n, -1, dtype=np.int64)
     G = math.inf if inst.gpus is None else float(inst.gpus)
-    state = {"best": incumbent, "pick": None, "nodes": 0, "gpus": 0.0, "utility": 0.0}
+    state = _State(incumbent)
 
     def fits() -> bool:
-        if state["gpus"] > G:
+        if state.gpus > G:
             return False
         f = feed(inst, rates)
         if f.cache_gb is None:
             return False
-        spend = inst.price_gpu * state["gpus"] + f.io_cost
+        spend = inst.price_gpu * state.gpus + f.io_cost
         return spend <= inst.budget_per_hour * (1 + 1e-12)
 
     def bound() -> float:
@@ -84,12 +95,12 @@ def exact_search(
         return value + 1e-9 * (1.0 + abs(value))
 
     def visit(depth: int) -> None:
-        state["nodes"] += 1
-        if state["nodes"] > node_limit:
+        state.nodes += 1
+        if state.nodes > node_limit:
             raise _NodeBudgetError
         if depth == n:
-            if state["utility"] > state["best"]:
-                state["best"], state["pick"] = state["utility"], pick.copy()
+            if state.utility > state.best:
+                state.best, state.pick = state.utility, pick.copy()
             return
         j = int(order[depth])
         saved = table[j].copy()
@@ -99,14 +110,14 @@ def exact_search(
             o = int(col_row[j, c]) if c > 0 else -1
             if o >= 0:
                 pick[j], rates[j] = o, inst.option_io_gbps[o]
-                state["gpus"] += float(inst.option_gpus[o])
-                state["utility"] += float(inst.option_utility[o])
-            if (o < 0 or fits()) and bound() > state["best"]:
+                state.gpus += float(inst.option_gpus[o])
+                state.utility += float(inst.option_utility[o])
+            if (o < 0 or fits()) and bound() > state.best:
                 visit(depth + 1)
             if o >= 0:
                 pick[j], rates[j] = -1, 0.0
-                state["gpus"] -= float(inst.option_gpus[o])
-                state["utility"] -= float(inst.option_utility[o])
+                state.gpus -= float(inst.option_gpus[o])
+                state.utility -= float(inst.option_utility[o])
         table[j] = saved
 
     try:
@@ -115,5 +126,4 @@ def exact_search(
         proven = True
     except _NodeBudgetError:
         proven = False
-    best_pick = state["pick"]
-    return SearchResult(proven, float(state["best"]), None if best_pick is None else best_pick, int(state["nodes"]))
+    return SearchResult(proven, state.best, state.pick, state.nodes)
