@@ -28,9 +28,19 @@ The algorithm (proofs/autocba_guarantee.md):
    propose jointly: the best prefix of them (ranked by utility per GPU dollar,
    as if the dataset were cached) priced with the exact joint feeding change,
    so that several jobs can together justify a cache none justifies alone.
-4. **Best single job.**  The best option of one job alone is a candidate
+4. **Partial enumeration** (small instances, at most 256 options that fit
+   alone; algorithms/autocba/enumerate.py): the greedy again with one job
+   (then, up to 24 options, two jobs) held at each of its options, with and
+   without capping the others at the held utility (Theorem E), and with each
+   of the four most demanded datasets held cached; then a downgrade pass holds
+   one chosen job a notch lower and lets the greedy spend what that frees.
+5. **Exact mode** (opt-in, ``exact=True``; up to 24 jobs, when the certificate leaves a gap;
+   algorithms/autocba/exact.py): a branch and bound over the jobs' options,
+   pruned by the certificate's dual with the fixed jobs' rows restricted;
+   ``optimal`` only when it finishes within 5,000 nodes (Theorem F).
+6. **Best single job.**  The best option of one job alone is a candidate
    answer (the safeguard of the classic ½ guarantee).
-5. **CBA pass.**  The chosen options are fed at least cost by
+7. **CBA pass.**  The chosen options are fed at least cost by
    :func:`algorithms.cba.feed`; if that frees money, the greedy resumes from
    the optimal feeding, then (up to 500 jobs) a swap pass tries to drop one
    job's option to fund better upgrades.  Above 2,000 jobs only one greedy
@@ -41,7 +51,8 @@ The algorithm (proofs/autocba_guarantee.md):
 Every answer carries a proven upper bound on the P2 optimum, the Lagrangian
 dual of :func:`welfare_bound` (proofs/autocba_certificate.md), so the gap
 ``bound − welfare`` is certified, and the status is ``optimal`` only when the
-two meet.  Nothing here imports Pyomo.
+two meet or the opt-in exact search of step 5 finishes (then ``bound`` is the proven
+optimum).  Nothing here imports Pyomo.
 """
 
 from cbalab.algorithms.autocba.certificate import Certificate, welfare_bound

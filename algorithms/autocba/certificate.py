@@ -71,6 +71,28 @@ class _Dual:
         self.miss = (1.0 - self.hbar[inst.job_dataset])[:, None]
         self.count = 0
 
+    def value(self, x: np.ndarray, utility: np.ndarray) -> float:
+        """L at multipliers ``x`` with the table ``utility`` in place of U (−inf forbids an entry; column 0 is none).
+
+        Restricting the table restricts P2 to the choices it allows, and L is still an upper bound on the
+        restricted optimum (weak duality, Theorem D): the exact search of algorithms/autocba/exact.py prunes
+        with it.
+        """
+        inst = self.inst
+        mu, nu, lam, beta = (float(v) for v in x)
+        base = utility - (mu * inst.price_gpu + nu) * self.G
+        e = mu * inst.price_bandwidth + beta
+        f0 = (base - e * self.R).max(axis=1)
+        f1 = (base - e * self.R * self.miss).max(axis=1)
+        s0 = np.bincount(inst.job_dataset, weights=f0, minlength=inst.n_datasets)
+        held = inst.dataset_size_gb * self.hbar * (mu * inst.price_cache + lam)
+        s1 = np.bincount(inst.job_dataset, weights=f1, minlength=inst.n_datasets) - held
+        value = float(np.maximum(s0, s1).sum())
+        for m, rhs in zip((mu, nu, lam, beta), self.rhs):
+            if m > 0:
+                value += m * rhs
+        return value
+
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """L at multipliers ``x`` = (μ, ν, λ, β) ≥ 0 and a subgradient (RHS minus the relaxed left-hand sides)."""
         inst = self.inst

@@ -1,4 +1,4 @@
-"""AutoCBA's driver: the weighted greedy runs, swap pass, best single job, CBA feeding and the certificate."""
+"""AutoCBA's driver: greedy runs, swap pass, partial enumeration, best single job, CBA feeding, certificate."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 from cbalab.algorithms.autocba.certificate import welfare_bound
+from cbalab.algorithms.autocba.enumerate import SINGLES_MAX, downgrade_pass, partial_enumeration
+from cbalab.algorithms.autocba.exact import EXACT_JOBS, exact_search
 from cbalab.algorithms.autocba.feeder import _Feeder
 from cbalab.algorithms.autocba.greedy import Weights, _Greedy
 from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
@@ -63,7 +65,7 @@ def _swap_pass(greedy: _Greedy, rounds: int) -> None:
         return
     score = sorted(chosen, key=lambda j: greedy.ou[greedy.choice[j]] / max(greedy.og[greedy.choice[j]], 1))
     for j in score[:rounds]:
-        trial = _clone(greedy)
+        trial = greedy.clone()
         trial.drop(j)
         trial.opts[j] = []
         trial.run()
@@ -71,32 +73,7 @@ def _swap_pass(greedy: _Greedy, rounds: int) -> None:
         trial.run()
         if trial.welfare > greedy.welfare * (1 + 1e-12) + 1e-12:
             trial.opts[j] = greedy.opts[j]
-            _adopt(greedy, trial)
-
-
-def _clone(g: _Greedy) -> _Greedy:
-    c = object.__new__(_Greedy)
-    c.__dict__.update(g.__dict__)
-    c.opts = list(g.opts)
-    c.choice = list(g.choice)
-    c.rates = g.rates.copy()
-    c.version_job = list(g.version_job)
-    c.version_set = list(g.version_set)
-    c.set_live = list(g.set_live)
-    c.group_wait = list(g.group_wait)
-    c.heap = []
-    c.stored = {}
-    f = object.__new__(_Feeder)
-    f.__dict__.update(g.feeder.__dict__)
-    f.c = list(g.feeder.c)
-    f.R = list(g.feeder.R)
-    f._profile = list(g.feeder._profile)
-    c.feeder = f
-    return c
-
-
-def _adopt(dst: _Greedy, src: _Greedy) -> None:
-    dst.__dict__.update(src.__dict__)
+            greedy.adopt(trial)
 
 
 def autocba(
@@ -107,13 +84,24 @@ def autocba(
     best_single: bool = True,
     swaps: int | None = None,
     certify: bool = True,
+    enumerate_guesses: bool = True,
+    exact: bool = False,
 ) -> Allocation:
     """Registered method ``autocba`` for the welfare problem P2 (docs/model.md §5); see the module docstring.
 
     ``group_moves`` and ``best_single`` switch off the two safeguards (the
     counterexamples of proofs/autocba_guarantee.md use that); ``swaps`` is the
     number of drop-and-refill trials of the local-improvement pass (default
-    24 up to 100 jobs, else 8; none above 500 jobs).  The answer never
+    24 up to 100 jobs, else 8; none above 500 jobs); ``enumerate_guesses``
+    switches off the partial enumeration and the downgrade pass of
+    algorithms/autocba/enumerate.py (Theorem E of proofs/autocba_guarantee.md;
+    they run only when at most ``SINGLES_MAX`` options fit alone); ``exact``
+    switches on the branch and bound of algorithms/autocba/exact.py, which
+    runs up to ``EXACT_JOBS`` jobs when the certificate does not already prove
+    the answer, and sets status ``optimal`` only when it finishes within its
+    node budget (Theorem F of proofs/autocba_guarantee.md); it is opt-in
+    (the registered method keeps the certificate's bound, which the
+    tutorials and examples read).  The answer never
     exceeds the budget, G, C or B and never stalls a job; ``bound`` is the
     certificate of :func:`welfare_bound` (None if ``certify`` is False).
     """
@@ -138,6 +126,13 @@ def autocba(
         if best is None or greedy.welfare > best.welfare:
             best = greedy
     assert best is not None
+    if enumerate_guesses:
+        guarantee_run = weightings[1] if len(weightings) > 1 else weightings[0]
+        better = partial_enumeration(inst, keep, guarantee_run, group_moves, best.welfare)
+        if better is not None:
+            best = better
+        if int(keep.sum()) <= SINGLES_MAX:
+            downgrade_pass(best)
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)
     rates = best.rates.copy()
     for j, o in enumerate(best.choice):
@@ -163,11 +158,32 @@ def autocba(
     alloc.extra = {"welfare": welfare, "source": source}
     if certify:
         cert = welfare_bound(inst)
-        alloc.bound = cert.bound
-        alloc.extra["multipliers"] = cert.multipliers
-        if welfare >= cert.bound - 10 * RTOL * max(1.0, abs(cert.bound)):
+        bound = cert.bound
+        proven = welfare >= bound - 10 * RTOL * max(1.0, abs(bound))
+        if not proven and exact and inst.n_jobs <= EXACT_JOBS:
+            found = exact_search(inst, welfare, np.asarray(cert.multipliers))
+            if found.pick is not None:
+                searched = _picked(inst, found.pick)
+                if searched is not None:
+                    alloc, welfare, source = searched, found.welfare, "exact search"
+            if found.proven and welfare >= found.welfare:
+                proven = True
+                bound = min(bound, welfare + 1e-9 * (1.0 + abs(welfare)))
+        alloc.extra = {"welfare": welfare, "source": source, "multipliers": cert.multipliers}
+        alloc.bound = bound
+        if proven:
             alloc.status = "optimal"
     return alloc
+
+
+def _picked(inst: Instance, pick: np.ndarray) -> Allocation | None:
+    """The allocation running option row ``pick[j]`` for each job j (−1: none), fed at least cost."""
+    gpus = np.zeros(inst.n_jobs, dtype=np.int64)
+    rates = np.zeros(inst.n_jobs)
+    on = pick >= 0
+    gpus[on] = inst.option_gpus[pick[on]]
+    rates[on] = inst.option_io_gbps[pick[on]]
+    return _fed(inst, gpus, rates, None)
 
 
 def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | None) -> Allocation | None:

@@ -43,6 +43,8 @@ class _Feeder:
         # CBA's cap phase meets B with equality: allow float slack far inside the referee's (models/evaluate.RTOL)
         self.B_lim = self.B + _SAFE * max(1.0, self.B)
         self.d = inst.dataset_size_gb.tolist()
+        #: Datasets whose cache no move displaces (partial enumeration's cache fix, algorithms/autocba/enumerate.py).
+        self.pinned: set[int] = set()
         self.reset(cache, demand)
 
     def reset(self, cache: np.ndarray, demand: np.ndarray) -> None:
@@ -63,7 +65,7 @@ class _Feeder:
         """Cached datasets in increasing IO density (rebuilt when the cached set changed or every 32 moves)."""
         if self._stale < 0 or self._stale >= 32:
             c = np.asarray(self.c)
-            ks = np.flatnonzero(c > 0)
+            ks = np.array([i for i in np.flatnonzero(c > 0).tolist() if i not in self.pinned], dtype=np.int64)
             dens = self.p_b * np.asarray(self.R)[ks] / np.asarray(self.d)[ks]
             self._profile = ks[np.argsort(dens, kind="stable")].tolist()
             self._stale = 0

@@ -302,6 +302,31 @@ class _Greedy:
         self.feeder.reset(f.cache_gb, self.inst.dataset_demand(self.rates))
         return True
 
+    def clone(self) -> _Greedy:
+        """An independent copy of the state (options, feeding), with an empty heap: a trial that costs nothing."""
+        c = object.__new__(_Greedy)
+        c.__dict__.update(self.__dict__)
+        c.opts = list(self.opts)
+        c.choice = list(self.choice)
+        c.rates = self.rates.copy()
+        c.version_job = list(self.version_job)
+        c.version_set = list(self.version_set)
+        c.set_live = list(self.set_live)
+        c.group_wait = list(self.group_wait)
+        c.heap = []
+        c.stored = {}
+        f = object.__new__(_Feeder)
+        f.__dict__.update(self.feeder.__dict__)
+        f.c = list(self.feeder.c)
+        f.R = list(self.feeder.R)
+        f._profile = list(self.feeder._profile)
+        c.feeder = f
+        return c
+
+    def adopt(self, other: _Greedy) -> None:
+        """Take over the state of ``other`` (a successful trial of :meth:`clone`)."""
+        self.__dict__.update(other.__dict__)
+
     def drop(self, j: int) -> None:
         """Put job j back to no GPUs (its bandwidth is released; the cache stays, the next CBA pass trims it)."""
         o = self.choice[j]

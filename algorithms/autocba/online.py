@@ -396,7 +396,8 @@ class OnlineAutoCBA:
             option_utility=U[keep].astype(float),
             budget_per_hour=self.budget,
         )
-        alloc = autocba(inst, certify=False, swaps=0)
+        # A re-plan must stay as fast as before: no partial enumeration (Theorem E's runs cost one greedy per guess).
+        alloc = autocba(inst, certify=False, swaps=0, enumerate_guesses=False)
         if not alloc.has_allocation:
             return None
         g = np.asarray(alloc.gpus)

@@ -8,9 +8,12 @@ method, MIP gap 0), the budget binds (spend ≥ (1 − 1e-6) × budget) and cach
 C = 0 is lower by more than 1e-9 relative).  Gaps are against P2 (AutoCBA never stalls), scored by the referee.
 
     nice -n 10 python -m cbalab.experiments.runs.autocba_hard [--candidates 3000] [--out results/autocba_hard]
+        [--reuse earlier/hard.csv]   # the optima and filters of an earlier run: AutoCBA only
+        [--exact]                    # AutoCBA with its exact mode on small instances
 
-Prints progress and rewrites ``hard.csv`` (one row per candidate) every 10 candidates and
-at the end, and prints mean and worst gap over the kept instances.
+Prints progress and rewrites ``hard.csv`` (one row per candidate) every 10 candidates and at the end,
+with ``summary.csv`` beside it: over the kept instances, all of them and by size band (3-15, 16-30, 31-50
+jobs), the count, mean, p99 and worst gap, the share solved to the optimum, and AutoCBA's CPU seconds.
 """
 
 from __future__ import annotations
@@ -58,34 +61,75 @@ def candidate(i: int) -> tuple[Instance, dict]:
     return inst, params
 
 
-def measure(i: int, time_limit: float) -> dict:
-    """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters."""
+def measure(i: int, time_limit: float, known: dict | None = None, exact: bool = False) -> dict:
+    """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters.
+
+    ``known`` is candidate i's row of an earlier run (``--reuse``): its optimum and class filters are taken
+    from there and only AutoCBA runs again.  ``exact`` runs AutoCBA with its exact mode (``--exact``).
+    """
     inst, row = candidate(i)
-    exact = welfare_milp(inst, SolveOptions(time_limit=time_limit))
-    row["milp_status"] = exact.status
-    if exact.status != "optimal":
-        return row
-    ev = evaluate(inst, exact, "welfare")
-    opt = float(ev.welfare)
-    no_cache = welfare_milp(inst.replace(cache_gb=0.0), SolveOptions(time_limit=time_limit))
-    start = time.perf_counter()
-    mine = autocba(inst)
-    seconds = time.perf_counter() - start
+    if known is not None:
+        row["milp_status"] = known["milp_status"]
+        if known["milp_status"] != "optimal":
+            return row
+        opt = float(known["optimum"])
+        binds, matters = bool(known["budget_binds"]), bool(known["caching_matters"])
+    else:
+        exact = welfare_milp(inst, SolveOptions(time_limit=time_limit))
+        row["milp_status"] = exact.status
+        if exact.status != "optimal":
+            return row
+        ev = evaluate(inst, exact, "welfare")
+        opt = float(ev.welfare)
+        no_cache = welfare_milp(inst.replace(cache_gb=0.0), SolveOptions(time_limit=time_limit))
+        binds = ev.cost_total >= (1 - 1e-6) * inst.budget_per_hour
+        matters = no_cache.status == "optimal" and float(evaluate(inst, no_cache, "welfare").welfare) < opt * (1 - 1e-9)
+    start = time.process_time()
+    mine = autocba(inst, exact=exact)
+    seconds = time.process_time() - start
     ours = evaluate(inst, mine, "welfare")
     if not ours.feasible:
         raise AssertionError(f"seed {i}: the referee rejects AutoCBA: {ours.violations}")
     row.update(
         optimum=opt,
         autocba=float(ours.welfare),
-        autocba_seconds=seconds,
+        autocba_cpu_seconds=seconds,
         autocba_bound=mine.bound,
+        autocba_status=mine.status,
         gap=(opt - float(ours.welfare)) / opt if opt > 0 else 0.0,
-        budget_binds=ev.cost_total >= (1 - 1e-6) * inst.budget_per_hour,
-        caching_matters=no_cache.status == "optimal"
-        and float(evaluate(inst, no_cache, "welfare").welfare) < opt * (1 - 1e-9),
+        budget_binds=binds,
+        caching_matters=matters,
     )
     row["hard"] = bool(row["budget_binds"] and row["caching_matters"])
     return row
+
+
+#: Size bands of the summary (jobs, inclusive).
+BANDS = ((3, 50), (3, 15), (16, 30), (31, 50))
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Gap statistics over the kept (hard) instances of ``df``, overall and by size band."""
+    hard = df[df.get("hard", pd.Series(False, index=df.index)).fillna(False).astype(bool)]
+    rows = []
+    for lo, hi in BANDS:
+        band = hard[(hard["jobs"] >= lo) & (hard["jobs"] <= hi)]
+        gap = band["gap"].to_numpy(float) if len(band) else np.zeros(0)
+        rows.append(
+            {
+                "jobs_min": lo,
+                "jobs_max": hi,
+                "candidates": int(((df["jobs"] >= lo) & (df["jobs"] <= hi)).sum()),
+                "kept": len(band),
+                "mean_gap": float(gap.mean()) if gap.size else float("nan"),
+                "p99_gap": float(np.quantile(gap, 0.99)) if gap.size else float("nan"),
+                "worst_gap": float(gap.max()) if gap.size else float("nan"),
+                "share_optimal": float((gap <= 1e-9).mean()) if gap.size else float("nan"),
+                "autocba_cpu_mean_s": float(band["autocba_cpu_seconds"].mean()) if len(band) else float("nan"),
+                "autocba_cpu_max_s": float(band["autocba_cpu_seconds"].max()) if len(band) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,20 +139,27 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--first", type=int, default=0)
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--out", default="results/autocba_hard")
+    p.add_argument("--exact", action="store_true", help="AutoCBA with its exact mode (autocba(..., exact=True))")
+    p.add_argument("--reuse", default=None, help="hard.csv of an earlier run: reuse its optima, rerun AutoCBA only")
     args = p.parse_args(argv)
     out = Path(args.out)
+    known: dict[int, dict] = {}
+    if args.reuse is not None:
+        known = {int(r["seed"]): r for r in pd.read_csv(args.reuse, comment="#").to_dict("records")}
     rows: list[dict] = []
     begin = time.perf_counter()
     for i in range(args.first, args.first + args.candidates):
-        rows.append(measure(i, args.time_limit))
+        rows.append(measure(i, args.time_limit, known[i] if args.reuse is not None else None, args.exact))
         if len(rows) % 10 == 0 or i == args.first + args.candidates - 1:
             df = pd.DataFrame(rows)
             write_results(out / "hard.csv", df, script=SCRIPT, seed=args.first, arguments=vars(args))
-            hard = df[df.get("hard", pd.Series(False, index=df.index)).fillna(False).astype(bool)]
+            summary = summarise(df)
+            write_results(out / "summary.csv", summary, script=SCRIPT, seed=args.first, arguments=vars(args))
+            top = summary.iloc[0]
             print(
-                f"[{len(rows)} candidates, {time.perf_counter() - begin:.0f} s] hard {len(hard)}: "
-                f"mean gap {100 * hard['gap'].mean() if len(hard) else float('nan'):.4f}% "
-                f"worst {100 * hard['gap'].max() if len(hard) else float('nan'):.4f}%",
+                f"[{len(rows)} candidates, {time.perf_counter() - begin:.0f} s] hard {int(top['kept'])}: "
+                f"mean gap {100 * top['mean_gap']:.4f}% p99 {100 * top['p99_gap']:.4f}% "
+                f"worst {100 * top['worst_gap']:.4f}%",
                 flush=True,
             )
     print(f"wrote {out / 'hard.csv'}")
