@@ -868,7 +868,6 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     cache = inst.dataset_size_gb * h
     if cache.sum() > inst.cache_gb:
         cache *= inst.cache_gb / cache.sum()
-    hit = np.minimum(cache, inst.dataset_size_gb) / inst.dataset_size_gb
     bw = np.zeros(inst.n_jobs)
     bw[jobs] = np.maximum(r * (s[chosen] - np.minimum(z[chosen], s[chosen])), 0.0)
     money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
