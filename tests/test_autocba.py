@@ -29,10 +29,20 @@ TOL = 1e-7
 
 def brute_force(inst: Instance) -> float:
     """P2's optimum by enumeration: every option choice, fed at least cost by CBA, checked against G, B, budget."""
+    return optima(inst)[0]
+
+
+def optima(inst: Instance, most: int | None = None) -> tuple[float, list[float]]:
+    """Brute force: the best welfare over option choices of at most ``most`` jobs, and that choice's job utilities.
+
+    Every choice is fed at least cost by CBA and checked against G, B (by ``feed``) and the budget.
+    """
     choices = [[-1, *range(int(inst.option_ptr[j]), int(inst.option_ptr[j + 1]))] for j in range(inst.n_jobs)]
-    best = 0.0
+    best, best_u = 0.0, []
     for pick in itertools.product(*choices):
         rows = [o for o in pick if o >= 0]
+        if most is not None and len(rows) > most:
+            continue
         gpus = int(inst.option_gpus[rows].sum()) if rows else 0
         if inst.gpus is not None and gpus > inst.gpus:
             continue
@@ -44,8 +54,8 @@ def brute_force(inst: Instance) -> float:
         if f.cache_gb is None:
             continue
         if inst.price_gpu * gpus + f.io_cost <= inst.budget_per_hour * (1 + 1e-12):
-            best = welfare
-    return best
+            best, best_u = welfare, sorted((float(inst.option_utility[o]) for o in rows), reverse=True)
+    return best, best_u
 
 
 @st.composite

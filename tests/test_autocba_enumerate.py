@@ -20,35 +20,8 @@ from cbalab.algorithms.autocba import autocba, fits_alone, standalone_cost
 from cbalab.algorithms.autocba.driver import _FIT_SLACK, _weightings
 from cbalab.algorithms.autocba.enumerate import PAIRS_MAX, fixed_greedy
 from cbalab.algorithms.autocba.greedy import Weights
-from cbalab.algorithms.cba import feed
 from cbalab.models.instance import Instance
-from tests.test_autocba import TOL, _check_feasible, _instance, _sum_of_job_max, tiny_instances
-
-
-def optima(inst: Instance, most: int | None = None) -> tuple[float, list[float]]:
-    """Brute force: the best welfare over option choices of at most ``most`` jobs, and that choice's job utilities.
-
-    Every choice is fed at least cost by CBA and checked against G, B (by ``feed``) and the budget.
-    """
-    choices = [[-1, *range(int(inst.option_ptr[j]), int(inst.option_ptr[j + 1]))] for j in range(inst.n_jobs)]
-    best, best_u = 0.0, []
-    for pick in itertools.product(*choices):
-        rows = [o for o in pick if o >= 0]
-        if most is not None and len(rows) > most:
-            continue
-        gpus = int(inst.option_gpus[rows].sum()) if rows else 0
-        if inst.gpus is not None and gpus > inst.gpus:
-            continue
-        welfare = float(inst.option_utility[rows].sum()) if rows else 0.0
-        if welfare <= best:
-            continue
-        rates = np.array([inst.option_io_gbps[o] if o >= 0 else 0.0 for o in pick])
-        f = feed(inst, rates)
-        if f.cache_gb is None:
-            continue
-        if inst.price_gpu * gpus + f.io_cost <= inst.budget_per_hour * (1 + 1e-12):
-            best, best_u = welfare, sorted((float(inst.option_utility[o]) for o in rows), reverse=True)
-    return best, best_u
+from tests.test_autocba import TOL, _check_feasible, _instance, _sum_of_job_max, optima, tiny_instances
 
 
 def binding_limits(inst: Instance) -> int:
