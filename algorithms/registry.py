@@ -174,16 +174,23 @@ register(
     "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
 )
 for _name, _module, _summary in (
-    ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
-    ("gavel-fair", "gavel_fair", "Gavel max-min fair GPUs, IO-unaware, SiloD cache, rest of budget to IO"),
-    ("optimus", "optimus", "Optimus/Pollux marginal-gain greedy GPUs, IO-unaware, SiloD cache, rest to IO"),
+    ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput, whole options (normalised throughput)"),
+    ("gavel-fair", "gavel_fair", "Gavel max-min fairness: equal GPU-time shares, time-shared"),
+    ("optimus", "optimus", "Optimus (Pollux artifact): one GPU each, then the largest cut in remaining time"),
+    ("utility-greedy", "utility_greedy", "ablation, no scheduler: AutoCBA's utility-per-GPU greedy without IO"),
 ):
-    register(_name, "welfare", f"cbalab.algorithms.baselines.{_module}:{_module}", _summary, kind=Kind.GPU_SCHEDULER)
+    register(
+        _name,
+        "welfare",
+        f"cbalab.algorithms.baselines.{_module}:{_module}",
+        _summary + "; IO-unaware, GPU cap cut to fit the bill",
+        kind=Kind.GPU_SCHEDULER,
+    )
     register(
         f"{_name}-tuned",
         "welfare",
         f"cbalab.algorithms.baselines.{_module}:{_module}_tuned",
-        _summary.split(",")[0] + " with its best GPU/IO budget split (grid search, referee-scored)",
+        _summary.split(":")[0] + ", oracle envelope: best of every GPU/IO budget split (referee-scored)",
         kind=Kind.GPU_SCHEDULER,
     )
 

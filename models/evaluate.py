@@ -14,7 +14,11 @@ The scoring follows docs/model.md:
 * cost per hour p_g Σ g_j + p_c Σ c_k + p_b · (Σ b_j, or the provisioned
   P = m·β under bandwidth tiers, §4);
 * welfare Σ_j U_j(g_j) · x_j / r_j(g_j) (§5: a stalled job earns utility
-  only while its GPUs train).
+  only while its GPUs train);
+* a time-shared job (``Allocation.time_share`` s_j < 1, §7: Gavel's rounds)
+  runs a share s_j of the time: it holds s_j g_j GPUs and needs s_j r_j(g_j)
+  of data on average, and earns s_j of its utility rate, the same linear rule
+  as a stall (§5, "Time sharing").
 
 For the cost problem P1 (§4) a stalled job is a violation; for the welfare
 problem P2 (§5) stalls are allowed and scored, while the GPU, cache and
@@ -50,6 +54,9 @@ class Allocation:
     proven), ``bound`` a proven bound on the optimum (lower for cost, upper
     for welfare) or None, ``reason`` why the method found no allocation.
     When ``status`` is ``infeasible`` or ``error`` the arrays may be None.
+    ``time_share`` is the share of the time each job runs at its ``gpus``
+    (docs/model.md §5, "Time sharing"; None: every job runs all the time); only
+    the welfare problem accepts shares below 1.
     """
 
     gpus: np.ndarray | None
@@ -60,6 +67,7 @@ class Allocation:
     bound: float | None = None
     reason: str | None = None
     extra: dict = field(default_factory=dict)
+    time_share: np.ndarray | None = None
 
     @classmethod
     def none(cls, status: str, reason: str, bound: float | None = None) -> Allocation:
@@ -86,6 +94,7 @@ class Evaluation:
     rate_gbps: np.ndarray
     stall_factor: np.ndarray
     welfare: float | None
+    time_share: np.ndarray
 
     @property
     def cost_total(self) -> float:
@@ -159,6 +168,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     v: list[str] = []
     _check_values(inst, g, c, b, v)
     g = np.rint(g).astype(np.int64) if g.dtype.kind == "f" else g.astype(np.int64)
+    share = _time_share(inst, alloc.time_share, problem, v)
 
     found, opt_rate, util = (
         option_lookup(inst, g) if inst.option_gpus.size else (g == 0, np.zeros(inst.n_jobs), np.zeros(inst.n_jobs))
@@ -183,7 +193,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
         welfare_known = True
 
     hit = _hit_ratio(inst, c, v)
-    need = rate * (1.0 - hit[inst.job_dataset])
+    need = rate * share * (1.0 - hit[inst.job_dataset])
     short = b < need - _slack(need)
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(short, b / need, 1.0)
@@ -202,9 +212,11 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     total_c = float(c.sum())
     if total_c > inst.cache_gb + _slack(inst.cache_gb):
         v.append(f"total cache {total_c:.6g} GB exceeds the capacity C = {inst.cache_gb:.6g}")
-    total_g = int(g.sum())
-    if problem == "welfare" and inst.gpus is not None and total_g > inst.gpus:
-        v.append(f"total GPUs {total_g} exceed the cluster's G = {inst.gpus}")
+    # time-shared GPUs are a time average (a float, checked with the float slack); whole GPUs are counted exactly
+    total_g: float = int(g.sum()) if alloc.time_share is None else float(np.dot(g, share))
+    room = inst.gpus if alloc.time_share is None or inst.gpus is None else inst.gpus + _slack(inst.gpus)
+    if problem == "welfare" and room is not None and total_g > room:
+        v.append(f"total GPUs {total_g:.9g} exceed the cluster's G = {inst.gpus}")
 
     cost_gpu = inst.price_gpu * total_g
     cost_cache = inst.price_cache * total_c
@@ -213,7 +225,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     if problem == "welfare" and total > inst.budget_per_hour + _slack(inst.budget_per_hour):
         v.append(f"cost {total:.6g} $/h exceeds the budget {inst.budget_per_hour:.6g} $/h")
 
-    welfare = float(np.dot(util, factor)) if welfare_known else None
+    welfare = float(np.dot(util * share, factor)) if welfare_known else None
     return Evaluation(
         feasible=not v,
         violations=v,
@@ -225,6 +237,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
         rate_gbps=rate,
         stall_factor=factor,
         welfare=welfare,
+        time_share=share,
     )
 
 
@@ -239,6 +252,23 @@ def _check_values(inst: Instance, g: np.ndarray, c: np.ndarray, b: np.ndarray, v
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
             v.append(f"{name}[{ids[bad[0]]}] = {arr[bad[0]]} is negative or not finite ({bad.size} entries)")
+
+
+def _time_share(inst: Instance, given: np.ndarray | None, problem: str, v: list[str]) -> np.ndarray:
+    """Each job's share of the time (docs/model.md §5, "Time sharing"): 1 unless given, in [0, 1], welfare only."""
+    if given is None:
+        return np.ones(inst.n_jobs)
+    share = np.asarray(given, dtype=float)
+    if share.shape != (inst.n_jobs,):
+        raise ValueError(f"allocation.time_share has shape {share.shape}, expected ({inst.n_jobs},)")
+    bad = np.flatnonzero(~(np.isfinite(share) & (share >= 0) & (share <= 1)))
+    if bad.size:
+        j = int(bad[0])
+        v.append(f"time_share[{inst.job_ids[j]}] = {share[j]} is not in [0, 1] ({bad.size} jobs)")
+    elif problem == "cost" and (share < 1).any():
+        j = int(np.flatnonzero(share < 1)[0])
+        v.append(f"time_share[{inst.job_ids[j]}] = {share[j]:.6g}: the cost problem runs every job all the time")
+    return np.clip(np.nan_to_num(share, nan=1.0), 0.0, 1.0)
 
 
 def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
@@ -344,6 +374,9 @@ def result(
     stalled = np.flatnonzero(ev.stall_factor < 1.0)
     if stalled.size:
         doc["stall_factor"] = {inst.job_ids[j]: float(ev.stall_factor[j]) for j in stalled}
+    shared = np.flatnonzero(ev.time_share < 1.0)
+    if shared.size:
+        doc["time_share"] = {inst.job_ids[j]: float(ev.time_share[j]) for j in shared}
     return doc, ev
 
 

@@ -10,7 +10,9 @@ Jobs and datasets are kept columnar: numpy arrays by position, with the ids
 beside them, so that a 100,000-job instance loads and solves quickly.  Job
 options are ragged and kept in CSR form: the options of job ``j`` are the
 positions ``option_ptr[j]:option_ptr[j + 1]`` of ``option_gpus``,
-``option_io_gbps`` and ``option_utility``.
+``option_io_gbps`` and ``option_utility``.  A job may also carry its remaining
+``work`` (docs/interface.md): hours of training left at its smallest option,
+which only Optimus reads (docs/model.md §7); without it every job has equal work.
 
 Every bad input raises :class:`InstanceError`, whose message names the field
 (a JSON path such as ``jobs[3].dataset``) and the offending value.  That
@@ -57,7 +59,7 @@ _TOP_KEYS = {"schema", "cluster", "prices", "budget_per_hour", "datasets", "jobs
 _CLUSTER_KEYS = {"gpus", "cache_gb", "bandwidth_gbps", "cache_granularity", "bandwidth_step_gbps"}
 _PRICE_KEYS = {"gpu_per_hour", "cache_gb_per_hour", "bandwidth_gbps_per_hour"}
 _DATASET_KEYS = {"id", "size_gb"}
-_JOB_KEYS = {"id", "dataset", "gpus", "io_gbps", "options"}
+_JOB_KEYS = {"id", "dataset", "gpus", "io_gbps", "options", "work"}
 _OPTION_KEYS = {"gpus", "io_gbps", "utility"}
 
 
@@ -91,6 +93,8 @@ class Instance:
     ``cache_granularity`` is ``"continuous"``, ``"dataset"`` or ``"block"``
     (then ``block_gb`` is the block size u of docs/model.md §4).  Jobs lacking a
     fixed allocation have ``job_gpus == -1`` and ``job_io_gbps == nan``.
+    ``job_work`` is every job's remaining work in hours at its smallest option
+    (> 0), or None when the instance gives none (equal work, docs/model.md §7).
     """
 
     gpus: int | None
@@ -113,6 +117,7 @@ class Instance:
     cache_granularity: str = "continuous"
     block_gb: float | None = None
     bandwidth_step_gbps: float | None = None
+    job_work: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -216,6 +221,8 @@ class Instance:
             if self.job_gpus[j] >= 0:
                 job["gpus"] = int(self.job_gpus[j])
                 job["io_gbps"] = float(self.job_io_gbps[j])
+            if self.job_work is not None:
+                job["work"] = float(self.job_work[j])
             lo, hi = int(self.option_ptr[j]), int(self.option_ptr[j + 1])
             if hi > lo:
                 job["options"] = [
@@ -423,6 +430,7 @@ def from_dict(data: Any) -> Instance:
         except InstanceError as e:
             raise InstanceError(_repath(e.path, pos), e.value, e.problem) from None
 
+    job_work = _work(jobs)
     counts = np.zeros(n, dtype=np.int64)
     option_rows: list[dict] = []
     for i, j in enumerate(jobs):
@@ -477,8 +485,20 @@ def from_dict(data: Any) -> Instance:
         option_gpus=opt_gpus,
         option_io_gbps=opt_io,
         option_utility=opt_u,
+        job_work=job_work,
     )
     return check_magnitudes(inst)
+
+
+def _work(jobs: list[dict]) -> np.ndarray | None:
+    """The jobs' ``work`` column (hours at the smallest option, > 0): given for every job or for none."""
+    given = [("work" in j) for j in jobs]
+    if not any(given):
+        return None
+    if not all(given):
+        i = given.index(False)
+        raise InstanceError(f"jobs[{i}].work", None, "is required when another job gives its work (all or none)")
+    return _column(jobs, "work", "jobs", positive=True)
 
 
 def check_magnitudes(inst: Instance) -> Instance:
@@ -694,6 +714,7 @@ def build(
     bandwidth_step_gbps: float | None = None,
     dataset_ids: tuple[str, ...] | None = None,
     job_ids: tuple[str, ...] | None = None,
+    job_work: np.ndarray | None = None,
 ) -> Instance:
     """Build an Instance from arrays (generators, tests), validated like JSON input.
 
@@ -725,6 +746,7 @@ def build(
         option_gpus=np.zeros(0, np.int64) if options is None else np.asarray(options[1], np.int64),
         option_io_gbps=np.zeros(0) if options is None else np.asarray(options[2], float),
         option_utility=np.zeros(0) if options is None else np.asarray(options[3], float),
+        job_work=None if job_work is None else np.asarray(job_work, dtype=float),
     )
     return check(inst)
 
@@ -777,6 +799,13 @@ def check(inst: Instance) -> Instance:
     bad = np.flatnonzero(inst.option_gpus > MAX_COUNT)
     if bad.size:
         raise InstanceError(f"options[{bad[0]}].gpus", int(inst.option_gpus[bad[0]]), f"must be <= {MAX_COUNT}")
+    if inst.job_work is not None:
+        work = inst.job_work
+        if work.shape != (inst.n_jobs,):
+            raise InstanceError("jobs[].work", int(work.size), f"must give one value per job ({inst.n_jobs})")
+        bad = np.flatnonzero(~(np.isfinite(work) & (work > 0)))
+        if bad.size:
+            raise InstanceError(f"jobs[{bad[0]}].work", float(work[bad[0]]), "must be finite and > 0")
     if len(set(inst.dataset_ids)) != inst.n_datasets:
         raise InstanceError("datasets[].id", None, "duplicate id")
     if len(set(inst.job_ids)) != inst.n_jobs:

@@ -192,6 +192,35 @@ def test_welfare_gpu_cap_and_budget() -> None:
     assert "cost 12.8 $/h exceeds the budget 10 $/h" in ev.violations
 
 
+def test_time_shares_count_gpus_io_and_utility_at_the_share() -> None:
+    # docs/model.md §5 "Time sharing".  Shares (0.5, 0.25, 1): j0 at 2 GPUs half the time holds 1 GPU, reads
+    # 0.5 GB/s, earns 10·0.5 = 5; j1 at 2 GPUs a quarter of the time holds 0.5, reads 0.225, earns 7·0.25 = 1.75;
+    # j2 full: 4 GPUs, 2 GB/s, 20.  GPUs 1 + 0.5 + 4 = 5.5; no cache, bandwidth (0.5, 0.225, 2.0), Σ 2.725 ≤ B.
+    # Welfare 26.75; cost 5.5 + 2·2.725 = 10.95 $/h.
+    share = Allocation(
+        np.array([2, 2, 4]), np.zeros(2), np.array([0.5, 0.225, 2.0]), time_share=np.array([0.5, 0.25, 1.0])
+    )
+    ev = evaluate(base(budget_per_hour=10.95), share, "welfare")
+    assert ev.feasible, ev.violations
+    assert ev.welfare == pytest.approx(26.75)
+    assert ev.cost_gpu == pytest.approx(5.5)
+    assert ev.cost_total == pytest.approx(10.95)
+    np.testing.assert_allclose(ev.stall_factor, [1.0, 1.0, 1.0])
+    # j1 given half its shared need (0.1125 of 0.225): stall factor 0.5 on top of the share, earns 7·0.25·0.5.
+    short = Allocation(
+        np.array([2, 2, 4]), np.zeros(2), np.array([0.5, 0.1125, 2.0]), time_share=np.array([0.5, 0.25, 1.0])
+    )
+    assert evaluate(base(), short, "welfare").welfare == pytest.approx(5 + 0.875 + 20)
+    # 5.5 GPUs held on average exceed G = 5, a share outside [0, 1] is a violation, and so is any share
+    # below 1 in the cost problem (which runs every job all the time).
+    over = evaluate(base(gpus=5), share, "welfare")
+    assert "total GPUs 5.5 exceed the cluster's G = 5" in over.violations
+    bad = Allocation(np.array([2, 2, 4]), np.zeros(2), np.array([1.0, 0.9, 2.0]), time_share=np.array([1.5, 1, 1]))
+    assert any("time_share[j0] = 1.5 is not in [0, 1]" in v for v in evaluate(base(), bad, "welfare").violations)
+    cost = Allocation(np.array([2, 1, 4]), np.zeros(2), np.array([1.0, 0.5, 2.0]), time_share=np.array([0.5, 1, 1]))
+    assert any("the cost problem runs every job" in v for v in evaluate(base(), cost, "cost").violations)
+
+
 def test_wrong_gpus_for_the_cost_problem() -> None:
     # The cost problem fixes g = (2, 1, 4); giving j2 3 GPUs is a violation (and 3 is no option of j2: welfare None).
     ev = evaluate(base(), alloc([2, 1, 3], [5.0, 4.0], [0.5, 0.25, 0.0]), "cost")

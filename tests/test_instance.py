@@ -295,3 +295,30 @@ def test_require_fixed_names_the_job() -> None:
         inst.require_fixed()
     assert "jobs[1].gpus" in str(info.value)
     assert "vgg-b" in str(info.value)
+
+
+def test_job_work_round_trips_and_is_all_or_none() -> None:
+    """``work`` (docs/interface.md, read by Optimus): hours at the smallest option, > 0, given for every job or none."""
+    doc = valid_doc()
+    doc["jobs"][0]["work"] = 12.5
+    doc["jobs"][1]["work"] = 0.5
+    inst = from_dict(doc)
+    assert inst.job_work is not None and inst.job_work.tolist() == [12.5, 0.5]
+    assert_same_instance(loads(inst.dumps()), inst)
+    assert from_dict(valid_doc()).job_work is None
+    del doc["jobs"][1]["work"]
+    with pytest.raises(InstanceError, match=r"jobs\[1\]\.work: is required when another job gives its work"):
+        from_dict(doc)
+    for bad in (0, -1.0, "x", math.inf):
+        doc["jobs"][1]["work"] = bad
+        with pytest.raises(InstanceError, match=r"jobs\[1\]\.work"):
+            from_dict(doc)
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.work: must be finite and > 0"):
+        build(
+            dataset_size_gb=np.array([1.0]),
+            job_dataset=np.array([0]),
+            cache_gb=0.0,
+            prices=(1.0, 0.0, 0.0),
+            options=(np.array([0, 1]), np.array([1]), np.array([0.1]), np.array([1.0])),
+            job_work=np.array([0.0]),
+        )

@@ -23,7 +23,7 @@ def test_select_by_property() -> None:
     assert registry.cache_policies() == ["cba", "io-only", "cache-all", "coordl", "quiver", "silod"]
     schedulers = registry.select(Problem.WELFARE, kind="gpu-scheduler")
     assert {m.name for m in schedulers} == {
-        f"{b}{t}" for b in ("gavel-tput", "gavel-fair", "optimus") for t in ("", "-tuned")
+        f"{b}{t}" for b in ("gavel-tput", "gavel-fair", "optimus", "utility-greedy") for t in ("", "-tuned")
     }
     assert all(m.takes_cache_policy for m in schedulers)
     assert {m.name for m in registry.select(exact=True)} == {"lp", "milp", "milp-stall"}

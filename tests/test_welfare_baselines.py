@@ -11,15 +11,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cbalab.algorithms import registry as methods
-from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
+from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus, utility_greedy
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import RTOL, evaluate
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.options import SHAPES
 from cbalab.models.solve import welfare_milp
 
-BASELINES = ("gavel-tput", "gavel-fair", "optimus")
-ALLOCATORS = {"gavel-tput": gavel_tput.allocate, "gavel-fair": gavel_fair.allocate, "optimus": optimus.allocate}
+BASELINES = ("gavel-tput", "gavel-fair", "optimus", "utility-greedy")
+ALLOCATORS = {
+    "gavel-tput": gavel_tput.allocate,
+    "gavel-fair": gavel_fair.allocate,
+    "optimus": optimus.allocate,
+    "utility-greedy": utility_greedy.allocate,
+}
 
 
 @st.composite
@@ -40,12 +45,13 @@ def welfare_instances(draw: st.DrawFn) -> Instance:
 
 
 def _within_limits(inst: Instance, ev_doc: dict) -> None:
-    gpus = sum(ev_doc["gpus"].values())
+    share = ev_doc.get("time_share", {})
+    gpus = sum(g * share.get(j, 1.0) for j, g in ev_doc["gpus"].items())
     cache = sum(ev_doc["cache_gb"].values())
     bandwidth = sum(ev_doc["bandwidth_gbps"].values())
     slack = RTOL * max(1.0, inst.budget_per_hour if math.isfinite(inst.budget_per_hour) else 1.0)
     assert ev_doc["cost_per_hour"]["total"] <= inst.budget_per_hour + slack
-    assert inst.gpus is None or gpus <= inst.gpus
+    assert inst.gpus is None or gpus <= inst.gpus * (1 + RTOL)
     assert cache <= inst.cache_gb * (1 + RTOL) + RTOL
     assert bandwidth <= inst.bandwidth_gbps * (1 + RTOL) + RTOL
 
@@ -63,8 +69,24 @@ def test_every_baseline_is_scored_and_stays_within_budget_and_capacities(inst: I
 
 
 @given(inst=welfare_instances())
+def test_the_naive_rule_feeds_every_running_job_in_full(inst: Instance) -> None:
+    """Blind in its choice, not in its bill: a naive scheduler's running jobs are all fed unstalled (io_unaware).
+
+    The cap falls until the cache policy's bill fits the budget and B, so no job it runs stalls; and a job with
+    options that fits alone is not left out by every scheduler at once when GPUs and money are plentiful.
+    """
+    for name in BASELINES:
+        alloc = methods.get("welfare", name).function()(inst)
+        ev = evaluate(inst, alloc, "welfare")
+        assert ev.feasible, ev.violations
+        assert alloc.extra["io_factor"] == 1.0
+        running = np.asarray(alloc.gpus) > 0
+        assert np.all(ev.stall_factor[running] >= 1.0 - 1e-9)
+
+
+@given(inst=welfare_instances())
 def test_tuned_is_never_worse_than_naive(inst: Instance) -> None:
-    """The tuned grid includes the naive split (all of the budget for GPUs), so tuned welfare ≥ naive welfare."""
+    """The tuned envelope scores the naive answer first and keeps a split only if better: tuned ≥ naive."""
     for name in BASELINES:
         naive = methods.run(inst, "welfare", name)[0]["welfare"]
         tuned = methods.run(inst, "welfare", f"{name}-tuned")[0]["welfare"]
@@ -84,13 +106,14 @@ def test_every_cache_policy_feeds_within_budget(inst: Instance, policy: str, spl
     """
     for allocate in ALLOCATORS.values():
         alloc = io_unaware.feed_within_budget(inst, allocate(inst, io_unaware.gpu_cap(inst, split)), policy)
+        share = np.ones(inst.n_jobs) if alloc.time_share is None else alloc.time_share
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible, ev.violations
         factor = alloc.extra["io_factor"]
         assert 0.0 <= factor <= 1.0
         assert np.all(ev.stall_factor >= factor * (1 - 1e-9))
         if policy in ("silod", "io-only", "cba"):
-            need = ev.rate_gbps * (1.0 - ev.hit_ratio[inst.job_dataset])
+            need = ev.rate_gbps * share * (1.0 - ev.hit_ratio[inst.job_dataset])
             # the referee ignores a shortfall within its slack (e.g. a fully cached dataset's rounding residue)
             short = need * (1.0 - factor) > RTOL * np.maximum(1.0, need)
             assert np.allclose(ev.stall_factor[short], factor, rtol=1e-9, atol=1e-12)
@@ -106,7 +129,7 @@ def test_gavel_tput_is_the_exact_max_sum_throughput(seed: int, n: int, cap: int)
     """Gavel max-sum-throughput's knapsack DP equals enumeration of every option choice within the GPU cap."""
     inst = generate_welfare(n, 2, seed, gpu_options=(1, 2, 3, 8))
     value = io_unaware.speedup(inst)
-    gpus = gavel_tput.allocate(inst, cap)
+    gpus = gavel_tput.allocate(inst, cap).gpus
     assert gpus.sum() <= cap
     ptr = inst.option_ptr
     best = 0.0
@@ -118,35 +141,158 @@ def test_gavel_tput_is_the_exact_max_sum_throughput(seed: int, n: int, cap: int)
     assert float(value[rows].sum()) == pytest.approx(best, rel=1e-9)
 
 
-def test_gavel_fair_serves_everyone_before_upgrading_anyone() -> None:
-    """Max-min progressive filling: with GPUs for every job's smallest option but not more, every job gets it."""
+def test_gavel_tput_ties_go_to_more_gpus() -> None:
+    """A flat table (8 GPUs no faster than 4) under a cap of 8: the tie goes to 8 GPUs, none left idle for nothing."""
+    inst = _one_job_table([4, 8], [1.0, 1.0])
+    assert gavel_tput.allocate(inst, 8).gpus.tolist() == [8]
+    assert gavel_tput.allocate_hull(inst, 8).gpus.tolist() in ([4], [8])
+
+
+def test_regression_issue18_hull_greedy_takes_an_option_under_a_superlinear_first_step() -> None:
+    """Table {1: 1, 2: 3} (superlinear), cap 1: the hull step 0→2 does not fit, yet the 1-GPU option does."""
+    inst = _one_job_table([1, 2], [1.0, 3.0])
+    assert gavel_tput.allocate_hull(inst, 1).gpus.tolist() == [1]
+    assert gavel_tput.allocate(inst, 1).gpus.tolist() == [1]
+    assert gavel_tput.allocate_hull(inst, 2).gpus.tolist() == [2]
+
+
+def test_gavel_tput_raw_sums_rates_and_the_default_normalises() -> None:
+    """Raw (Gavel's code): Σ r_j(g), so the faster job wins the one GPU; normalised (cbalab's default): each job's
+    throughput relative to its smallest option, 1 for both single-option jobs whatever their speed."""
+    inst = _two_jobs([1.0, 5.0])
+    assert gavel_tput.allocate(inst, 1, raw=True).gpus.tolist() == [0, 1]
+    assert gavel_tput.values(inst).tolist() == [1.0, 1.0]
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 12), cap=st.integers(0, 60))
+def test_gavel_fair_gives_every_job_an_equal_gpu_time_share(seed: int, n: int, cap: int) -> None:
+    """Water-filling (gavel_fair): every job with options gets GPU-time min(t, its largest option), Σ = the cap
+    (or all at their largest), each held on the fewest GPUs that can carry it, a share in (0, 1]: none starves."""
+    inst = generate_welfare(n, 2, seed, gpu_options=(1, 2, 3, 8))
+    sched = gavel_fair.allocate(inst, cap)
+    assert sched.share is not None
+    time_held = sched.gpus * sched.share
+    top = np.maximum.reduceat(inst.option_gpus, inst.option_ptr[:-1])
+    if cap == 0:
+        assert time_held.sum() == 0
+        return
+    assert np.all(sched.share > 0) and np.all(sched.share <= 1)
+    if top.sum() <= cap:
+        assert sched.gpus.tolist() == top.tolist() and np.all(sched.share == 1)
+        return
+    assert time_held.sum() == pytest.approx(cap, rel=1e-12)
+    t = gavel_fair.level(top, float(cap))
+    np.testing.assert_allclose(time_held, np.minimum(t, top), rtol=1e-12)
+    for j in range(n):
+        counts = inst.option_gpus[inst.option_ptr[j] : inst.option_ptr[j + 1]]
+        assert sched.gpus[j] == counts[counts >= time_held[j] * (1 - 1e-12)].min()
+
+
+def test_regression_issue18_gavel_fair_starves_no_job_when_gpus_are_fewer_than_jobs() -> None:
+    """12 jobs, 5 GPUs: progressive filling starved 7 jobs; max-min time shares give each 5/12 of a GPU."""
     inst = generate_welfare(12, 3, seed=5)
-    gpus = gavel_fair.allocate(inst, 12 + 5)
-    assert np.all(gpus >= 1)
-    assert gpus.sum() <= 17
-    assert gavel_fair.allocate(inst, 5).tolist().count(0) == 7
+    sched = gavel_fair.allocate(inst, 5)
+    assert sched.share is not None
+    np.testing.assert_allclose(sched.gpus * sched.share, 5 / 12)
+    alloc = gavel_fair.gavel_fair(inst.replace(budget_per_hour=math.inf, gpus=5))
+    ev = evaluate(inst.replace(budget_per_hour=math.inf, gpus=5), alloc, "welfare")
+    assert ev.feasible and np.all(ev.time_share > 0)
 
 
-def test_optimus_takes_every_top_option_when_nothing_binds() -> None:
-    """With GPUs and budget unlimited, the marginal-gain greedy moves every job to its best-utility option."""
+def test_optimus_gives_each_job_one_gpu_in_arrival_order_then_cuts_remaining_time() -> None:
+    """Optimus (Pollux artifact): 3 GPUs for 4 jobs go to the first three; with 6, the longest job grows first."""
+    inst = _linear_jobs(4, work=[1.0, 5.0, 2.0, 1.0])
+    assert optimus.allocate(inst, 3).gpus.tolist() == [1, 1, 1, 0]
+    # one GPU each, then the gain work·(1/1 − 1/2) per GPU: job 1 (2.5), then job 2 (1) ...
+    assert optimus.allocate(inst, 6).gpus.tolist() == [1, 2, 2, 1]
+    # ... then job 1 again, 5·(1/2 − 1/3) = 0.83 beats jobs 0 and 3 (0.5 each) and job 2 (0.33) ...
+    assert optimus.allocate(inst, 7).gpus.tolist() == [1, 3, 2, 1]
+    # ... and jobs 0 and 3 tie at 0.5: the earlier job wins, as upstream's max over its dict
+    assert optimus.allocate(inst, 8).gpus.tolist() == [2, 3, 2, 1]
+
+
+def test_optimus_never_reads_a_utility_and_reads_the_remaining_work() -> None:
+    """Scrambling every utility leaves Optimus's GPUs unchanged; giving one job more work moves GPUs to it."""
+    inst = generate_welfare(20, 4, seed=3)
+    cap = 30
+    base = optimus.allocate(inst, cap).gpus
+    rng = np.random.default_rng(0)
+    scrambled = inst.replace(option_utility=rng.permutation(inst.option_utility) * 1e3)
+    assert optimus.allocate(scrambled, cap).gpus.tolist() == base.tolist()
+    work = np.ones(inst.n_jobs)
+    work[7] = 1e3
+    assert optimus.allocate(inst.replace(job_work=work), cap).gpus[7] >= base[7]
+    assert optimus.allocate(inst.replace(job_work=work), cap).gpus[7] == inst.option_gpus[inst.option_ptr[8] - 1]
+
+
+def test_utility_greedy_takes_every_top_option_when_nothing_binds() -> None:
+    """With GPUs and budget unlimited, the utility greedy moves every job to its best-utility option."""
     inst = generate_welfare(15, 3, seed=2, utility_mix="linear").replace(gpus=None, budget_per_hour=math.inf)
-    gpus = optimus.allocate(inst, io_unaware.gpu_cap(inst, 1.0))
+    gpus = utility_greedy.allocate(inst, io_unaware.gpu_cap(inst, 1.0)).gpus
     assert gpus.tolist() == [8] * 15
-    alloc = optimus.optimus(inst)
+    alloc = utility_greedy.utility_greedy(inst)
     assert alloc.extra["io_factor"] == 1.0
     assert evaluate(inst, alloc, "welfare").welfare == pytest.approx(inst.option_utility[inst.option_ptr[1:] - 1].sum())
 
 
-def test_naive_spends_the_budget_on_gpus_and_stalls_on_a_tight_budget() -> None:
-    """IO-unaware on a tight budget: GPUs take the money, bandwidth is cut, the jobs stall (docs/model.md §5, §7)."""
+def test_regression_issue18_naive_schedulers_buy_io_instead_of_stalling_on_a_tight_budget() -> None:
+    """IO ×30, budget 0.2: the old naive form spent everything on GPUs and stalled; the billed rule cuts GPUs
+    until its cache policy's bill fits, so no running job stalls, and the oracle envelope is at least as good."""
     inst = generate_welfare(40, 8, seed=1, budget_fraction=0.2, prices=(2.5, 0.01, 30.0))
-    alloc = gavel_tput.gavel_tput(inst)
-    ev = evaluate(inst, alloc, "welfare")
-    assert ev.feasible
-    assert alloc.extra["io_factor"] < 1.0
-    assert ev.stall_factor.min() < 1.0
-    assert ev.cost_total == pytest.approx(inst.budget_per_hour, rel=1e-9)
-    assert ev.welfare < methods.run(inst, "welfare", "gavel-tput-tuned")[0]["welfare"]
+    for name in BASELINES:
+        alloc = methods.get("welfare", name).function()(inst)
+        ev = evaluate(inst, alloc, "welfare")
+        assert ev.feasible
+        assert alloc.extra["io_factor"] == 1.0 and alloc.extra["caps_tried"] > 1
+        assert ev.stall_factor[np.asarray(alloc.gpus) > 0].min() == 1.0
+        assert ev.cost_total <= inst.budget_per_hour * (1 + 1e-9)
+        assert ev.welfare <= methods.run(inst, "welfare", f"{name}-tuned")[0]["welfare"] + 1e-9
+
+
+def _one_job_table(gpus: list[int], rates: list[float]) -> Instance:
+    """One job on one 10 GB dataset with the option table ``gpus`` → ``rates`` (utility = rate)."""
+    from cbalab.models.instance import build
+
+    k = len(gpus)
+    return build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0]),
+        cache_gb=0.0,
+        prices=(1.0, 0.0, 0.0),
+        options=(np.array([0, k]), np.array(gpus), np.array(rates), np.array(rates)),
+    )
+
+
+def _two_jobs(rates: list[float]) -> Instance:
+    """Two jobs, each with one 1-GPU option at ``rates`` (utility 1 each)."""
+    from cbalab.models.instance import build
+
+    return build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0, 0]),
+        cache_gb=0.0,
+        prices=(1.0, 0.0, 0.0),
+        options=(np.array([0, 1, 2]), np.array([1, 1]), np.array(rates), np.array([1.0, 1.0])),
+    )
+
+
+def _linear_jobs(n: int, work: list[float]) -> Instance:
+    """``n`` jobs with options 1, 2, 3 GPUs at linear speed (rates 1, 2, 3) and the given remaining ``work``."""
+    from cbalab.models.instance import build
+
+    return build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.zeros(n, dtype=np.int64),
+        cache_gb=0.0,
+        prices=(1.0, 0.0, 0.0),
+        options=(
+            np.arange(0, 3 * n + 1, 3),
+            np.tile([1, 2, 3], n),
+            np.tile([1.0, 2.0, 3.0], n),
+            np.ones(3 * n),
+        ),
+        job_work=np.asarray(work),
+    )
 
 
 @given(seed=st.integers(0, 10_000), budget=st.sampled_from([0.1, 0.3, 0.6]))
@@ -182,8 +328,8 @@ def test_gavel_hull_greedy_is_within_one_job_of_the_exact_knapsack(seed: int, n:
     def total(gpus: np.ndarray) -> float:
         return float(value[np.flatnonzero(inst.option_gpus == gpus[inst.option_job()])].sum())
 
-    hull = gavel_tput.allocate_hull(inst, cap)
-    exact = gavel_tput.allocate(inst, cap)
+    hull = gavel_tput.allocate_hull(inst, cap).gpus
+    exact = gavel_tput.allocate(inst, cap).gpus
     assert hull.sum() <= cap
     assert total(hull) <= total(exact) + 1e-9 * max(1.0, total(exact))
     assert total(hull) >= total(exact) - float(value.max()) - 1e-9
@@ -193,4 +339,4 @@ def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypat
     """Above DP_CELLS the allocation is the hull greedy's (same answer as calling it directly)."""
     inst = generate_welfare(40, 4, seed=9)
     monkeypatch.setattr(gavel_tput, "DP_CELLS", 0)
-    assert gavel_tput.allocate(inst, 37).tolist() == gavel_tput.allocate_hull(inst, 37).tolist()
+    assert gavel_tput.allocate(inst, 37).gpus.tolist() == gavel_tput.allocate_hull(inst, 37).gpus.tolist()

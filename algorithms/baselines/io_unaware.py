@@ -1,11 +1,10 @@
-"""What every IO-unaware GPU scheduler of docs/model.md §7 shares: feeding its GPUs under the budget, and tuning.
+"""What every IO-unaware GPU scheduler of docs/model.md §7 shares: a GPU cap, feeding its GPUs, and the bill.
 
 An IO-unaware scheduler (Gavel, Optimus, Pollux) decides GPUs only.  To run it
 on the welfare problem P2 (docs/model.md §5) it is given
 
-* a GPU budget: at most ``split`` × Budget may go to GPUs, so it uses at most
-  min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`); the naive scheduler
-  has ``split = 1`` — it knows nothing of IO, so nothing is held back for it;
+* a GPU cap: at most ``split`` × Budget may go to GPUs, so it uses at most
+  min(G, ⌊split · Budget / p_g⌋) GPUs (:func:`gpu_cap`);
 * a cache policy that feeds the chosen GPUs: one of the cost-problem methods
   of the registry (kind ``cache-policy``), default ``silod``, the SiloD-like price-blind
   fill of C by IO density;
@@ -13,10 +12,24 @@ on the welfare problem P2 (docs/model.md §5) it is given
   short (or B is), every job's bandwidth is cut by the same factor and the
   jobs stall; the referee scores them at the stalled rate (§5).
 
-The "tuned" variant of a scheduler is given its best fixed split of the budget
-between GPUs and IO, found by trying every split of :data:`SPLITS` on the
-instance and scoring each allocation with the referee (:func:`tuned`).  The
-grid includes 1, so a tuned scheduler is never worse than its naive self.
+A scheduler's answer is a :class:`Schedule`: GPUs per job and, for a
+time-sharing scheduler (Gavel's max-min fairness), the share of the time each
+job runs (docs/model.md §5, "Time sharing"); its GPUs, IO and utility all
+count at that share.
+
+**The naive form** (:func:`naive`, the registered ``gavel-tput``,
+``gavel-fair``, ``optimus``, ``utility-greedy``) is how an operator runs an
+IO-unaware scheduler: blind to IO when it chooses which jobs get GPUs, but not
+blind to the bill.  It starts from every GPU the budget and G allow and, while
+the cache policy cannot feed the chosen jobs unstalled within the budget and B,
+lowers the cap by what the bill overshoots (:func:`billed_cap`) and asks the
+scheduler again.  The cap falls at every round, so the rule ends, at worst at
+no GPUs (every job waits); the answer it keeps feeds every running job in full.
+
+**The tuned form** (:func:`tuned`, ``-tuned``) is an oracle, not a scheduler:
+it tries every fixed split of :data:`SPLITS` between GPUs and IO and keeps the
+one the referee scores best, together with the naive answer, so it is the
+upper envelope of every budget split and never worse than the naive form.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,8 +50,21 @@ from cbalab.models.types import SolveOptions
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
 SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 
-#: A GPU scheduler: (instance, GPU cap) -> GPUs per job, each 0 or one of the job's options.
-Scheduler = Callable[[Instance, int], np.ndarray]
+
+class Schedule(NamedTuple):
+    """A GPU scheduler's decision: GPUs per job (0 or one of its options) and each job's time share (None: all 1)."""
+
+    gpus: np.ndarray
+    share: np.ndarray | None = None
+
+    def gpu_time(self) -> float:
+        """GPUs held on average, Σ_j share_j · g_j (docs/model.md §5, "Time sharing")."""
+        g = np.asarray(self.gpus, dtype=float)
+        return float(g.sum() if self.share is None else np.dot(g, self.share))
+
+
+#: A GPU scheduler: (instance, GPU cap) -> its Schedule within ``cap`` GPUs (time-averaged when it shares time).
+Scheduler = Callable[[Instance, int], Schedule]
 
 
 def gpu_cap(inst: Instance, split: float) -> int:
@@ -57,16 +84,22 @@ def speedup(inst: Instance) -> np.ndarray:
     policies use.  A job whose smallest option reads no data falls back to
     g / g_min.
     """
-    ptr = inst.option_ptr
-    first = ptr[:-1][np.diff(ptr) > 0]
-    job = inst.option_job()
-    start = np.zeros(inst.n_jobs, dtype=np.int64)
-    start[job[first]] = first
-    base_rows = start[job]
+    base_rows = smallest_option(inst)[inst.option_job()]
     base_rate = inst.option_io_gbps[base_rows]
     by_rate = inst.option_io_gbps / np.where(base_rate > 0, base_rate, 1.0)
     by_gpus = inst.option_gpus / inst.option_gpus[base_rows]
     return np.where(base_rate > 0, by_rate, by_gpus)
+
+
+def smallest_option(inst: Instance) -> np.ndarray:
+    """Per job, the option row with the fewest GPUs (-1 for a job without options)."""
+    job = inst.option_job()
+    rows = np.lexsort((inst.option_gpus, job))
+    first = np.full(inst.n_jobs, -1, dtype=np.int64)
+    has = np.diff(inst.option_ptr) > 0
+    starts = inst.option_ptr[:-1][has]
+    first[has] = rows[starts]
+    return first
 
 
 def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -88,21 +121,26 @@ def policy_feeding(inst: Instance, gpus: np.ndarray, rates: np.ndarray, policy: 
     return np.asarray(alloc.cache_gb, dtype=float), np.asarray(alloc.bandwidth_gbps, dtype=float)
 
 
-def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") -> Allocation:
+def feed_within_budget(inst: Instance, schedule: Schedule, policy: str = "silod") -> Allocation:
     """Feed a scheduler's GPUs with ``policy``'s cache and the money left for bandwidth (docs/model.md §5, §7).
 
-    The cache is cut (densest datasets kept) to the money left after GPUs;
-    each job's unstalled bandwidth, max(the policy's b_j, r_j (1 − h_k(j)))
-    for the cache that is left, is then scaled by one common factor so that
-    Σ b ≤ B and the bill stays within the budget.  ``extra["io_factor"]`` is
-    that factor (1: no job stalls).  ``gpus`` must already respect G and the
-    budget (see :func:`gpu_cap`).
+    A time-shared job reads its share of its rate (§5, "Time sharing").  The
+    cache is cut (densest datasets kept) to the money left after GPUs; each
+    job's unstalled bandwidth, max(the policy's b_j, r_j (1 − h_k(j))) for the
+    cache that is left, is then scaled by one common factor so that Σ b ≤ B
+    and the bill stays within the budget.  ``extra`` records that factor
+    (``io_factor``, 1: no job stalls) and ``bill_per_hour``, what GPUs, cache
+    and the unstalled bandwidth would cost.  ``schedule`` must already respect
+    G and the budget (see :func:`gpu_cap`).
     """
     inst.require_continuous("the welfare problem is modelled")
-    gpus = np.asarray(gpus, dtype=np.int64)
+    gpus = np.asarray(schedule.gpus, dtype=np.int64)
     _, rates, _ = option_lookup(inst, gpus)
+    if schedule.share is not None:
+        rates = rates * schedule.share
     d = inst.dataset_size_gb
-    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum())
+    gpu_cost = inst.price_gpu * schedule.gpu_time()
+    money = inst.budget_per_hour - gpu_cost
     cache, policy_bw = policy_feeding(inst, gpus, rates, policy)
     if inst.price_cache > 0 and math.isfinite(money) and inst.price_cache * float(cache.sum()) > money:
         R = inst.dataset_demand(rates)
@@ -110,71 +148,93 @@ def feed_within_budget(inst: Instance, gpus: np.ndarray, policy: str = "silod") 
         cache = prefix_fill(cache, order, max(money, 0.0) / inst.price_cache)
     money -= inst.price_cache * float(cache.sum())
     need = np.maximum(policy_bw, least_feeding(inst, rates, cache))
-    factor = bandwidth_factor(inst, float(need.sum()), money)
+    total = float(need.sum())
+    factor = bandwidth_factor(inst, total, money)
+    bill = gpu_cost + inst.price_cache * float(cache.sum()) + inst.price_bandwidth * total
     return Allocation(
         gpus=gpus,
         cache_gb=cache,
         bandwidth_gbps=need * factor,
         status="feasible",
-        extra={"io_factor": factor, "cache_policy": policy},
+        extra={"io_factor": factor, "cache_policy": policy, "bill_per_hour": bill, "bandwidth_need_gbps": total},
+        time_share=None if schedule.share is None else np.asarray(schedule.share, dtype=float),
     )
 
 
+def billed_cap(inst: Instance, cap: int, schedule: Schedule, fed: Allocation) -> int:
+    """The next, smaller GPU cap of the naive rule: cut the GPUs by what the unstalled bill overshoots.
+
+    The bill ``fed.extra["bill_per_hour"]`` exceeds the budget by some money
+    (or the bandwidth need exceeds B by some share); the operator keeps the IO
+    bill and buys that much fewer GPUs: ⌊(Budget − IO bill) / p_g⌋ and
+    ⌊used · B / need⌋, and in any case at least one GPU fewer than it holds.
+    """
+    used = math.ceil(schedule.gpu_time() - 1e-9)
+    nxt = min(cap, used) - 1
+    io_bill = float(fed.extra["bill_per_hour"]) - inst.price_gpu * schedule.gpu_time()
+    if inst.price_gpu > 0 and math.isfinite(inst.budget_per_hour):
+        nxt = min(nxt, math.floor((inst.budget_per_hour - io_bill) / inst.price_gpu + 1e-9))
+    need = float(fed.extra["bandwidth_need_gbps"])
+    if need > inst.bandwidth_gbps:
+        nxt = min(nxt, math.floor(used * inst.bandwidth_gbps / need))
+    return max(nxt, 0)
+
+
 def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
-    """The IO-unaware scheduler as it is: every GPU the budget and G allow, then fed by ``policy``."""
+    """The IO-unaware scheduler as an operator runs it: blind in its choice, not in its bill (module docstring).
+
+    From every GPU the budget and G allow, the cap is lowered by
+    :func:`billed_cap` until ``policy`` feeds every chosen job unstalled
+    within the budget and B.  ``extra["caps_tried"]`` counts the rounds.
+    """
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
-    alloc = feed_within_budget(inst, schedule(inst, gpu_cap(inst, 1.0)), policy)
-    alloc.extra["split"] = 1.0
+    cap = gpu_cap(inst, 1.0)
+    rounds = 0
+    while True:
+        rounds += 1
+        chosen = schedule(inst, cap)
+        alloc = feed_within_budget(inst, chosen, policy)
+        if alloc.extra["io_factor"] >= 1.0 or cap == 0:
+            break
+        cap = billed_cap(inst, cap, chosen, alloc)
+    alloc.extra.update(split=None, gpu_cap=cap, caps_tried=rounds)
     return alloc
 
 
 def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod", time_limit: float | None = None) -> Allocation:
-    """The scheduler with its best fixed GPU/IO split of the budget over :data:`SPLITS`, scored by the referee.
+    """The oracle envelope: the naive answer and every fixed GPU/IO split of :data:`SPLITS`, best by the referee.
 
-    The naive split 1 is scored first, so that a search stopped by
-    ``time_limit`` (seconds for the whole call, checked between splits) is
-    never worse than the naive scheduler; such an answer is ``time_limit``
-    with a reason counting the splits tried.  Otherwise the grid is searched
-    in increasing order as before (ties go to the larger split).
+    The naive answer (:func:`naive`) is scored first, so that the envelope is
+    never below it and a search stopped by ``time_limit`` (seconds for the
+    whole call, checked between splits) still returns it; such an answer is
+    ``time_limit`` with a reason counting the splits tried.  The splits are
+    tried from the largest down, and one replaces the answer only when the
+    referee scores it strictly higher: ties keep the naive answer, then the
+    larger split.
     """
-    inst.require_options()
-    inst.require_continuous("the welfare problem is modelled")
     started = time.perf_counter()
-    scored: dict[int, tuple[Allocation, float]] = {}
-
-    def score(cap: int) -> tuple[Allocation, float]:
-        if cap not in scored:
-            alloc = feed_within_budget(inst, schedule(inst, cap), policy)
-            scored[cap] = (alloc, float(evaluate(inst, alloc, "welfare").welfare or 0.0))
-        return scored[cap]
-
-    naive_cap = gpu_cap(inst, 1.0)
-    score(naive_cap)
-    best: Allocation | None = None
-    best_welfare = -math.inf
-    seen: set[int] = set()
-    stopped = False
-    for split in SPLITS:
+    best = naive(inst, schedule, policy)
+    best_welfare = _welfare(inst, best)
+    scored: set[int] = set()
+    caps = {gpu_cap(inst, x) for x in SPLITS}
+    for split in reversed(SPLITS):
         cap = gpu_cap(inst, split)
-        if cap in seen:
+        if cap in scored:
             continue
-        if cap not in scored and time_limit is not None and time.perf_counter() - started >= time_limit:
-            stopped = True
-            break
-        alloc, welfare = score(cap)
-        seen.add(cap)
-        if welfare >= best_welfare:
+        if time_limit is not None and time.perf_counter() - started >= time_limit:
+            best.status = "time_limit"
+            best.reason = f"the time limit of {time_limit:g} s ran out after {len(scored)} of {len(caps)} GPU/IO splits"
+            return best
+        alloc = feed_within_budget(inst, schedule(inst, cap), policy)
+        scored.add(cap)
+        welfare = _welfare(inst, alloc)
+        if welfare > best_welfare:
             best, best_welfare = alloc, welfare
-            alloc.extra["split"] = split
-    if stopped:
-        alloc, welfare = scored[naive_cap]
-        if naive_cap not in seen and welfare >= best_welfare:
-            best, best_welfare = alloc, welfare
-            alloc.extra["split"] = 1.0
-        assert best is not None
-        caps = len({gpu_cap(inst, x) for x in SPLITS})
-        best.status = "time_limit"
-        best.reason = f"the time limit of {time_limit:g} s ran out after {len(scored)} of {caps} GPU/IO splits"
-    assert best is not None
+            alloc.extra.update(split=split, gpu_cap=cap)
     return best
+
+
+def _welfare(inst: Instance, alloc: Allocation) -> float:
+    """The referee's welfare of a scheduler's allocation (docs/model.md (5.7))."""
+    return float(evaluate(inst, alloc, "welfare").welfare or 0.0)
