@@ -9,18 +9,27 @@ instant).  Policies (``--policy``):
 
 * ``autocba``: incremental AutoCBA (algorithms.autocba.online), with a
   certified gap per re-decision;
-* ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned`` forms:
-  the IO-unaware GPU schedulers of docs/model.md §7
-  (algorithms.baselines.io_unaware), re-run from scratch on the active jobs at
-  every event, each fed by a cache policy (``cache_policy``, default
-  ``silod``) and the money left for bandwidth.
+* every registered GPU scheduler (algorithms/registry.py, kind
+  ``gpu-scheduler``: ``gavel-tput``, ``gavel-fair``, ``optimus``, the
+  ``utility-greedy`` ablation and their ``-tuned`` envelopes), the IO-unaware
+  schedulers of docs/model.md §7 (algorithms.baselines.io_unaware), re-run
+  from scratch on the active jobs at every event through their registered
+  function, each fed by a cache policy (``cache_policy``, default ``silod``)
+  and the money left for bandwidth.  Optimus reads each job's remaining work
+  (``Instance.job_work``: remaining samples over the throughput at its
+  smallest option); ``gavel-fair`` shares time.
 
 **Between events** everything is constant, and integrated exactly:
 
 * a job at g GPUs that is not restarting trains at throughput(g) × its stall
   factor (samples/s) and earns U_j(g) × its stall factor per hour (§5);
   waiting (g = 0) or restarting, it earns nothing and makes no progress;
-* the spend rate is p_g Σ g (every allocated GPU, restarting or not) +
+* a time-shared job (Gavel's max-min fairness) runs a share x_j of the time:
+  the replay realises time sharing as fractions, a fluid (docs/model.md §5,
+  "Time sharing"), not as Gavel's rounds: the job holds x_j g GPUs, reads
+  x_j of its rate and trains and earns at x_j of its rate; a new share at the
+  same GPU count is no restart;
+* the spend rate is p_g Σ x g (every allocated GPU, restarting or not) +
   p_c Σ c*_k (the cache capacity allocated, whether filled yet or not) +
   p_b Σ b_j;
 * a job leaves when its work W_j is done.
@@ -41,8 +50,10 @@ arrival or departure is left to change anything, or feeds them so little
 (an IO share below 10⁻⁶, or a replay still running a million horizons
 on) that their progress falls below the clock's resolution, is *stuck*: the replay ends
 there and reports ``unfinished_jobs`` and ``stuck_at_s`` (JCT statistics are
-over the finished jobs; an unfinished deadline job missed its deadline).  The
-naive IO-unaware schedulers can do this: they spend the whole budget on GPUs.
+over the finished jobs; an unfinished deadline job missed its deadline).  A
+scheduler whose running jobs cannot all be fed could do this; the naive form
+of every IO-unaware scheduler cuts its GPUs until its bill fits (io_unaware),
+so it feeds every job it runs, up to cache warm-up.
 
 **Restarts**: a job that has run before and whose GPU count changes (a
 rescale, or resuming after waiting) pays ``restart_delay_s`` holding its new
@@ -84,19 +95,19 @@ import pandas as pd
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.autocba.online import OnlineAutoCBA
-from cbalab.algorithms.baselines import gavel_fair, gavel_tput, io_unaware, optimus
 from cbalab.experiments.workload import DEFAULT_PRICES
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.types import SolveOptions
 
 SCHEMA = "cbalab/simulation@1"
 
-#: GPU schedulers by policy name (their ``allocate(inst, cap)``), docs/model.md §7.
-SCHEDULERS = {"gavel-tput": gavel_tput.allocate, "gavel-fair": gavel_fair.allocate, "optimus": optimus.allocate}
+#: The GPU schedulers of docs/model.md §7, naive and tuned, as the registry lists them.
+SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
 #: Every policy ``--policy`` accepts.
-POLICIES = ("autocba", *SCHEDULERS, *(f"{s}-tuned" for s in SCHEDULERS))
+POLICIES = ("autocba", *SCHEDULERS)
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -220,6 +231,7 @@ class ElasticReplay:
         self.rem = workload.work.astype(float).copy()
         self.col = np.zeros(n, dtype=np.int64)
         self.g = np.zeros(n, dtype=np.int64)
+        self.share = np.ones(n)
         self.ran = np.zeros(n, dtype=bool)
         self.pause_until = np.full(n, -math.inf)
         self.start = np.full(n, np.nan)
@@ -366,7 +378,7 @@ class ElasticReplay:
         self.totals["spend"] += self.spend_rate * h
         self.totals["gpu_hours"] += self.gpus_busy * h
         ga = self.g[a]
-        self.gpu_s[a] += ga * dt
+        self.gpu_s[a] += ga * self.share[a] * dt
         self.wait_s[a] += np.where(ga == 0, dt, 0.0)
         self.rem[a] = self.rem[a] - self.speed[a] * dt
         if self.cfg.warmup:
@@ -386,6 +398,7 @@ class ElasticReplay:
         self.finish[out] = self.t
         self.rem[out] = 0.0
         self.g[out] = 0
+        self.share[out] = 1.0
         self.col[out] = 0
         self.speed[out] = 0.0
         self.urate[out] = 0.0
@@ -424,11 +437,17 @@ class ElasticReplay:
         return U, Gm, Rm
 
     def _instance(self, a: np.ndarray, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray) -> tuple[Instance, np.ndarray]:
-        """The P2 instance of the active jobs now (options with U > 0), and its option mask over the matrices."""
+        """The P2 instance of the active jobs now (options with U > 0), and its option mask over the matrices.
+
+        ``job_work`` is each job's remaining work in hours at its smallest option, what Optimus reads.
+        """
         keep = np.isfinite(U) & (U > 0)
         keep[:, 0] = False
         ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
         m = a.size
+        w = self.w
+        smallest = np.where(w.valid[a], w.gpus[a], np.iinfo(np.int64).max).argmin(axis=1)
+        work_h = self.rem[a] / w.tput[a, smallest] / 3600.0
         inst = Instance(
             gpus=self.G,
             cache_gb=float(self.cfg.cache_gb),
@@ -447,6 +466,7 @@ class ElasticReplay:
             option_io_gbps=Rm[keep],
             option_utility=U[keep],
             budget_per_hour=self.budget,
+            job_work=work_h,
         )
         return inst, keep
 
@@ -467,6 +487,7 @@ class ElasticReplay:
         inst = keep = None
         bound = math.nan
         full = 0
+        share = np.ones(m)
         if self.online is not None:
             dec = self.online.decide(U, Gm, Rm, kj, self.col[a], self.alone[a])
             cols, target, bw = dec.cols, dec.cache_gb, dec.bandwidth_gbps
@@ -474,16 +495,17 @@ class ElasticReplay:
             eta = np.minimum(target, self.d) / self.d
         else:
             inst, keep = self._instance(a, U, Gm, Rm)
-            base = self.cfg.policy.removesuffix("-tuned")
-            run = io_unaware.tuned if self.cfg.policy.endswith("-tuned") else io_unaware.naive
-            alloc = run(inst, SCHEDULERS[base], self.cfg.cache_policy)
+            method = registry.get("welfare", self.cfg.policy).function()
+            alloc = method(inst, SolveOptions(cache_policy=self.cfg.cache_policy))
             g = np.asarray(alloc.gpus)
+            if alloc.time_share is not None:
+                share = np.where(g > 0, alloc.time_share, 1.0)
             match = (Gm == g[:, None]) & keep
             cols = np.where(g > 0, match.argmax(axis=1), 0)
             target = np.asarray(alloc.cache_gb, dtype=float)
             bw = np.asarray(alloc.bandwidth_gbps, dtype=float)
             factor = float(alloc.extra.get("io_factor", 1.0))
-            R = np.bincount(kj, weights=Rm[rows, cols], minlength=self.K)
+            R = np.bincount(kj, weights=Rm[rows, cols] * share, minlength=self.K)
             wanted = np.bincount(kj, weights=bw / factor, minlength=self.K) if factor > 0 else None
             hit = np.minimum(target, self.d) / self.d
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -492,7 +514,8 @@ class ElasticReplay:
         if self.cfg.referee:
             if inst is None:
                 inst, keep = self._instance(a, U, Gm, Rm)
-            ev = evaluate(inst, Allocation(Gm[rows, cols], target, bw), "welfare")
+            shared = None if (share == 1.0).all() else share
+            ev = evaluate(inst, Allocation(Gm[rows, cols], target, bw, time_share=shared), "welfare")
             if not ev.feasible:
                 raise RuntimeError(
                     f"{self.cfg.policy} at t = {self.t:.6g} s: the referee rejects the allocation: "
@@ -502,8 +525,9 @@ class ElasticReplay:
             static = float(ev.welfare)
             self.referee_checks += 1
         else:
-            static = float(U[rows, cols].sum())
+            static = float((U[rows, cols] * share).sum())
         self._apply(a, cols, Gm[rows, cols])
+        self.share[a] = share
         self.target = np.minimum(target, self.d)
         self.eta = eta
         self.cache = np.minimum(self.cache, self.target) if self.cfg.warmup else self.target.copy()
@@ -538,7 +562,8 @@ class ElasticReplay:
         g = self.g[a]
         train = (g > 0) & (self.pause_until[a] <= t)
         opt = np.maximum(cols - 1, 0)
-        r = np.where(train, w.rate[a, opt], 0.0)
+        x = self.share[a]
+        r = np.where(train, w.rate[a, opt] * x, 0.0)
         kj = self.kj[a]
         if self.cfg.warmup:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -548,7 +573,7 @@ class ElasticReplay:
             hit = self.eta
         need = r * (1.0 - hit[kj])
         total = float(need.sum())
-        gpus = int(g.sum())
+        gpus = float(np.dot(g, x))
         money = self.budget - self.p_g * gpus - self.p_c * float(self.target.sum())
         factor = 1.0
         if total > 0:
@@ -562,7 +587,7 @@ class ElasticReplay:
         self.bw[a] = bw
         stall = np.where(need > 0, factor, 1.0)
         tput = w.tput[a, opt]
-        speed = np.where(train, tput * stall, 0.0)
+        speed = np.where(train, tput * x * stall, 0.0)
         self.speed[a] = speed
         u = np.where(g > 0, w.base[a, opt], 0.0)
         dl = (w.shape[a] == _DEADLINE) & (g > 0)
@@ -574,18 +599,18 @@ class ElasticReplay:
             u[dl] = np.where(
                 eta_finish <= w.deadline_s[a][dl], value, w.mix.late_value * value * w.base[a[dl], opt[dl]]
             )
-        self.urate[a] = np.where(train, u * stall, 0.0)
+        self.urate[a] = np.where(train, u * x * stall, 0.0)
         self.grow = np.bincount(kj, weights=bw, minlength=self.K).astype(float) if self.cfg.warmup else np.zeros(self.K)
         if self.cfg.warmup:
             self.grow = np.where(self.cache < self.target * (1.0 - _TOL), self.grow, 0.0)
             self.cache = np.where(
                 self.target - self.cache <= _TOL * np.maximum(1.0, self.target), self.target, self.cache
             )
-        self.gpus_busy = float(gpus)
+        self.gpus_busy = gpus
         self.spend_rate = self.p_g * gpus + self.p_c * float(self.target.sum()) + self.p_b * float(bw.sum())
         self.spend_max = max(self.spend_max, self.spend_rate)
-        if gpus > self.G:
-            raise RuntimeError(f"{self.cfg.policy} at t = {self.t:.6g} s: {gpus} GPUs busy > G = {self.G}")
+        if gpus > self.G * (1 + RTOL):
+            raise RuntimeError(f"{self.cfg.policy} at t = {self.t:.6g} s: {gpus:.9g} GPUs busy > G = {self.G}")
         if self.spend_rate > self.budget + RTOL * max(1.0, self.budget):
             raise RuntimeError(
                 f"{self.cfg.policy} at t = {self.t:.6g} s: spend {self.spend_rate:.9g} $/h > budget {self.budget:.9g}"

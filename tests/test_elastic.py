@@ -180,6 +180,22 @@ def test_budget_and_gpus_never_exceeded_and_every_job_finishes(policy: str) -> N
     assert s["welfare_total"] == pytest.approx(float(jobs["welfare"].sum()), rel=1e-9)
 
 
+@pytest.mark.parametrize("policy", [p for p in POLICIES if p != "autocba"])
+def test_regression_issue18_io_unaware_schedulers_finish_every_job_at_expensive_io(policy: str) -> None:
+    """IO ×30, a binding budget, fewer GPUs than jobs: the old naive form spent the budget on GPUs and left its
+    jobs unfed (357 of 363 never finished); cut to the bill, every naive and tuned scheduler finishes every job,
+    and the summary counts unfinished jobs (0).  Gavel's max-min shares time: no active job ever waits."""
+    trace = generate_trace(60, 5)
+    w = elastic(assign(trace, 5, n_datasets=6), 5)
+    cfg = ElasticConfig(policy=policy, gpus=16, cache_gb=40.0, prices=(2.5, 0.012, 27.0), budget_fraction=0.3)
+    res = replay(w, cfg)
+    assert res.summary["unfinished_jobs"] == 0
+    assert res.jobs["finish_time_s"].notna().all()
+    assert (res.timeseries["gpus_busy"] <= 16 * (1 + RTOL)).all()
+    if policy.startswith("gavel-fair"):
+        assert (res.timeseries["waiting_jobs"] == 0).all()
+
+
 def test_online_certificate_is_an_upper_bound_and_matches_theorem_d() -> None:
     """The online Lagrangian is Theorem D's (proofs/autocba_certificate.md): its bound is ≥ AutoCBA's welfare
     and within the offline bound's reach; online AutoCBA's decision is no worse than 1 − gap of its bound."""

@@ -13,11 +13,14 @@ run is one method on one instance, scored by the referee (models/evaluate.py):
   proofs/welfare_milp_forms.md Theorem F4), and ``milp-stall``, the
   stall-allowed problem P2s, whose relaxation bounds it from above
   (P2 ≤ P2s ≤ the relaxation, Theorem F3);
+* ``lp``, the LP relaxation of P2, whose optimum bounds every time-shared and
+  every stalled allocation (docs/model.md §5, "Time sharing");
 * every GPU scheduler of algorithms/baselines — Gavel max-throughput, Gavel
-  max-min fair, Optimus/Pollux marginal gain, each naive and "tuned" (its best
-  split of the budget between GPUs and IO) — with every cache policy of
-  the registry's cache policies (algorithms/registry.py) feeding its GPUs, named
-  ``SCHEDULER[POLICY]``.
+  max-min fair (time-shared), Optimus as the Pollux artifact implements it,
+  and the ``utility-greedy`` ablation, each naive (cut to its bill) and
+  "tuned" (the oracle envelope over budget splits) — with every cache policy
+  of the registry's cache policies (algorithms/registry.py) feeding its GPUs,
+  named ``SCHEDULER[POLICY]``.
 
 Every welfare is also reported as a share of a reference (:func:`references`),
 one per instance and form.  AutoCBA never stalls a job, so its reference is
@@ -25,9 +28,12 @@ P2: the ``milp`` optimum when proven, else the lower of the MILP's proven bound
 and AutoCBA's certificate.  The referee scores a baseline's under-fed jobs at
 their stall factor (docs/model.md §5), so a baseline can beat P2; its reference
 is P2s: the ``milp-stall`` optimum when certified, else its proven upper bound
-(the relaxation's).  Which one an instance used is recorded (``reference``:
-``p2-optimum``, ``p2-bound``, ``certificate``; ``p2s-optimum``, ``p2s-bound``);
-a share of a bound under-states the share of the optimum.
+(the relaxation's).  A time-sharing scheduler (``gavel-fair``) holds fractions
+of options, which neither P2 nor P2s allows; its reference is the LP
+relaxation of P2 (``p2-lp``).  Which one an instance used is recorded
+(``reference``: ``p2-optimum``, ``p2-bound``, ``certificate``; ``p2s-optimum``,
+``p2s-bound``; ``p2-lp``); a share of a bound under-states the share of the
+optimum.
 
 Sweeps: the budget (a fraction of what running every job at 8 GPUs fed by
 remote IO alone would cost), the utility mix (all shapes mixed, or one shape),
@@ -58,8 +64,8 @@ NAME = "welfare"
 #: Every registered GPU scheduler and every cache policy (algorithms/registry.py).
 SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
 CACHE_POLICIES = tuple(registry.cache_policies())
-#: The exact references (algorithms/registry.py): the no-stall optimum P2 and the stall-allowed P2s.
-EXACT = ("milp", "milp-stall")
+#: The exact references (algorithms/registry.py): the no-stall optimum P2, the stall-allowed P2s, P2's LP relaxation.
+EXACT = ("milp", "milp-stall", "lp")
 METHODS = ("autocba", *EXACT, *(f"{s}[{p}]" for s in SCHEDULERS for p in CACHE_POLICIES))
 #: Seconds each exact reference may take per instance; a time-limited answer is not a proof (its bound is used).
 TIME_LIMIT = 120.0
@@ -148,15 +154,23 @@ def run_one(params: dict) -> dict:
         "io_cost_usd_per_h": float(ev.cost_io),
         "budget_use": float(ev.cost_total / inst.budget_per_hour) if inst.budget_per_hour > 0 else None,
         "jobs_running": int((gpus > 0).sum()),
-        "gpus_used": int(gpus.sum()),
+        "gpus_used": float(np.dot(gpus, ev.time_share)),
         "min_stall_factor": float(ev.stall_factor.min()) if inst.n_jobs else 1.0,
         "mean_stall_factor_running": float(ev.stall_factor[gpus > 0].mean()) if (gpus > 0).any() else 1.0,
     }
 
 
 INSTANCE = ("jobs", "datasets", "budget_fraction", "utility_mix", "io_price_scale", "replicate", "seed")
-#: Methods that never stall a job, whose reference is P2; every other method's is P2s.
+#: Methods that never stall a job, whose reference is P2; time-sharing schedulers' is P2's LP; every other's P2s.
 NO_STALL = ("autocba", "milp")
+TIME_SHARING = ("gavel-fair", "gavel-fair-tuned")
+
+
+def _form(method: str) -> str:
+    """The reference form of ``method`` (a registered name or ``SCHEDULER[POLICY]``): P2, P2-LP or P2s."""
+    if method in NO_STALL:
+        return "P2"
+    return "P2-LP" if method.split("[")[0] in TIME_SHARING else "P2s"
 
 
 def _method_column(runs: pd.DataFrame, method: str, column: str) -> pd.Series:
@@ -179,7 +193,9 @@ def references(runs: pd.DataFrame) -> pd.DataFrame:
     (certified, proofs/welfare_milp_forms.md Theorem F3); else its bound
     (``p2s-bound``), the optimum of the P2s relaxation or HiGHS's bound on it,
     an upper bound on P2s; with none, ``none`` and NaN.  AutoCBA's certificate
-    bounds P2 only, never P2s (P2 ≤ P2s), so it is no P2s fallback.
+    bounds P2 only, never P2s (P2 ≤ P2s), so it is no P2s fallback.  P2-LP:
+    ``lp``'s bound, the optimum of P2's LP relaxation (``p2-lp``), which bounds
+    every time-shared allocation.
 
     ``p2_gap`` and ``p2s_gap`` are the relative distance from the reference down
     to the best lower bound the runs prove: the referee's welfare of a method
@@ -208,17 +224,20 @@ def references(runs: pd.DataFrame) -> pd.DataFrame:
     stall_bound = col("milp-stall", "bound").astype(float)
     out["p2s_reference"] = np.where(stall_opt, "p2s-optimum", np.where(stall_bound.notna(), "p2s-bound", "none"))
     out["p2s_reference_welfare"] = np.where(stall_opt, col("milp-stall", "welfare").astype(float), stall_bound)
+    lp_bound = col("lp", "bound").astype(float)
+    out["p2lp_reference"] = np.where(lp_bound.notna(), "p2-lp", "none")
+    out["p2lp_reference_welfare"] = lp_bound
     scored = runs[runs["feasible"].astype(object).eq(True)] if "feasible" in runs else runs.iloc[:0]
     lower_p2 = scored[scored["method"].isin(NO_STALL)].groupby(list(INSTANCE))["welfare"].max().reindex(idx)
     lower_p2s = scored.groupby(list(INSTANCE))["welfare"].max().reindex(idx)
-    for form, lower in (("p2", lower_p2), ("p2s", lower_p2s)):
+    for form, lower in (("p2", lower_p2), ("p2s", lower_p2s), ("p2lp", lower_p2s)):
         ref = out[f"{form}_reference_welfare"]
         out[f"{form}_gap"] = np.maximum(ref - lower, 0.0) / ref.where(ref > 0)
     return out.reset_index()
 
 
 def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (instance, method): its reference (P2 if it never stalls, else P2s), welfare / reference, AutoCBA / it.
+    """Per (instance, method): its reference (P2, P2-LP or P2s, :func:`_form`), welfare / reference, AutoCBA / it.
 
     Columns ``reference`` (the form, :func:`references`), ``reference_welfare``,
     ``of_reference`` and ``above_reference`` (the referee's welfare exceeds the
@@ -227,9 +246,10 @@ def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
     refs = references(runs)
     auto = runs[runs["method"] == "autocba"][[*INSTANCE, "welfare"]].rename(columns={"welfare": "autocba"})
     out = runs.merge(auto, on=list(INSTANCE), how="inner").merge(refs, on=list(INSTANCE), how="left")
-    p2 = out["method"].isin(NO_STALL)
-    out["reference"] = np.where(p2, out["p2_reference"], out["p2s_reference"])
-    out["reference_welfare"] = np.where(p2, out["p2_reference_welfare"], out["p2s_reference_welfare"]).astype(float)
+    form = out["method"].map(_form)
+    key = form.map({"P2": "p2", "P2-LP": "p2lp", "P2s": "p2s"})
+    out["reference"] = [out.at[i, f"{k}_reference"] for i, k in key.items()]
+    out["reference_welfare"] = np.array([out.at[i, f"{k}_reference_welfare"] for i, k in key.items()], dtype=float)
     out["of_reference"] = out["welfare"] / out["reference_welfare"]
     out["above_reference"] = out["welfare"] > out["reference_welfare"] * (1 + CLOSE) + CLOSE
     positive = out["welfare"].where(out["welfare"] > 0)
@@ -254,7 +274,7 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         row = {
             "method": method,
             "instances": len(g),
-            "reference_form": "P2" if method in NO_STALL else "P2s",
+            "reference_form": _form(str(method)),
             "reference_proven": int(g["reference"].isin(["p2-optimum", "p2s-optimum"]).sum()),
             "of_reference_mean": float(g["of_reference"].mean()),
             "of_reference_min": float(g["of_reference"].min()),
