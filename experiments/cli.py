@@ -490,7 +490,7 @@ def parser() -> argparse.ArgumentParser:
         "--policy",
         required=True,
         help="cost: cba, io-only, cache-all, coordl, quiver, silod, ...; "
-        "welfare: autocba, gavel-tput, gavel-fair, optimus (and -tuned)",
+        "welfare: autocba, gavel-tput, gavel-fair, optimus, utility-greedy (and -tuned)",
     )
     m.add_argument(
         "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
