@@ -186,10 +186,12 @@ def elastic_toy(*, budget_per_hour: float = 14.0) -> Instance:
     bandwidth); the 0.15 $/h left buys no further GPU with its data, while
     15 $/h buys welfare 79.  AutoCBA finds a welfare-78
     answer too, with a certificate of about 78.74 (so it can prove only a
-    gap below 1%).  The IO-unaware schedulers gavel-tput, gavel-fair and
-    optimus, blind to IO and to utilities and cut to their own bill, run all
-    five jobs at 2 GPUs, unstalled, and score 69; the utility-greedy ablation
-    scores 72.  Raise the budget to watch the GPU limit take over.
+    gap below 1%).  The IO-unaware schedulers, blind to IO and to utilities
+    and cut to their own bill, feed every job they run: gavel-tput and optimus
+    run all five jobs at 2 GPUs (welfare 69), gavel-fair time-shares 11 GPUs
+    equally (each job at 4 GPUs 55% of the time, 64.9); the utility-greedy
+    ablation, which reads the utilities, finds the optimum 78.  Raise the
+    budget to watch the GPU limit take over.
     """
     datasets = ("imagenet", "librispeech")
     jobs = (

@@ -164,20 +164,28 @@ def feed_within_budget(inst: Instance, schedule: Schedule, policy: str = "silod"
 def billed_cap(inst: Instance, cap: int, schedule: Schedule, fed: Allocation) -> int:
     """The next, smaller GPU cap of the naive rule: cut the GPUs by what the unstalled bill overshoots.
 
-    The bill ``fed.extra["bill_per_hour"]`` exceeds the budget by some money
-    (or the bandwidth need exceeds B by some share); the operator keeps the IO
-    bill and buys that much fewer GPUs: ⌊(Budget − IO bill) / p_g⌋ and
-    ⌊used · B / need⌋, and in any case at least one GPU fewer than it holds.
+    The bill ``fed.extra["bill_per_hour"]`` (GPUs, cache and the bandwidth that
+    would feed every chosen job) exceeds the budget, or the bandwidth need
+    exceeds B.  The operator cuts the GPUs it holds, ``used``, by the
+    overshoot: to ⌊(Budget − IO bill) / p_g⌋ if the IO bill stayed as it is,
+    or to ⌊used · Budget / bill⌋ if the whole bill shrank with the GPUs,
+    whichever cuts less (the truth lies between), and to ⌊used · B / need⌋
+    for B; in any case to at least one GPU fewer than it holds, so the rule
+    ends.
     """
     used = math.ceil(schedule.gpu_time() - 1e-9)
-    nxt = min(cap, used) - 1
-    io_bill = float(fed.extra["bill_per_hour"]) - inst.price_gpu * schedule.gpu_time()
-    if inst.price_gpu > 0 and math.isfinite(inst.budget_per_hour):
-        nxt = min(nxt, math.floor((inst.budget_per_hour - io_bill) / inst.price_gpu + 1e-9))
+    bill = float(fed.extra["bill_per_hour"])
+    cuts = [used - 1]
+    if math.isfinite(inst.budget_per_hour) and bill > inst.budget_per_hour:
+        estimates = [math.floor(used * inst.budget_per_hour / bill)]
+        if inst.price_gpu > 0:
+            io_bill = bill - inst.price_gpu * schedule.gpu_time()
+            estimates.append(math.floor((inst.budget_per_hour - io_bill) / inst.price_gpu + 1e-9))
+        cuts.append(max(estimates))
     need = float(fed.extra["bandwidth_need_gbps"])
     if need > inst.bandwidth_gbps:
-        nxt = min(nxt, math.floor(used * inst.bandwidth_gbps / need))
-    return max(nxt, 0)
+        cuts.append(math.floor(used * inst.bandwidth_gbps / need))
+    return max(min(cap - 1, *cuts), 0)
 
 
 def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocation:
