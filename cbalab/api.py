@@ -190,7 +190,7 @@ class Result:
         return dict(self.document)
 
     def jobs_frame(self) -> pd.DataFrame:
-        """One row per job: its dataset, GPUs, data rate, bandwidth, hit ratio and stall factor."""
+        """One row per job: its dataset, GPUs, data rate, bandwidth, hit ratio, stall factor and time share."""
         inst, alloc, ev = self.instance, self.allocation, self.evaluation
         n = inst.n_jobs
         bw = np.asarray(alloc.bandwidth_gbps, float) if alloc.has_allocation else np.full(n, np.nan)
@@ -203,6 +203,7 @@ class Result:
                 "bandwidth_gbps": bw,
                 "hit_ratio": ev.hit_ratio[inst.job_dataset] if ev is not None else np.full(n, np.nan),
                 "stall_factor": ev.stall_factor if ev is not None else np.full(n, np.nan),
+                "time_share": ev.time_share if ev is not None else np.full(n, np.nan),
             }
         )
         return frame

@@ -74,6 +74,9 @@ def test_frames_are_tidy_and_consistent() -> None:
     assert ds["bandwidth_gbps"].sum() == pytest.approx(jobs["bandwidth_gbps"].sum())
     assert (ds["cache_gb"] <= ds["size_gb"] * (1 + 1e-9)).all()
     assert np.allclose(ds["demand_gbps"].sum(), jobs["rate_gbps"].sum())
+    assert (jobs["time_share"] == 1.0).all()
+    fair = cbalab.solve(cbalab.examples.elastic_toy(), "gavel-fair").jobs_frame()
+    assert fair["time_share"].tolist() == pytest.approx([11 / 20] * 5)
 
 
 def test_problem_is_required_when_ambiguous_and_methods_lists_them() -> None:
