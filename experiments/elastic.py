@@ -45,8 +45,9 @@ job gets the same fraction and stalls by it (§5).  So **the spend never
 exceeds the budget**, whatever the policy and the warm-up state.
 
 A policy that holds GPUs it cannot feed at all (no money or B left for
-their remote IO, which also keeps their caches from ever warming) while no
-arrival or departure is left to change anything, or feeds them so little
+their remote IO, which also keeps their caches from ever warming), or leaves
+every active job waiting, while no arrival or departure is left to change
+anything, or feeds them so little
 (an IO share below 10⁻⁶, or a replay still running a million horizons
 on) that their progress falls below the clock's resolution, is *stuck*: the replay ends
 there and reports ``unfinished_jobs`` and ``stuck_at_s`` (JCT statistics are
@@ -310,14 +311,9 @@ class ElasticReplay:
         while self.done < self.n:
             t_next = self.next_event()
             if not math.isfinite(t_next):
-                held = self.active[self.g[self.active] > 0]
-                if held.size:  # GPUs held with no money or B left to feed them, and nothing will change
-                    self.stuck_at = self.t
-                    break
-                raise RuntimeError(
-                    f"{self.cfg.policy}: no job can progress at t = {self.t:.6g} s ({self.active.size} jobs wait "
-                    "and nothing is running): the policy leaves them waiting"
-                )
+                # nothing will change: GPUs held with no money or B left to feed them, or every job left waiting
+                self.stuck_at = self.t
+                break
             self.integrate(t_next - self.t)
             idle = idle + 1 if t_next == self.t else 0
             self.t = t_next

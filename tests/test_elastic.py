@@ -196,6 +196,19 @@ def test_regression_issue18_io_unaware_schedulers_finish_every_job_at_expensive_
         assert (res.timeseries["waiting_jobs"] == 0).all()
 
 
+@pytest.mark.parametrize("policy", ["gavel-tput", "gavel-fair", "optimus", "utility-greedy"])
+def test_regression_issue18_a_price_blind_cache_does_not_eat_the_budget(policy: str) -> None:
+    """Budget 0.05 of the reference, cache at 0.05 $/GB-h: SiloD's price-blind cache took all the money left, the
+    bill never fitted, the GPU cap fell to 0 and the replay raised "no job can progress".  The cache is now cut
+    until it and its bandwidth fit (io_unaware.affordable_cache), and the cap stops at 1 before 0: every job
+    finishes."""
+    w = elastic(assign(generate_trace(60, 2), 2, n_datasets=48), 2)
+    cfg = ElasticConfig(policy=policy, gpus=64, prices=(2.5, 0.05, 27.0), budget_fraction=0.05)
+    res = replay(w, cfg)
+    assert res.summary["unfinished_jobs"] == 0 and res.summary["stuck_at_s"] is None
+    assert res.jobs["finish_time_s"].notna().all()
+
+
 def test_online_certificate_is_an_upper_bound_and_matches_theorem_d() -> None:
     """The online Lagrangian is Theorem D's (proofs/autocba_certificate.md): its bound is ≥ AutoCBA's welfare
     and within the offline bound's reach; online AutoCBA's decision is no worse than 1 − gap of its bound."""

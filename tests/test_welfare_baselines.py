@@ -79,7 +79,7 @@ def test_the_naive_rule_feeds_every_running_job_in_full(inst: Instance) -> None:
         alloc = methods.get("welfare", name).function()(inst)
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible, ev.violations
-        assert alloc.extra["io_factor"] == 1.0
+        assert alloc.extra["io_factor"] >= 1.0 - RTOL
         running = np.asarray(alloc.gpus) > 0
         assert np.all(ev.stall_factor[running] >= 1.0 - 1e-9)
 
@@ -243,7 +243,7 @@ def test_regression_issue18_naive_schedulers_buy_io_instead_of_stalling_on_a_tig
         alloc = methods.get("welfare", name).function()(inst)
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible
-        assert alloc.extra["io_factor"] == 1.0 and alloc.extra["caps_tried"] > 1
+        assert alloc.extra["io_factor"] >= 1.0 - RTOL and alloc.extra["caps_tried"] > 1
         assert ev.stall_factor[np.asarray(alloc.gpus) > 0].min() == 1.0
         assert ev.cost_total <= inst.budget_per_hour * (1 + 1e-9)
         assert ev.welfare <= methods.run(inst, "welfare", f"{name}-tuned")[0]["welfare"] + 1e-9
@@ -267,6 +267,27 @@ def test_regression_issue18_only_the_ablation_reaches_the_gpu_only_optimum() -> 
     assert min(shares["utility-greedy"]) >= 0.98 and np.mean(shares["utility-greedy"]) >= 0.99
     for name in ("gavel-tput", "gavel-fair", "optimus"):
         assert np.mean(shares[name]) < 0.95, name
+
+
+def test_affordable_cache_keeps_the_largest_prefix_whose_bill_fits() -> None:
+    """One 10 GB dataset read at 1 GB/s, p_b = 2: a GB cached saves 0.2 $/h of bandwidth.  At p_c = 0.1 the bill
+    2 − 0.1 x falls with x, so all 10 GB are kept; at p_c = 0.5 it rises, 2 + 0.3 x: 2.6 $/h keeps 2 GB, and 1.9
+    $/h fits no cut, so the least bill (no cache) is kept."""
+    from cbalab.models.instance import build
+
+    def inst(p_c: float) -> Instance:
+        return build(
+            dataset_size_gb=np.array([10.0]),
+            job_dataset=np.array([0]),
+            cache_gb=10.0,
+            prices=(1.0, p_c, 2.0),
+            options=(np.array([0, 1]), np.array([1]), np.array([1.0]), np.array([1.0])),
+        )
+
+    full, R = np.array([10.0]), np.array([1.0])
+    assert io_unaware.affordable_cache(inst(0.1), full, R, 1.5).tolist() == [10.0]
+    assert io_unaware.affordable_cache(inst(0.5), full, R, 2.6).tolist() == pytest.approx([2.0])
+    assert io_unaware.affordable_cache(inst(0.5), full, R, 1.9).tolist() == [0.0]
 
 
 def _one_job_table(gpus: list[int], rates: list[float]) -> Instance:
