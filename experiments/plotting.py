@@ -32,6 +32,8 @@ STYLE: dict[str, dict[str, Any]] = {
     "gavel-fair-tuned": {"color": "#bcbd22", "marker": "^"},
     "optimus": {"color": "#9467bd", "marker": "v"},
     "optimus-tuned": {"color": "#e377c2", "marker": "v"},
+    "utility-greedy": {"color": "#8c564b", "marker": "P"},
+    "utility-greedy-tuned": {"color": "#c49c94", "marker": "P"},
 }
 
 
