@@ -227,10 +227,11 @@ def _welfare(doc: dict) -> float | None:
 
 def cmd_methods(args: argparse.Namespace) -> int:
     """``cbalab methods``: the registry, by problem (what ``--method`` accepts)."""
+    width = max(len(name) for problem in ("cost", "welfare") for name in methods.names(problem)) + 2
     for problem in ("cost", "welfare"):
         print(f"{problem}:")
         for name in methods.names(problem):
-            print(f"  {name:<18}{methods.get(problem, name).summary}")
+            print(f"  {name:<{width}}{methods.get(problem, name).summary}")
     return EXIT_OK
 
 
