@@ -1,4 +1,10 @@
-"""Figure output shared by the experiments: matplotlib on the Agg backend, every figure as PDF and PNG."""
+"""The one plotting style of cbalab: a colour and marker per method, figure sizes, and PDF + PNG output.
+
+Both the figures of ``cbalab experiment NAME`` (:func:`figure`, :func:`save`) and those of ``cbalab paper``
+(:func:`paper_figure`, :func:`render`) draw from here, so that a method looks the same everywhere and every
+figure is encoded without dates or version tags (one machine redraws the same bytes).  matplotlib runs on
+the Agg backend.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
 from cbalab.models.files import atomic_write_bytes
 
@@ -32,6 +39,15 @@ STYLE: dict[str, dict[str, Any]] = {
     "gavel-fair-tuned": {"color": "#bcbd22", "marker": "^"},
     "optimus": {"color": "#9467bd", "marker": "v"},
     "optimus-tuned": {"color": "#e377c2", "marker": "v"},
+    "utility-greedy": {"color": "#8c564b", "marker": "<"},
+    "utility-greedy-tuned": {"color": "#c49c94", "marker": "<"},
+}
+
+#: ``savefig`` keywords per format: no creation date, producer or software tag, so the bytes depend on the
+#: drawing alone (and on the matplotlib and FreeType builds).
+FORMATS: dict[str, dict[str, Any]] = {
+    "pdf": {"metadata": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}},
+    "png": {"dpi": 150, "metadata": {"Software": None}},
 }
 
 
@@ -46,6 +62,46 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     return fig, axes
 
 
+def paper_figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2.3) -> tuple[Any, Any]:
+    """A figure of ``nrows × ncols`` panels sized for the paper: ``width × height`` inches in all, small fonts.
+
+    3.4 inches is one column of the paper, 7.0 the full page width.  The fonts, marker size and line width
+    are set in matplotlib's rcParams, so they hold for every figure drawn after this one in the process.
+    """
+    plt.rcParams.update(
+        {
+            "font.size": 7,
+            "axes.titlesize": 7,
+            "axes.labelsize": 7,
+            "legend.fontsize": 6,
+            "xtick.labelsize": 6,
+            "ytick.labelsize": 6,
+            "svg.hashsalt": "cbalab",
+            "lines.markersize": 3,
+            "lines.linewidth": 1.0,
+        }
+    )
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
+    return fig, axes
+
+
+def plain_log_ticks(axis: Any) -> None:
+    """Tick labels of a log axis as plain numbers (0.5, 2, 4) instead of powers of ten."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "1235" else ""))
+
+
+def render(fig: Any) -> dict[str, bytes]:
+    """``fig`` encoded in each of :data:`FORMATS` (extension -> bytes); the figure is closed afterwards."""
+    out = {}
+    for ext, kwargs in FORMATS.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, **kwargs)
+        out[ext] = buf.getvalue()
+    plt.close(fig)
+    return out
+
+
 def save(fig: Any, outdir: Path, stem: str, *, tight: bool = True) -> list[Path]:
     """Write ``fig`` as ``outdir/stem.pdf`` and ``outdir/stem.png`` (atomically), close it, return both paths.
 
@@ -54,10 +110,4 @@ def save(fig: Any, outdir: Path, stem: str, *, tight: bool = True) -> list[Path]
     outdir.mkdir(parents=True, exist_ok=True)
     if tight:
         fig.tight_layout()
-    paths = []
-    for ext, kwargs in (("pdf", {"metadata": {"CreationDate": None}}), ("png", {"dpi": 150})):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, **kwargs)
-        paths.append(atomic_write_bytes(outdir / f"{stem}.{ext}", buf.getvalue()))
-    plt.close(fig)
-    return paths
+    return [atomic_write_bytes(outdir / f"{stem}.{ext}", data) for ext, data in render(fig).items()]
