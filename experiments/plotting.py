@@ -9,6 +9,7 @@ the Agg backend.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,31 @@ def plain_log_ticks(axis: Any) -> None:
     """Tick labels of a log axis as plain numbers (0.5, 2, 4) instead of powers of ten."""
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "1235" else ""))
+
+
+def strips(
+    ax: Any,
+    categories: list[str],
+    parts: list[tuple[str, Any, Any]],
+    step: float,
+    ylabel: str,
+    marks: Sequence[tuple[float, dict[str, Any]]] = (),
+) -> None:
+    """Ratios as dots over ``categories`` on the x axis, on a log value axis with plain tick labels.
+
+    Each part is (label, the category of each point, the value of each point); part n is shifted by
+    ``step`` × (n − the middle part) so the parts stand side by side.  ``marks`` are horizontal lines
+    (value, keywords) drawn over the dots, then a thin grey line at 1 (a ratio of one).
+    """
+    for n, (label, cats, values) in enumerate(parts):
+        x = [categories.index(c) + (n - (len(parts) - 1) / 2) * step for c in cats]
+        ax.plot(x, values, "o", ms=2.5, alpha=0.8, label=label)
+    for value, kwargs in marks:
+        ax.axhline(value, **kwargs)
+    ax.axhline(1.0, color="#999999", lw=0.6)
+    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    ax.set(yscale="log", ylabel=ylabel)
+    plain_log_ticks(ax.yaxis)
 
 
 def render(fig: Any) -> dict[str, bytes]:

@@ -10,6 +10,7 @@ import pytest
 
 from cbalab.experiments import paper
 from cbalab.experiments.cli import main
+from cbalab.experiments.runner import EXPERIMENTS, load_experiment
 from cbalab.experiments.runs import io_cost, welfare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +23,20 @@ def paper_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "paper"
     shutil.copytree(PAPER, dest, ignore=shutil.ignore_patterns("build", "paper.pdf"))
     return dest
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_experiment_draws_its_paper_section(name: str) -> None:
+    """Each experiment of the runner owns its section (``paper_section``) and the prefix of its macros."""
+    module = load_experiment(name)
+    assert callable(module.paper_section)
+    assert isinstance(module.PREFIX, str) and module.PREFIX.isalpha() and module.PREFIX[0].isupper()
+
+
+def test_every_experiment_has_its_own_macro_prefix() -> None:
+    """No two experiments share a prefix, so no macro of numbers.tex is defined twice."""
+    prefixes = [load_experiment(name).PREFIX for name in EXPERIMENTS]
+    assert len(set(prefixes)) == len(prefixes)
 
 
 def test_committed_paper_is_in_step_with_its_results() -> None:

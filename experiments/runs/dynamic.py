@@ -48,7 +48,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from cbalab.experiments.data import data_path
 from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
 from cbalab.experiments.paper.text import booktabs, fixed, integer, sig, tex_escape
-from cbalab.experiments.plotting import figure, paper_figure, plain_log_ticks, save, style
+from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload, assign, load_trace
@@ -292,16 +292,12 @@ def paper_section(res: Results) -> Section:
     )
     fig, ax = paper_figure(1, 1, width=3.4, height=2.4)
     data = []
-    policies = sorted(long["policy"].unique())
-    for n, factor in enumerate(factors):
+    parts = []
+    for factor in factors:
         part = long[long["io_price_factor"] == factor]
-        x = [policies.index(v) + (n - (len(factors) - 1) / 2) * 0.2 for v in part["policy"]]
-        ax[0, 0].plot(x, part["ratio"], "o", ms=2.5, alpha=0.8, label=f"$p_b$ x {fixed(float(factor), 0)}")
+        parts.append((f"$p_b$ x {fixed(float(factor), 0)}", part["policy"], part["ratio"]))
         data += [{"series": f"pb x {factor:g}", "x": p, "y": r} for p, r in zip(part["policy"], part["ratio"])]
-    ax[0, 0].axhline(1.0, color="#999999", lw=0.6)
-    ax[0, 0].set_xticks(range(len(policies)), policies, rotation=30, ha="right")
-    ax[0, 0].set(yscale="log", ylabel="IO cost / P3 lower bound")
-    plain_log_ticks(ax[0, 0].yaxis)
+    strips(ax[0, 0], sorted(long["policy"].unique()), parts, 0.2, "IO cost / P3 lower bound")
     ax[0, 0].legend()
     fig.tight_layout()
     s.figure("dynamic", fig, pd.DataFrame(data))

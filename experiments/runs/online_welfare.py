@@ -60,7 +60,7 @@ from cbalab.experiments.paper.section import (
     provenance,
 )
 from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, tex_escape
-from cbalab.experiments.plotting import figure, paper_figure, plain_log_ticks, save, style
+from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, load_trace
 from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
@@ -319,18 +319,14 @@ def paper_section(res: Results) -> Section:
     )
     fig, ax = paper_figure(1, 1, width=3.4, height=2.4)
     data = []
-    scheds = sorted(pos["scheduler"].unique())
-    scales = sorted(pos["io_scale"].unique())
-    for n, scale in enumerate(scales):
+    parts = []
+    for scale in sorted(pos["io_scale"].unique()):
         part = pos[pos["io_scale"] == scale]
-        x = [scheds.index(v) + (n - (len(scales) - 1) / 2) * 0.15 for v in part["scheduler"]]
-        ax[0, 0].plot(x, part["ratio"], "o", ms=2.5, alpha=0.8, label=f"IO prices x {fixed(float(scale), 0)}")
+        parts.append((f"IO prices x {fixed(float(scale), 0)}", part["scheduler"], part["ratio"]))
         data += [{"series": f"io x {scale:g}", "x": m, "y": r} for m, r in zip(part["method"], part["ratio"])]
-    ax[0, 0].axhline(PAPER_WELFARE_RATIO, color="k", ls="--", lw=0.8, label="seed paper: 2.27x")
-    ax[0, 0].axhline(1.0, color="#999999", lw=0.6)
-    ax[0, 0].set_xticks(range(len(scheds)), scheds, rotation=30, ha="right")
-    ax[0, 0].set(yscale="log", ylabel="AutoCBA / baseline welfare")
-    plain_log_ticks(ax[0, 0].yaxis)
+    paper_mark = (PAPER_WELFARE_RATIO, {"color": "k", "ls": "--", "lw": 0.8, "label": "seed paper: 2.27x"})
+    ylabel = "AutoCBA / baseline welfare"
+    strips(ax[0, 0], sorted(pos["scheduler"].unique()), parts, 0.15, ylabel, marks=[paper_mark])
     ax[0, 0].legend()
     fig.tight_layout()
     s.figure("online-welfare", fig, pd.DataFrame(data))
