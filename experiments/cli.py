@@ -333,7 +333,7 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
-    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper.py)."""
+    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper/)."""
     import os
 
     from cbalab.experiments.paper import main_paper

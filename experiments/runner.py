@@ -12,7 +12,10 @@ An experiment is a module under ``cbalab.experiments.runs`` that exposes
   (PDF for the paper, PNG for the README; matplotlib's Agg backend), drawn from
   the successful rows;
 * optionally ``tables(runs: pandas.DataFrame) -> dict[str, pandas.DataFrame]``:
-  summary tables, each written as ``DIR/NAME/<name>.csv`` and printed.
+  summary tables, each written as ``DIR/NAME/<name>.csv`` and printed;
+* ``PREFIX`` and ``paper_section(res: Results) -> Section``: its section of the
+  paper, macros, tables and figures drawn from the committed results, which
+  ``cbalab paper`` (experiments/paper/) assembles over :data:`EXPERIMENTS`.
 
 The runner evaluates the grid on local processes (``--workers N``; N = 1 runs
 in this process) or on a Dask distributed cluster (``--scheduler

@@ -91,3 +91,26 @@ def test_a_users_own_package_does_not_shadow_cbalab(tmp_path: Path, shadow: str)
     code = "import cbalab, cbalab.models.instance, cbalab.experiments.cli; print(cbalab.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip() == "cbalab"
+
+
+#: The most lines one source file of experiments/ may hold: a longer one holds more than one concern.
+MAX_LINES = 600
+#: Files above it today, each awaiting its split (issue 20: one replay engine, item 1; the CLI above the facade,
+#: item 3).  No other file may grow past the limit.
+OVER_LONG = {"experiments/cli.py", "experiments/elastic.py", "experiments/simulate.py"}
+
+
+def test_no_experiments_file_holds_more_than_one_concern() -> None:
+    """No file of experiments/ (the paper package and the run modules included) is longer than MAX_LINES."""
+    long = [
+        f"{path.relative_to(ROOT)}: {n} lines"
+        for path in _sources("experiments")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and str(path.relative_to(ROOT)) not in OVER_LONG
+    ]
+    assert long == []
+
+
+def test_the_paper_reaches_the_experiments_through_the_runner_only() -> None:
+    """experiments/paper/ imports no run module: it assembles the sections over runner.EXPERIMENTS, not a list."""
+    assert _offences(["experiments/paper"], ("cbalab.experiments.runs",)) == []

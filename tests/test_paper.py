@@ -1,4 +1,4 @@
-"""``cbalab paper``: the committed paper is in step with its results, and the check can fail (experiments/paper.py)."""
+"""``cbalab paper``: the committed paper is in step with its results, and the check can fail (experiments/paper/)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 
 from cbalab.experiments import paper
 from cbalab.experiments.cli import main
+from cbalab.experiments.runner import EXPERIMENTS, load_experiment
+from cbalab.experiments.runs import io_cost, welfare
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT / "paper"
@@ -21,6 +23,20 @@ def paper_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "paper"
     shutil.copytree(PAPER, dest, ignore=shutil.ignore_patterns("build", "paper.pdf"))
     return dest
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_experiment_draws_its_paper_section(name: str) -> None:
+    """Each experiment of the runner owns its section (``paper_section``) and the prefix of its macros."""
+    module = load_experiment(name)
+    assert callable(module.paper_section)
+    assert isinstance(module.PREFIX, str) and module.PREFIX.isalpha() and module.PREFIX[0].isupper()
+
+
+def test_every_experiment_has_its_own_macro_prefix() -> None:
+    """No two experiments share a prefix, so no macro of numbers.tex is defined twice."""
+    prefixes = [load_experiment(name).PREFIX for name in EXPERIMENTS]
+    assert len(set(prefixes)) == len(prefixes)
 
 
 def test_committed_paper_is_in_step_with_its_results() -> None:
@@ -128,7 +144,7 @@ def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
     paper_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No latexmk on the PATH: no PDF, and the message names what is missing."""
-    monkeypatch.setattr(paper.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     pdf, message = paper.compile_pdf(paper_copy)
     assert pdf is None and "latexmk is not installed" in message
     assert not (paper_copy / "paper.pdf").exists()
@@ -156,7 +172,7 @@ def _welfare_runs(baseline_welfare: list[float]) -> pd.DataFrame:
 
 def test_starved_baseline_is_counted_apart_not_averaged() -> None:
     """A baseline at (almost) zero welfare is 'starved': counted, never a 1e17x ratio in the maximum."""
-    s = paper.welfare(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
+    s = welfare.paper_section(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
     assert s.values["ZeroPairs"] == 1
     assert s.values["MaxRatio"] == pytest.approx(5.0)  # 10 / 2, not 10 / 1e-12
     assert s.values["VsBestMax"] == pytest.approx(2.0)  # against the strongest baseline, 10 / 5
@@ -164,7 +180,7 @@ def test_starved_baseline_is_counted_apart_not_averaged() -> None:
 
 def test_welfare_shares_are_of_each_methods_own_reference() -> None:
     """AutoCBA's share is of the proven P2 optimum (11), not its certificate (12); a baseline's of P2s's bound (13)."""
-    s = paper.welfare(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
+    s = welfare.paper_section(paper.Results("welfare", _welfare_runs([5.0, 1e-12, 2.0]), {}, 0))
     assert s.values["AutoOfRefMeanPct"] == pytest.approx(10.0 / 11.0)
     assert s.values["AutoGapMaxPct"] == pytest.approx(1.0 / 11.0)
     assert s.values["CertOverMaxPct"] == pytest.approx(1.0 / 11.0)
@@ -178,7 +194,7 @@ def test_welfare_without_the_exact_references_is_said_not_guessed() -> None:
     """A sweep without ``milp`` rows is unusable (named), never silently measured against the certificate."""
     runs = _welfare_runs([5.0])
     with pytest.raises(paper.ResultsUnusableError, match="no milp rows"):
-        paper.welfare(paper.Results("welfare", runs[runs["method"] != "milp"], {}, 0))
+        welfare.paper_section(paper.Results("welfare", runs[runs["method"] != "milp"], {}, 0))
 
 
 def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
@@ -197,7 +213,7 @@ def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> No
         }
         for p, c, st in (("cba", 80.0, 0.0), ("io-only", 100.0, 0.0), ("quiver", 10.0, 5.0))
     ]
-    pts = paper._io_points(pd.DataFrame(rows))
+    pts = io_cost.compared_points(pd.DataFrame(rows))
     assert pts.loc[0, "best"] == "io-only"
     assert pts.loc[0, "saving"] == pytest.approx(0.2)
     assert not pts.loc[0, "quiver_fed"]

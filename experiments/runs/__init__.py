@@ -2,6 +2,7 @@
 
 Each exposes ``NAME``, ``grid(quick, seed)``, ``run_one(params)``, ``figures(runs, outdir)`` and optionally
 ``tables(runs)``; the runner evaluates the grid, writes every run atomically and assembles runs.csv, meta.json,
-the figures and the tables under ``DIR/NAME/``.  Modules import library code only, never each other's runs
-(scaling imports milp_scale's grid when it is installed).
+the figures and the tables under ``DIR/NAME/``.  Each also owns its section of the paper, ``PREFIX`` (of its
+macros) and ``paper_section(res)``, which ``cbalab paper`` (experiments/paper/) assembles.  Modules import
+library code only, never each other's runs (scaling imports milp_scale's grid when it is installed).
 """

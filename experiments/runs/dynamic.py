@@ -46,13 +46,17 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cbalab.experiments.data import data_path
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
+from cbalab.experiments.paper.text import booktabs, fixed, integer, sig, tex_escape
+from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload, assign, load_trace
 from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
 
 NAME = "dynamic"
+#: The prefix of the paper's macros for this experiment (``\DynamicWorstRatio`` …, ``\ifHaveDynamic``).
+PREFIX = "Dynamic"
 
 #: The policies compared; cba-keep is the warm-up-aware online policy (proofs/cba_keep_competitive.md).
 POLICIES = ("cba", "silod", "quiver", "cache-all", "io-only", "cba-keep")
@@ -211,3 +215,90 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         if j == 0:
             a.set_ylabel("replay IO cost / P3 lower bound")
     return save(fig, outdir, "dynamic")
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's dynamic section: each online policy's competitive ratio to P3 on Philly windows (model.md §6).
+
+    A ``ratio`` row replays one window under every policy; ``ratio_<policy>`` is its IO cost over P3's
+    certified lower bound, so an upper bound on its competitive ratio on that window
+    (proofs/dynamic_lower_bound.md).  A ``scale`` row is P3 alone on a larger window (size and solve time).
+    """
+    runs = res.runs
+    need(runs, "kind", "io_price_factor", "jobs")
+    ratio_cols = [c for c in runs.columns if c.startswith("ratio_")]
+    if not ratio_cols:
+        raise ResultsUnusableError("runs.csv lacks the ratio_<policy> columns this generator reads")
+    s = Section(PREFIX)
+    provenance(s, res)
+    rows_ = runs[runs["kind"] == "ratio"]
+    if rows_.empty:
+        raise ResultsUnusableError("dynamic has no ratio rows")
+    long = rows_.melt(
+        id_vars=[c for c in ("window", "io_price_factor", "jobs") if c in rows_],
+        value_vars=ratio_cols,
+        var_name="policy",
+        value_name="ratio",
+    ).dropna(subset=["ratio"])
+    long["policy"] = long["policy"].str.removeprefix("ratio_")
+    if long.empty:
+        raise ResultsUnusableError("dynamic has no finite ratio (P3 gave no positive bound)")
+    s.number("Windows", len(rows_), integer(len(rows_)))
+    s.number("WindowJobs", int(rows_["jobs"].max()), integer(int(rows_["jobs"].max())))
+    factors = sorted(rows_["io_price_factor"].unique())
+    s.number("PriceFactors", len(factors), integer(len(factors)))
+    s.number("BestRatio", float(long["ratio"].min()), fixed(float(long["ratio"].min()), 3))
+    s.number("WorstRatio", float(long["ratio"].max()), fixed(float(long["ratio"].max()), 2))
+    mean = long.groupby("policy")["ratio"].mean()
+    s.word("BestPolicy", str(mean.idxmin()))
+    s.number("BestPolicyMeanRatio", float(mean.min()), fixed(float(mean.min()), 3))
+    s.word("WorstPolicy", str(mean.idxmax()))
+    s.number("WorstPolicyMeanRatio", float(mean.max()), fixed(float(mean.max()), 2))
+    for policy, name in (("cba", "Cba"), ("cba-keep", "Keep")):
+        r = long[long["policy"] == policy]["ratio"]
+        if len(r):
+            s.number(f"{name}MeanRatio", float(r.mean()), fixed(float(r.mean()), 3))
+            s.number(f"{name}WorstRatio", float(r.max()), fixed(float(r.max()), 3))
+    if "p3_status" in rows_:
+        optimal = int((rows_["p3_status"].astype(str) == "optimal").sum())
+        s.number("OptimalWindows", optimal, integer(optimal))
+    stall_cols = [c for c in rows_.columns if c.startswith("stall_hours_")]
+    if stall_cols:
+        stalled = int((rows_[stall_cols].astype(float) > 0).any(axis=1).sum())
+        s.number("StalledWindows", stalled, integer(stalled))
+    scale = runs[runs["kind"] == "scale"]
+    if len(scale) and "p3_seconds" in scale:
+        top = scale.loc[scale["jobs"].idxmax()]
+        s.number("ScaleMaxJobs", int(top["jobs"]), integer(int(top["jobs"])))
+        s.number("ScaleSecondsAtMax", float(top["p3_seconds"]), sig(float(top["p3_seconds"])))
+        s.word("ScaleStatusAtMax", str(top.get("p3_status", "")))
+
+    table = []
+    for (policy, factor), g in long.groupby(["policy", "io_price_factor"]):
+        r = g["ratio"]
+        table.append(
+            [
+                tex_escape(str(policy)),
+                fixed(float(factor), 0),
+                integer(len(r)),
+                fixed(float(r.mean()), 3),
+                fixed(float(r.median()), 3),
+                fixed(float(r.max()), 3),
+            ]
+        )
+    s.table(
+        "dynamic",
+        booktabs(["policy", "$p_b$ $\\times$", "windows", "mean", "median", "worst"], table, "lrrrrr"),
+    )
+    fig, ax = paper_figure(1, 1, width=3.4, height=2.4)
+    data = []
+    parts = []
+    for factor in factors:
+        part = long[long["io_price_factor"] == factor]
+        parts.append((f"$p_b$ x {fixed(float(factor), 0)}", part["policy"], part["ratio"]))
+        data += [{"series": f"pb x {factor:g}", "x": p, "y": r} for p, r in zip(part["policy"], part["ratio"])]
+    strips(ax[0, 0], sorted(long["policy"].unique()), parts, 0.2, "IO cost / P3 lower bound")
+    ax[0, 0].legend()
+    fig.tight_layout()
+    s.figure("dynamic", fig, pd.DataFrame(data))
+    return s

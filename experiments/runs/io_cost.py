@@ -36,17 +36,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cbalab.algorithms import registry
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.methods import CACHE_POLICIES
+from cbalab.experiments.paper.section import (
+    PAPER_IO_SAVING,
+    ZERO_GAP,
+    Results,
+    ResultsUnusableError,
+    Section,
+    as_bool,
+    need,
+    provenance,
+)
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sci, tex_escape
+from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import Workload
 
 NAME = "io-cost"
+#: The prefix of the paper's macros for this experiment (``\IoCostMaxSavingPct`` …, ``\ifHaveIoCost``).
+PREFIX = "IoCost"
 
 #: The cost policies replayed (CBA first; the rest are the cache baselines of algorithms/baselines).
-POLICIES = tuple(registry.cache_policies())
-#: The IO-cost saving the seed paper reports for CBA (INFOCOM 2023, abstract: "up to 20.5%").
-PAPER_SAVING = 0.205
+POLICIES = CACHE_POLICIES
 #: p_b in $/(GB/s)-h (experiments.workload.DEFAULT_PRICES) and the base price ratio p_c/p_b.
 PRICE_BANDWIDTH = 0.9
 BASE_RATIO = 0.0004 / 0.9
@@ -163,14 +174,14 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
                 "max_saving": float(saving.max()),
                 "min_saving": float(saving.min()),
                 "points": len(pts),
-                "points_at_or_above_20_5pct": int((saving >= PAPER_SAVING).sum()),
+                "points_at_or_above_20_5pct": int((saving >= PAPER_IO_SAVING).sum()),
                 "times_best_competitor": int((pts["best_competitor"] == rival).sum()),
                 **{f"at_{c}": pts.loc[i, c] for c in POINT},
             }
         )
     headline = pd.DataFrame(rows)
     best = pts[[*POINT, "best_competitor", "best_competitor_io_cost_usd", "cba_io_cost_usd", "saving_vs_best"]]
-    best = best.assign(reaches_paper_20_5pct=best["saving_vs_best"] >= PAPER_SAVING)
+    best = best.assign(reaches_paper_20_5pct=best["saving_vs_best"] >= PAPER_IO_SAVING)
     best.columns.name = None
     return {"headline": headline, "best_competitor": best}
 
@@ -226,7 +237,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
                 textcoords="offset points",
                 xytext=(2, 4 if warm else -9),
             )
-    ax[0, 1].axhline(100 * PAPER_SAVING, color="k", lw=0.8, ls="--", label="paper: 20.5%")
+    ax[0, 1].axhline(100 * PAPER_IO_SAVING, color="k", lw=0.8, ls="--", label="paper: 20.5%")
     ax[0, 1].set(xscale="log", xlabel="price ratio p_c/p_b (1/s)", ylabel="CBA's saving vs best baseline (%)")
     ax[0, 1].legend(fontsize=7)
     paths += save(fig, outdir, "io_cost_price")
@@ -257,3 +268,206 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     ax[0, 0].legend(fontsize=7)
     paths += save(fig, outdir, "io_cost_sweeps")
     return paths
+
+
+#: A policy "feeds every job" at a point when its jobs' stall time is at most this fraction of their job-hours
+#: (jobs x mean JCT).  IO costs are compared only between policies that feed every job: one that stalls buys less
+#: IO and trains slower.
+STALL_TOLERANCE = 1e-4
+
+
+def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per sweep point: every policy's IO cost (column ``<policy>``), whether it fed every job
+    (``<policy>_fed``) and its mean JCT (``<policy>_jct_h``); the cheapest baseline that fed every job
+    (``best``, ``best_cost``) and CBA's saving over it (NaN when CBA or every baseline stalled)."""
+    frame = runs.assign(
+        bandwidth_gbps=runs["bandwidth_gbps"].astype(float).fillna(math.inf),
+        warmup=as_bool(runs["warmup"]),
+        stall_share=runs["stall_h"] / (runs["jobs"] * runs["mean_jct_h"]),
+    )
+    index = list(POINT)
+    wide = frame.pivot_table(index=index, columns="policy", values="io_cost_usd", aggfunc="first")
+    wide = wide.dropna(subset=["cba"])
+    stall = frame.pivot_table(index=index, columns="policy", values="stall_share", aggfunc="first").reindex_like(wide)
+    jct = frame.pivot_table(index=index, columns="policy", values="mean_jct_h", aggfunc="first").reindex_like(wide)
+    rivals = [p for p in POLICIES[1:] if p in wide]
+    if not rivals:
+        raise ResultsUnusableError("io-cost has no baseline rows")
+    fed = stall <= STALL_TOLERANCE
+    fed_cost = wide.where(fed)
+    out = wide.reset_index()
+    for p in wide.columns:
+        out[f"{p}_fed"] = fed[p].to_numpy()
+        out[f"{p}_jct_h"] = jct[p].to_numpy()
+    some = fed_cost[rivals].notna().any(axis=1).to_numpy()
+    out["best"] = np.where(some, fed_cost[rivals].fillna(np.inf).idxmin(axis=1).to_numpy(), "")
+    out["best_cost"] = fed_cost[rivals].min(axis=1).to_numpy()
+    out["saving"] = np.where(
+        out["cba_fed"].to_numpy() & some, 1.0 - out["cba"].to_numpy() / out["best_cost"].to_numpy(), np.nan
+    )
+    out.columns.name = None
+    return out
+
+
+def _where(row: pd.Series, base_ratio: float, tex: bool = True) -> str:
+    """The sweep point of ``row`` in words (LaTeX, or plain text for claims.md): what differs from the base point."""
+    parts = []
+    ratio = float(row["price_ratio"])
+    if not math.isclose(ratio, base_ratio, rel_tol=1e-9):
+        parts.append(f"$p_c/p_b={sci(ratio)}$" if tex else f"p_c/p_b = {ratio:.3g}/s")
+    if row["cache_gb"] != BASE["cache_gb"]:
+        parts.append(f"$C={fixed(float(row['cache_gb']), 0)}$\\,GB" if tex else f"C = {float(row['cache_gb']):g} GB")
+    if row["skew"] != BASE["skew"]:
+        parts.append(f"skew {fixed(float(row['skew']), 1)}")
+    if not bool(row["warmup"]):
+        parts.append("no warm-up")
+    cap = float(row["bandwidth_gbps"])
+    if math.isfinite(cap):
+        parts.append(f"$B={fixed(cap, 1)}$\\,GB/s" if tex else f"B = {cap:g} GB/s")
+    return ", ".join(parts) or "the base point"
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's io-cost section: CBA against every cache baseline on the Philly replay (docs/model.md §4, §6).
+
+    IO costs are compared only between policies that feed every job (:func:`compared_points`).
+    """
+    runs = res.runs
+    need(runs, *POINT, "policy", "jobs", "io_cost_usd", "total_cost_usd", "mean_jct_h", "stall_h")
+    s = Section(PREFIX)
+    provenance(s, res)
+    jobs = int(runs["trace_jobs"].min())
+    sweep = runs[runs["trace_jobs"] == jobs]
+    pts = compared_points(sweep)
+    ratios = sorted(pts["price_ratio"].unique())
+    base_pts = _base(pts, "price_ratio")
+    base_ratio = float(base_pts["price_ratio"].median()) if len(base_pts) else float(ratios[len(ratios) // 2])
+    s.number("Jobs", jobs, integer(jobs))
+    s.number("Points", len(pts), integer(len(pts)))
+    s.number("RatioMin", min(ratios), sci(min(ratios)))
+    s.number("RatioMax", max(ratios), sci(max(ratios)))
+    s.number("BaseRatio", base_ratio, sci(base_ratio))
+    s.number("StallTolPct", STALL_TOLERANCE, sci(100 * STALL_TOLERANCE))
+    stalled = pts[~pts["cba_fed"].astype(bool)]
+    s.number("CbaStalledPoints", len(stalled), integer(len(stalled)))
+    if "infeasible_events" in sweep:
+        events = int(sweep[sweep["policy"] == "cba"]["infeasible_events"].sum())
+        s.number("CbaInfeasibleEvents", events, integer(events))
+    pts = pts.dropna(subset=["saving"])
+    s.number("ComparedPoints", len(pts), integer(len(pts)))
+    if pts.empty:
+        raise ResultsUnusableError("io-cost: no sweep point where CBA and a baseline both feed every job")
+    i = int(pts["saving"].idxmax())
+    s.number("MaxSavingPct", float(pts.loc[i, "saving"]), pct(float(pts.loc[i, "saving"])))
+    s.word("MaxSavingRival", str(pts.loc[i, "best"]))
+    s.number("MaxSavingWhere", math.nan, _where(pts.loc[i], base_ratio))
+    s.values["max_where"] = _where(pts.loc[i], base_ratio, tex=False)
+    j = int(pts["saving"].idxmin())
+    s.number("MinSavingPct", float(pts.loc[j, "saving"]), pct(float(pts.loc[j, "saving"]), 2))
+    worse = int((pts["saving"] < -ZERO_GAP).sum())
+    if worse:
+        s.number("WorsePoints", worse, integer(worse))
+    s.word("MinSavingRival", str(pts.loc[j, "best"]))
+    s.number("MinSavingWhere", math.nan, _where(pts.loc[j], base_ratio))
+    s.values["min_where"] = _where(pts.loc[j], base_ratio, tex=False)
+    reach = int((pts["saving"] >= PAPER_IO_SAVING).sum())
+    s.number("PointsReachPaper", reach, integer(reach))
+    naive = [p for p in ("io-only", "cache-all", "silod") if p in pts]
+    if naive:
+        savings = pd.DataFrame({p: (1.0 - pts["cba"] / pts[p]).where(pts[f"{p}_fed"].astype(bool)) for p in naive})
+        s.number("NaiveMaxSavingPct", float(savings.max().max()), pct(float(savings.max().max())))
+        s.word("NaiveMaxSavingRival", str(savings.max().idxmax()))
+    counts = pts["best"].value_counts()
+    s.word("MostOftenBest", str(counts.index[0]))
+    s.number("MostOftenBestPoints", int(counts.iloc[0]), integer(int(counts.iloc[0])))
+    base = base_pts[base_pts["warmup"] & base_pts["saving"].notna()]
+    if len(base):
+        b = base.iloc[0]
+        s.number("BaseSavingPct", float(b["saving"]), pct(float(b["saving"])))
+        s.word("BaseBest", str(b["best"]))
+    whole = runs[runs["trace_jobs"] > jobs]
+    whole_pts = compared_points(whole).dropna(subset=["saving"]) if len(whole) else pd.DataFrame()
+    if len(whole_pts):
+        wp = whole_pts.iloc[0]
+        s.number("WholeJobs", int(wp["trace_jobs"]), integer(int(wp["trace_jobs"])))
+        s.number("WholeSavingPct", float(wp["saving"]), pct(float(wp["saving"])))
+        s.word("WholeBest", str(wp["best"]))
+        io_only = float(wp["io-only"])
+        s.number("WholeVsIoOnlyPct", 1 - float(wp["cba"]) / io_only, pct(1 - float(wp["cba"]) / io_only))
+    stall = sweep.groupby("policy")["stall_h"].max()
+    s.number("CbaMaxStallH", float(stall.get("cba", 0.0)), fixed(float(stall.get("cba", 0.0)), 1))
+    capped = sweep[np.isfinite(sweep["bandwidth_gbps"].astype(float).fillna(math.inf))]
+    if len(capped):
+        tight = capped[capped["bandwidth_gbps"].astype(float) == capped["bandwidth_gbps"].astype(float).min()]
+        jct = tight.set_index("policy")["mean_jct_h"]
+        s.number("TightCap", float(tight["bandwidth_gbps"].iloc[0]), fixed(float(tight["bandwidth_gbps"].iloc[0]), 1))
+        s.number("TightCbaJctH", float(jct["cba"]), fixed(float(jct["cba"]), 1))
+        s.number("TightWorstJctH", float(jct.max()), fixed(float(jct.max()), 1))
+        s.word("TightWorstJctPolicy", str(jct.idxmax()))
+        s.number("TightBestJctH", float(jct.min()), fixed(float(jct.min()), 1))
+        s.word("TightBestJctPolicy", str(jct.idxmin()))
+
+    rows = []
+    for rival in POLICIES[1:]:
+        if rival not in pts:
+            continue
+        both = pts[pts[f"{rival}_fed"].astype(bool)]
+        if both.empty:
+            continue
+        saving = 1.0 - both["cba"] / both[rival]
+        k = int(saving.idxmax())
+        rows.append(
+            [
+                tex_escape(rival),
+                pct(float(saving.max())),
+                pct(float(saving.min()), 2),
+                _where(both.loc[k], base_ratio),
+                integer(int((saving >= PAPER_IO_SAVING).sum())),
+                integer(len(both)),
+                integer(int((pts["best"] == rival).sum())),
+            ]
+        )
+    s.table(
+        "io-cost",
+        booktabs(
+            ["vs", "max \\%", "min \\%", "where the max is", "$\\geq$20.5\\%", "of", "cheapest"],
+            rows,
+            "lrrlrrr",
+        ),
+    )
+
+    fig, ax = paper_figure(2, 1, width=7.0, height=2.4)
+    data = []
+    part = _base(pts, "price_ratio", warmup=True).sort_values("price_ratio")
+    for policy in POLICIES:
+        if policy in part:
+            ax[0, 0].plot(
+                part["price_ratio"],
+                part[policy],
+                "-",
+                **style(policy),
+                label=policy,
+            )
+            data += [
+                {"panel": "a", "series": policy, "x": x, "y": y} for x, y in zip(part["price_ratio"], part[policy])
+            ]
+    ax[0, 0].set(
+        xscale="log", yscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="IO cost over the replay (\\$)"
+    )
+    ax[0, 0].legend(ncol=2)
+    for warm, dash, marker, colour in ((True, "-", "o", style("cba")["color"]), (False, "--", "s", "#7b1010")):
+        g = _base(pts, "price_ratio", warmup=warm).sort_values("price_ratio")
+        label = f"warm-up {'on' if warm else 'off'}"
+        ax[0, 1].plot(
+            g["price_ratio"], 100 * g["saving"], dash, marker=marker, mfc="none", ms=4, color=colour, label=label
+        )
+        data += [{"panel": "b", "series": label, "x": x, "y": y} for x, y in zip(g["price_ratio"], g["saving"])]
+    ax[0, 1].axhline(100 * PAPER_IO_SAVING, color="k", lw=0.8, ls="--", label="seed paper: 20.5%")
+    ax[0, 1].axhline(0.0, color="#999999", lw=0.6)
+    ax[0, 1].set(xscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="CBA's saving vs best baseline (%)")
+    ax[0, 1].legend()
+    ax[0, 0].set_title("(a) IO cost per policy (warm-up on)")
+    ax[0, 1].set_title("(b) CBA's saving over the cheapest baseline")
+    fig.tight_layout()
+    s.figure("io-cost", fig, pd.DataFrame(data))
+    return s

@@ -43,16 +43,30 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from cbalab.algorithms import registry
 from cbalab.experiments.data import data_path
-from cbalab.experiments.elastic import SCHEDULERS, ElasticConfig, replay
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.elastic import ElasticConfig, replay
+from cbalab.experiments.methods import CACHE_POLICIES, TUNED, UNTUNED
+from cbalab.experiments.paper.ratios import faithful_baselines, pairings, ratio_macros, unstarved, vs_strongest
+from cbalab.experiments.paper.section import (
+    PAPER_WELFARE_RATIO,
+    ZERO_GAP,
+    Results,
+    ResultsUnusableError,
+    Section,
+    need,
+    provenance,
+)
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, tex_escape
+from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, load_trace
 from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
 NAME = "online-welfare"
+#: The prefix of the paper's macros for this experiment (``\OnlineWelfareMaxRatio`` …, ``\ifHaveOnlineWelfare``).
+PREFIX = "OnlineWelfare"
 
 #: Windows of the trace (start position, jobs): a busy stretch in the middle of the trace and one near its end.
 WINDOWS = ((30_000, 250), (70_000, 250))
@@ -79,7 +93,7 @@ KEYS = (
 
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs of the experiment (module docstring), each a dict of :func:`run_one` parameters."""
-    naive = [s for s in SCHEDULERS if not s.endswith("-tuned")]
+    naive = UNTUNED
     rows: list[dict] = []
 
     def add(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
@@ -110,7 +124,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
             seen.add(key)
             add(window, policy, cache, budget, mix, io, delay)
 
-    tuned = [f"{s}-tuned" for s in naive]
+    tuned = TUNED
     main, second = WINDOWS
     # Most informative first (a partial run is still a table): the central setting on both windows, then
     # every cache policy, then the sweeps.
@@ -120,7 +134,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
                 once(window, policy, "silod", 0.5, "mixed", io, 0.0)
     for io in IO_SCALES:
         for policy in naive:
-            for cache in registry.cache_policies():
+            for cache in CACHE_POLICIES:
                 once(main, policy, cache, 0.5, "mixed", io, 0.0)
     for io in IO_SCALES:
         settings = [(b, "mixed", 0.0) for b in BUDGETS]
@@ -185,9 +199,13 @@ def run_one(params: dict) -> dict:
     }
 
 
+#: The columns that identify one setting of the elastic replay (every policy of a setting sees the same workload).
+SETTING = ("window_start", "window_jobs", "budget_fraction", "utility_mix", "io_scale", "restart_delay_s", "seed")
+
+
 def ratios(frame: pd.DataFrame) -> pd.DataFrame:
     """Each baseline row with AutoCBA's welfare, mean JCT and deadline share in the same setting, and the ratios."""
-    keys = ["window_start", "window_jobs", "budget_fraction", "utility_mix", "io_scale", "restart_delay_s", "seed"]
+    keys = list(SETTING)
     auto = frame[frame["policy"] == "autocba"][[*keys, "welfare", "welfare_total", "mean_jct_s", "deadlines_met"]]
     auto = auto.rename(columns=lambda c: c if c in keys else f"autocba_{c}")
     out = frame[frame["policy"] != "autocba"].merge(auto, on=keys, how="left")
@@ -216,7 +234,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     for policy, part in central.groupby("policy", sort=True):
         part = part.groupby("io_scale", as_index=False)["welfare_ratio"].median()
         a.plot(part["io_scale"], part["welfare_ratio"], label=str(policy), **style(str(policy)))
-    a.axhline(2.27, color="0.4", ls=":", lw=1, label="paper: 2.27×")
+    a.axhline(PAPER_WELFARE_RATIO, color="0.4", ls=":", lw=1, label="paper: 2.27×")
     a.axhline(1.0, color="0.7", lw=0.8)
     a.set(
         xscale="log", yscale="log", xlabel="IO price scale (× default p_c and p_b)", ylabel="AutoCBA / baseline welfare"
@@ -224,3 +242,92 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     a.set_title("Philly windows, budget 0.5, mixed utilities (median over windows)", fontsize=8)
     a.legend(fontsize=6, ncol=2)
     return save(fig, outdir, "online_welfare")
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's online-welfare section: AutoCBA online against every GPU scheduler x cache policy.
+
+    The elastic Philly replay of docs/model.md §6b.
+    """
+    runs = res.runs
+    need(runs, *SETTING, "policy", "cache_policy", "welfare")
+    s = Section(PREFIX)
+    provenance(s, res)
+    frame = runs.assign(
+        method=np.where(
+            runs["policy"] == "autocba",
+            "autocba",
+            runs["policy"].astype(str) + "[" + runs["cache_policy"].astype(str) + "]",
+        )
+    )
+    wide = frame.pivot_table(index=list(SETTING), columns="method", values="welfare", aggfunc="first")
+    if "autocba" not in wide:
+        raise ResultsUnusableError("online-welfare has no autocba rows")
+    wide = wide.dropna(subset=["autocba"])
+    baselines = [m for m in wide.columns if m != "autocba"]
+    if not baselines:
+        raise ResultsUnusableError("online-welfare has no baseline rows")
+    long = pairings(wide, SETTING, baselines)
+    starved, pos = unstarved(long)
+    if pos.empty:
+        raise ResultsUnusableError("online-welfare: no baseline earns positive welfare")
+    s.number("Settings", len(wide), integer(len(wide)))
+    s.number("Policies", len(baselines), integer(len(baselines)))
+    s.number("Pairs", len(long), integer(len(long)))
+    s.number("WindowJobs", int(runs["window_jobs"].max()), integer(int(runs["window_jobs"].max())))
+    zero = int(starved.sum())
+    s.number("ZeroPairs", zero, integer(zero))
+    ratio_macros(s, pos, "Policy", "io_scale", least=True)
+    # The strongest faithful scheduler (docs/model.md §7) of each setting; the oracle -tuned envelopes (run only
+    # in the central settings) and the utility-greedy ablation are reported apart.
+    vs_best = vs_strongest(wide, "autocba", faithful_baselines(baselines))
+    tuned = [m for m in baselines if "-tuned[" in str(m)]
+    vs_tuned = vs_strongest(wide[wide[tuned].notna().any(axis=1)], "autocba", tuned) if tuned else vs_best.iloc[:0]
+    if len(vs_tuned):
+        s.number("VsTunedMax", float(vs_tuned.max()), fixed(float(vs_tuned.max()), 2))
+    if len(vs_best):
+        s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
+        s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 2))
+        below = int((vs_best < 1 - ZERO_GAP).sum())
+        s.number("VsBestBelowOne", below, integer(below))
+    if "certified_gap_mean" in runs:
+        gaps = runs[runs["policy"] == "autocba"]["certified_gap_mean"].astype(float).dropna()
+        if len(gaps):
+            s.number("AutoCertGapPct", float(gaps.mean()), pct(float(gaps.mean()), 2))
+    if "mean_jct_s" in runs:
+        jct = frame.pivot_table(index=list(SETTING), columns="method", values="mean_jct_s", aggfunc="first")
+        rel = (jct[baselines].div(jct["autocba"], axis=0)).stack().dropna()
+        if len(rel):
+            s.number("JctRatioMedian", float(rel.median()), fixed(float(rel.median()), 2))
+
+    rows = []
+    for sched, g in pos.groupby("scheduler", sort=True):
+        k = g["ratio"].idxmax()
+        rows.append(
+            [
+                tex_escape(str(sched)),
+                integer(len(g)),
+                fixed(float(g["ratio"].median()), 2),
+                fixed(float(g["ratio"].max()), 2),
+                tex_escape(str(g.loc[k, "method"]).split("[")[1].rstrip("]")),
+                pct(float((g["ratio"] >= PAPER_WELFARE_RATIO).mean()), 0),
+            ]
+        )
+    s.table(
+        "online-welfare",
+        booktabs(["scheduler", "pairs", "median", "max", "cache at max", "$\\geq$2.27 \\%"], rows, "lrrrlr"),
+    )
+    fig, ax = paper_figure(1, 1, width=3.4, height=2.4)
+    data = []
+    parts = []
+    for scale in sorted(pos["io_scale"].unique()):
+        part = pos[pos["io_scale"] == scale]
+        parts.append((f"IO prices x {fixed(float(scale), 0)}", part["scheduler"], part["ratio"]))
+        data += [{"series": f"io x {scale:g}", "x": m, "y": r} for m, r in zip(part["method"], part["ratio"])]
+    paper_mark = (PAPER_WELFARE_RATIO, {"color": "k", "ls": "--", "lw": 0.8, "label": "seed paper: 2.27x"})
+    ylabel = "AutoCBA / baseline welfare"
+    strips(ax[0, 0], sorted(pos["scheduler"].unique()), parts, 0.15, ylabel, marks=[paper_mark])
+    ax[0, 0].legend()
+    fig.tight_layout()
+    s.figure("online-welfare", fig, pd.DataFrame(data))
+    return s

@@ -41,7 +41,18 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.methods import CACHE_POLICIES, GPU_SCHEDULERS, REPORTED_SCHEDULERS
+from cbalab.experiments.paper.section import (
+    ZERO_GAP,
+    Results,
+    ResultsUnusableError,
+    Section,
+    as_bool,
+    need,
+    provenance,
+)
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sci, tex_escape
+from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost, generate_welfare
 from cbalab.experiments.workload.variants import VARIANTS, variant_instance
@@ -51,12 +62,16 @@ from cbalab.models.options import SHAPES
 from cbalab.models.types import SolveOptions
 
 NAME = "optimality"
+#: The prefix of the paper's macros for this experiment (``\OptAutoMeanGapPct`` …, ``\ifHaveOpt``).
+PREFIX = "Opt"
 
 COST_VARIANTS = ("continuous", *VARIANTS)
-#: CBA and every cache baseline; AutoCBA and every GPU scheduler (algorithms/registry.py).
-COST_METHODS = tuple(registry.cache_policies())
+#: CBA and every cache baseline; AutoCBA and every GPU scheduler (experiments/methods.py, from the registry).
+COST_METHODS = CACHE_POLICIES
 WELFARE_SHAPES = ("mixed", *SHAPES)
-WELFARE_METHODS = ("autocba", *(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER)))
+WELFARE_METHODS = ("autocba", *GPU_SCHEDULERS)
+#: The welfare methods in the order the paper lists them (the schedulers, then their oracle envelopes).
+REPORTED_WELFARE_METHODS = ("autocba", *REPORTED_SCHEDULERS)
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 #: Swept parameters of the welfare instances.
 BUDGET_FRACTIONS = (0.2, 0.35, 0.5, 0.8, 0.1)
@@ -257,23 +272,26 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
     return row
 
 
+def _gaps(runs: pd.DataFrame, problem: str, methods: tuple[str, ...]) -> list[pd.DataFrame]:
+    """One frame per method of ``methods`` with a gap column: variant, method and gap on each ``problem`` instance.
+
+    The gap is NaN where the referee rejected the method's allocation.
+    """
+    sub = runs[runs["problem"] == problem]
+    return [
+        pd.DataFrame({"variant": sub["variant"], "method": m, "gap": sub[f"{m}_gap"].astype(float)})
+        for m in methods
+        if f"{m}_gap" in sub
+    ]
+
+
 def _long(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (instance, method): problem, variant, method, gap."""
-    parts = []
-    for problem, methods in (("cost", COST_METHODS), ("welfare", WELFARE_METHODS)):
-        sub = runs[runs["problem"] == problem]
-        for m in methods:
-            if f"{m}_gap" in sub:
-                parts.append(
-                    pd.DataFrame(
-                        {
-                            "problem": problem,
-                            "variant": sub["variant"],
-                            "method": m,
-                            "gap": sub[f"{m}_gap"].astype(float),
-                        }
-                    )
-                )
+    parts = [
+        part.assign(problem=problem)
+        for problem, methods in (("cost", COST_METHODS), ("welfare", WELFARE_METHODS))
+        for part in _gaps(runs, problem, methods)
+    ]
     return (
         pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["problem", "variant", "method", "gap"])
     )
@@ -323,12 +341,13 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"gaps": pd.DataFrame(rows), "certificates": pd.DataFrame(certs)}
 
 
-def _cdf(ax: Any, values: np.ndarray, label: str, **kw: Any) -> None:
-    """The empirical CDF of ``values`` (gaps), with 0 drawn at the axis floor of a log scale."""
+def _cdf(ax: Any, values: np.ndarray, label: str, *fmt: str, **kw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Draw the empirical CDF of ``values`` (gaps), 0 drawn at the axis floor of a log scale; its points (x, y)."""
     v = np.sort(values[np.isfinite(values)])
-    if v.size == 0:
-        return
-    ax.step(np.maximum(v, 1e-7), np.arange(1, v.size + 1) / v.size, where="post", label=label, **kw)
+    x, y = np.maximum(v, 1e-7), np.arange(1, v.size + 1) / max(v.size, 1)
+    if v.size:
+        ax.step(x, y, *fmt, where="post", label=label, **kw)
+    return x, y
 
 
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
@@ -363,3 +382,154 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         ax[0, 0].legend(fontsize=6, loc="lower right")
         paths += save(fig, outdir, f"optimality_{problem}")
     return paths
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's optimality section: gaps of CBA, AutoCBA and every baseline to the proven optimum.
+
+    proofs/cba_optimality.md, cba_integer_gap.md, autocba_guarantee.md, autocba_certificate.md.
+    """
+    runs = res.runs
+    need(runs, "problem", "variant", "cba_gap", "autocba_gap", "autocba_certificate_slack", "autocba_bound_valid")
+    s = Section(PREFIX)
+    provenance(s, res)
+    cost = _scored(runs, "cost", COST_METHODS)
+    wel = _scored(runs, "welfare", REPORTED_WELFARE_METHODS)
+    cost_runs = runs[runs["problem"] == "cost"]
+    wel_runs = runs[runs["problem"] == "welfare"]
+    s.number("CostInstances", len(cost_runs), integer(len(cost_runs)))
+    s.number("WelfareInstances", len(wel_runs), integer(len(wel_runs)))
+    names = {
+        "continuous": "Continuous",
+        "dataset": "Dataset",
+        "block": "Block",
+        "tiers": "Tiers",
+        "block+tiers": "BlockTiers",
+        "dataset+tiers": "DatasetTiers",
+    }
+    rows = []
+    for variant in COST_VARIANTS:
+        g = cost[(cost["variant"] == variant)]
+        if g.empty:
+            continue
+        cba_gap = g[g["method"] == "cba"]["gap"].dropna()
+        vr = cost_runs[cost_runs["variant"] == variant]
+        share = float((cba_gap <= ZERO_GAP).mean())
+        worst = float(cba_gap.max())
+        s.number(f"{names[variant]}Instances", len(vr), integer(len(vr)))
+        s.number(f"{names[variant]}CbaSharePct", share, pct(share))
+        s.number(f"{names[variant]}CbaWorstGapPct", worst, sci(100 * worst))
+        medians = g[g["method"] != "cba"].groupby("method")["gap"].median().dropna()
+        best_rival = str(medians.idxmin()) if len(medians) else "-"
+        agree = as_bool(vr["cba_agrees_on_feasibility"]).mean() if "cba_agrees_on_feasibility" in vr else math.nan
+        ratio = "--"
+        if "cba_gap_bound" in vr and vr["cba_gap_bound"].notna().any():
+            both = vr[["cba_gap", "cba_gap_bound"]].astype(float).dropna()
+            both = both[both["cba_gap_bound"] > 0]
+            if len(both):
+                used = float((both["cba_gap"] / both["cba_gap_bound"]).max())
+                s.number(f"{names[variant]}GapOverBound", used, fixed(used, 2))
+                ratio = fixed(used, 2)
+        rows.append(
+            [
+                tex_escape(variant),
+                integer(len(vr)),
+                integer(len(cba_gap)),
+                pct(share),
+                sci(100 * worst),
+                ratio,
+                f"{tex_escape(best_rival)} {pct(float(medians.min())) if len(medians) else ''}",
+                pct(float(agree)) if math.isfinite(agree) else "--",
+            ]
+        )
+    s.table(
+        "optimality-cost",
+        booktabs(
+            [
+                "variant",
+                "inst.",
+                "scored",
+                "CBA opt.\\ \\%",
+                "worst \\%",
+                "gap/bound",
+                "best baseline, median \\%",
+                "feas.\\ \\%",
+            ],
+            rows,
+            "lrrrrrlr",
+        ),
+    )
+    valid_cost = as_bool(cost_runs["cba_bound_valid"].dropna()) if "cba_bound_valid" in cost_runs else pd.Series([])
+    if len(valid_cost):
+        s.number("CbaBoundValidPct", float(valid_cost.mean()), pct(float(valid_cost.mean())))
+    cont = cost[(cost["variant"] == "continuous") & (cost["method"] == "cba")]["gap"].dropna()
+    s.values["continuous_worst_gap"] = float(cont.max()) if len(cont) else math.nan
+    exact = cost[cost["variant"].isin(["block", "tiers", "block+tiers"]) & (cost["method"] == "cba")]["gap"].dropna()
+    s.number("ExactVariantsWorstGapPct", float(exact.max()) if len(exact) else math.nan, sci(100 * float(exact.max())))
+
+    auto = wel[wel["method"] == "autocba"]["gap"].dropna()
+    s.number("AutoMeanGapPct", float(auto.mean()), pct(float(auto.mean()), 2))
+    s.number("AutoMedianGapPct", float(auto.median()), pct(float(auto.median()), 2))
+    s.number("AutoWorstGapPct", float(auto.max()), pct(float(auto.max()), 1))
+    share = float((auto <= ZERO_GAP).mean())
+    s.number("AutoSharePct", share, pct(share))
+    slack = wel_runs["autocba_certificate_slack"].astype(float).dropna()
+    s.number("AutoMeanSlackPct", float(slack.mean()), pct(float(slack.mean()), 2))
+    s.number("AutoWorstSlackPct", float(slack.max()), pct(float(slack.max()), 1))
+    valid = as_bool(wel_runs["autocba_bound_valid"])
+    s.number("AutoBoundValidPct", float(valid.mean()), pct(float(valid.mean())))
+    s.number("AutoBoundInvalid", int((~valid).sum()), integer(int((~valid).sum())))
+    by_shape = wel[wel["method"] == "autocba"].groupby("variant")["gap"].max()
+    s.word("AutoWorstShape", str(by_shape.idxmax()))
+    rows = []
+    for m in REPORTED_WELFARE_METHODS:
+        g = wel[wel["method"] == m]["gap"].dropna()
+        if g.empty:
+            continue
+        rows.append(
+            [
+                tex_escape(m),
+                integer(len(g)),
+                pct(float((g <= ZERO_GAP).mean())),
+                pct(float(g.median()), 2),
+                pct(float(g.quantile(0.95)), 1),
+                pct(float(g.max()), 1),
+            ]
+        )
+    base = wel[wel["method"] != "autocba"].groupby("method")["gap"].median()
+    s.word("BestSchedulerWelfare", str(base.idxmin()))
+    s.number("BestSchedulerMedianGapPct", float(base.min()), pct(float(base.min()), 1))
+    s.table(
+        "optimality-welfare",
+        booktabs(["method", "inst.", "optimal \\%", "median \\%", "p95 \\%", "worst \\%"], rows, "lrrrrr"),
+    )
+
+    fig, ax = paper_figure(2, 1, width=7.0, height=2.3)
+    data = []
+    for a, frame, methods, title in (
+        (ax[0, 0], cost, COST_METHODS, "(a) P1, all variants"),
+        (ax[0, 1], wel, REPORTED_WELFARE_METHODS, "(b) P2, all utility shapes"),
+    ):
+        for m in methods:
+            ls = "--" if m.endswith("-tuned") else "-"
+            gaps = frame[frame["method"] == m]["gap"].to_numpy(dtype=float)
+            x, y = _cdf(a, gaps, m, ls, color=style(m)["color"], lw=1.6 if "cba" in m else 1.0)
+            if x.size == 0:
+                continue
+            q = np.unique(np.linspace(0, x.size - 1, min(x.size, 50)).astype(int))
+            data += [{"panel": title, "series": m, "x": x[i], "y": y[i]} for i in q]
+        a.set(xscale="log", xlim=(5e-8, 5), ylim=(0, 1.02), xlabel="gap to the optimum (0 drawn at $10^{-7}$)")
+        a.set_title(title)
+        a.legend(fontsize=5, loc="lower right")
+    ax[0, 0].set_ylabel("fraction of instances")
+    fig.tight_layout()
+    s.figure("optimality", fig, pd.DataFrame(data))
+    return s
+
+
+def _scored(runs: pd.DataFrame, problem: str, methods: tuple[str, ...]) -> pd.DataFrame:
+    """:func:`_gaps` of ``problem`` as one frame; ResultsUnusableError when the results have no gap column for it."""
+    parts = _gaps(runs, problem, methods)
+    if not parts:
+        raise ResultsUnusableError(f"optimality has no {problem} gap columns")
+    return pd.concat(parts, ignore_index=True)

@@ -33,7 +33,9 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms.cba import cba
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sci, sig
+from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.models.evaluate import evaluate
@@ -41,6 +43,8 @@ from cbalab.models.instance import Instance
 from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 NAME = "scaling"
+#: The prefix of the paper's macros for this experiment (``\ScalingMaxJobs`` …, ``\ifHaveScaling``).
+PREFIX = "Scaling"
 
 #: The welfare LP through Pyomo is timed up to this many jobs (its model building grows fastest).
 LP_MAX_JOBS = 10_000
@@ -262,3 +266,85 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         rows = runs[runs["part"] == "milp"].dropna(axis=1, how="all").drop(columns="part").reset_index(drop=True)
         paths += [Path(p) for p in milp.figures(rows, outdir)]
     return paths
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's scaling section: solve time against jobs, ratios measured in one run (docs/model.md §4, §5)."""
+    runs = res.runs
+    need(runs, "problem", "jobs", "cba_seconds", "highspy_seconds", "pyomo_lp_seconds", "autocba_seconds")
+    fast = runs[runs["part"] == "fast"] if "part" in runs else runs
+    s = Section(PREFIX)
+    provenance(s, res)
+    cost = fast[fast["problem"] == "cost"]
+    wel = fast[fast["problem"] == "welfare"]
+    if cost.empty or wel.empty:
+        raise ResultsUnusableError("scaling lacks cost or welfare rows")
+    top = int(cost["jobs"].max())
+    s.number("MinJobs", int(cost["jobs"].min()), integer(int(cost["jobs"].min())))
+    s.number("MaxJobs", top, integer(top))
+    big = cost[cost["jobs"] == top]
+    s.number("CbaMsAtMax", float(big["cba_seconds"].median()) * 1e3, sig(float(big["cba_seconds"].median()) * 1e3))
+    hs = float((big["highspy_seconds"] / big["cba_seconds"]).median())
+    py = float((big["pyomo_lp_seconds"] / big["cba_seconds"]).median())
+    s.number("HighspyOverCbaAtMax", hs, integer(hs))
+    s.number("PyomoOverCbaAtMax", py, integer(py))
+    s.number("HighspySecondsAtMax", float(big["highspy_seconds"].median()), sig(float(big["highspy_seconds"].median())))
+    s.number("PyomoSecondsAtMax", float(big["pyomo_lp_seconds"].median()), sig(float(big["pyomo_lp_seconds"].median())))
+    ratio_all = (cost["highspy_seconds"] / cost["cba_seconds"]).groupby(cost["jobs"]).median()
+    s.number("HighspyOverCbaMin", float(ratio_all.min()), integer(float(ratio_all.min())))
+    rel = float(cost["max_rel_diff"].astype(float).max()) if "max_rel_diff" in cost else math.nan
+    s.number("MaxRelDiff", rel, sci(rel))
+    wtop = int(wel["jobs"].max())
+    wbig = wel[wel["jobs"] == wtop]
+    s.number("AutoMaxJobs", wtop, integer(wtop))
+    s.number("AutoSecondsAtMax", float(wbig["autocba_seconds"].median()), sig(float(wbig["autocba_seconds"].median())))
+    if "autocba_certified_gap" in wbig:
+        cg = float(wbig["autocba_certified_gap"].astype(float).mean())
+        s.number("AutoCertGapAtMaxPct", cg, pct(cg, 2))
+    lp = wel.dropna(subset=["pyomo_lp_seconds"])
+    if len(lp):
+        ltop = int(lp["jobs"].max())
+        lb = lp[lp["jobs"] == ltop]
+        r = float((lb["pyomo_lp_seconds"] / lb["autocba_seconds"]).median())
+        s.number("LpMaxJobs", ltop, integer(ltop))
+        s.number("LpOverAutoAtMax", r, fixed(r, 1))
+    milp = runs[runs["part"] == "milp"] if "part" in runs else runs.iloc[:0]
+    s.number("MilpRuns", len(milp), integer(len(milp)))
+
+    rows = []
+    for jobs, g in cost.groupby("jobs"):
+        w = wel[wel["jobs"] == jobs]
+        lpw = w["pyomo_lp_seconds"].dropna() if "pyomo_lp_seconds" in w else pd.Series([], dtype=float)
+        rows.append(
+            [
+                integer(int(jobs)),
+                sig(float(g["cba_seconds"].median()) * 1e3),
+                integer(float((g["highspy_seconds"] / g["cba_seconds"]).median())),
+                integer(float((g["pyomo_lp_seconds"] / g["cba_seconds"]).median())),
+                sig(float(w["autocba_seconds"].median())) if len(w) else "--",
+                fixed(float((w.loc[lpw.index, "pyomo_lp_seconds"] / w.loc[lpw.index, "autocba_seconds"]).median()), 1)
+                if len(lpw)
+                else "--",
+            ]
+        )
+    s.table(
+        "scaling",
+        booktabs(
+            ["jobs", "CBA ms", "highspy/CBA", "Pyomo/CBA", "AutoCBA s", "LP/AutoCBA"],
+            rows,
+            "rrrrrr",
+        ),
+    )
+    fig, ax = paper_figure(2, 1, width=7.0, height=2.3)
+    data = []
+    panels = dict(zip(SERIES, ax[0]))
+    for problem, label, key, g in median_times(fast):
+        panels[problem].plot(g.index, g.to_numpy(), "o-", label=label, color=style(key)["color"])
+        data += [{"panel": problem, "series": label, "x": x, "y": y} for x, y in zip(g.index, g.to_numpy())]
+    for problem, a in panels.items():
+        a.set(xscale="log", yscale="log", xlabel="jobs", ylabel="wall time (s, median)")
+        a.set_title(f"({'a' if problem == 'cost' else 'b'}) {problem} problem ({'P1' if problem == 'cost' else 'P2'})")
+        a.legend()
+    fig.tight_layout()
+    s.figure("scaling", fig, pd.DataFrame(data))
+    return s

@@ -29,10 +29,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cbalab.experiments.plotting import figure, save
+from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
+from cbalab.experiments.paper.text import fixed, integer, pct, sci
+from cbalab.experiments.plotting import figure, paper_figure, save
 from cbalab.experiments.runner import derive_seed
 
 NAME = "sensitivity"
+#: The prefix of the paper's macros for this experiment (``\SensMatch`` …, ``\ifHaveSens``).
+PREFIX = "Sens"
 
 PRICE_BANDWIDTH = 0.9
 
@@ -151,3 +155,77 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     if mesh is not None:
         fig.colorbar(mesh, cax=fig.add_axes((0.91, 0.15, 0.015, 0.7)), label="cached fraction of the bytes")
     return save(fig, outdir, "sensitivity", tight=False)
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's sensitivity section: CBA's cached fraction over (price ratio, IO density), Theorem 1's threshold."""
+    runs = res.runs
+    need(runs, "spread", "cache_fraction", "price_ratio", "io_density_per_s", "cached_fraction", "predicted_fraction")
+    s = Section(PREFIX)
+    provenance(s, res)
+    eq = runs[(runs["spread"] == "equal") & (runs["cache_fraction"] == 1.0)]
+    if eq.empty:
+        raise ResultsUnusableError("sensitivity has no equal-density uncapped rows")
+    off = eq[eq["predicted_fraction"].notna()]
+    match = np.isclose(off["cached_fraction"], off["predicted_fraction"].astype(float), atol=1e-9)
+    n_axis = eq["price_ratio"].nunique()
+    s.number("GridSide", n_axis, integer(n_axis))
+    s.number("Points", len(eq), integer(len(eq)))
+    s.number("Match", int(match.sum()), integer(int(match.sum())))
+    s.number("Mismatch", int((~match).sum()), integer(int((~match).sum())))
+    s.number("RatioMin", float(eq["price_ratio"].min()), sci(float(eq["price_ratio"].min())))
+    s.number("RatioMax", float(eq["price_ratio"].max()), sci(float(eq["price_ratio"].max())))
+    gen = runs[(runs["spread"] == "generated") & (runs["cache_fraction"] == 1.0)]
+    if len(gen):
+        partial = float(((gen["cached_fraction"] > 1e-9) & (gen["cached_fraction"] < 1 - 1e-9)).mean())
+        s.number("GeneratedPartialPct", partial, pct(partial))
+    capped = runs[runs["cache_fraction"] < 1.0]
+    if len(capped):
+        cf = float(capped["cache_fraction"].iloc[0])
+        s.number("CapPct", cf, pct(cf, 0))
+        s.number(
+            "CappedMaxFraction",
+            float(capped["cached_fraction"].max()),
+            fixed(float(capped["cached_fraction"].max()), 3),
+        )
+
+    fig, ax = paper_figure(2, 1, width=7.0, height=2.5)
+    data = []
+    mesh = None
+    for a, spread, title in (
+        (ax[0, 0], "equal", "(a) every dataset at density ρ"),
+        (ax[0, 1], "generated", "(b) generated, aggregate density ρ"),
+    ):
+        part = runs[(runs["spread"] == spread) & (runs["cache_fraction"] == 1.0)]
+        if part.empty:
+            a.axis("off")
+            continue
+        table = part.pivot_table(index="io_density_per_s", columns="price_ratio", values="cached_fraction")
+        x, y = table.columns.to_numpy(dtype=float), table.index.to_numpy(dtype=float)
+        mesh = a.pcolormesh(
+            x,
+            y,
+            table.to_numpy(),
+            shading="nearest",
+            cmap="viridis",
+            vmin=0,
+            vmax=1,
+            edgecolors="none",
+            antialiased=False,
+            rasterized=True,
+        )
+        lo, hi = max(x.min(), y.min()), min(x.max(), y.max())
+        a.plot([lo, hi], [lo, hi], "--", color="#ff3030", lw=1.2, label="Theorem 1: $p_c/p_b = \\rho$")
+        a.set(xscale="log", yscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="IO density ρ (1/s)")
+        a.set_title(title)
+        a.legend(loc="upper left")
+        data += [
+            {"panel": spread, "series": "cached_fraction", "x": xx, "y": yy, "value": table.loc[yy, xx]}
+            for yy in table.index
+            for xx in table.columns
+        ]
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    if mesh is not None:
+        fig.colorbar(mesh, cax=fig.add_axes((0.93, 0.2, 0.012, 0.65)), label="cached fraction")
+    s.figure("sensitivity", fig, pd.DataFrame(data))
+    return s

@@ -53,26 +53,36 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.methods import CACHE_POLICIES, GPU_SCHEDULERS, REPORTED_SCHEDULERS
+from cbalab.experiments.paper.ratios import faithful_baselines, pairings, ratio_macros, unstarved, vs_strongest
+from cbalab.experiments.paper.section import (
+    PAPER_WELFARE_RATIO,
+    STARVED,
+    ZERO_GAP,
+    Results,
+    ResultsUnusableError,
+    Section,
+    need,
+    provenance,
+)
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, tex_escape
+from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
 
 NAME = "welfare"
+#: The prefix of the paper's macros for this experiment (``\WelfareMaxRatio`` …, ``\ifHaveWelfare``).
+PREFIX = "Welfare"
 
-#: Every registered GPU scheduler and every cache policy (algorithms/registry.py).
-SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
-CACHE_POLICIES = tuple(registry.cache_policies())
 #: The exact references (algorithms/registry.py): the no-stall optimum P2, the stall-allowed P2s, P2's LP relaxation.
 EXACT = ("milp", "milp-stall", "lp")
-METHODS = ("autocba", *EXACT, *(f"{s}[{p}]" for s in SCHEDULERS for p in CACHE_POLICIES))
+METHODS = ("autocba", *EXACT, *(f"{s}[{p}]" for s in GPU_SCHEDULERS for p in CACHE_POLICIES))
 #: Seconds each exact reference may take per instance; a time-limited answer is not a proof (its bound is used).
 TIME_LIMIT = 120.0
 #: Relative tolerance of "reaches": a lower bound within it of an upper bound closes the gap (floating point).
 CLOSE = 1e-6
-#: The welfare ratio the seed paper reports for AutoCBA over its baselines (INFOCOM 2023: "up to 2.27×").
-PAPER_RATIO = 2.27
 #: The ratio figure's right edge: a baseline that starves (welfare near 0) has a ratio of up to 1e17.
 RATIO_AXIS_MAX = 100.0
 DEFAULT_PRICES = (2.5, 0.0004, 0.9)
@@ -283,7 +293,7 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "autocba_over_median": float(pos["autocba_over"].median()) if len(pos) else None,
             "autocba_over_max": float(pos["autocba_over"].max()) if len(pos) else None,
             "instances_zero_welfare": int((g["welfare"] <= 0).sum()),
-            "instances_ratio_at_least_2_27": int((pos["autocba_over"] >= PAPER_RATIO).sum()),
+            "instances_ratio_at_least_2_27": int((pos["autocba_over"] >= PAPER_WELFARE_RATIO).sum()),
         }
         if len(pos):
             at = pos.loc[pos["autocba_over"].idxmax()]
@@ -315,7 +325,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         for method, colour in (("autocba", style("cba")["color"]),):
             g = part[part["method"] == method].groupby("budget_fraction")["of_reference"].mean()
             a.plot(g.index, g.to_numpy(), "o-", color=colour, label="AutoCBA / P2", lw=2)
-        for sched, colour in ((s, style(s)["color"]) for s in SCHEDULERS):
+        for sched, colour in ((s, style(s)["color"]) for s in GPU_SCHEDULERS):
             sub = part[part["method"].str.startswith(sched + "[")]
             best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].max().groupby("budget_fraction")
             worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].min().groupby("budget_fraction")
@@ -333,11 +343,11 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     fig, ax = figure(1, 1, width=5.0, height=3.4)
     a = ax[0, 0]
     base = r[r["method"].str.contains(r"\[", regex=True)]
-    for sched, colour in ((s, style(s)["color"]) for s in SCHEDULERS):
+    for sched, colour in ((s, style(s)["color"]) for s in GPU_SCHEDULERS):
         v = np.sort(base[base["method"].str.startswith(sched + "[")]["autocba_over"].to_numpy())
         v = np.where(np.isfinite(v), np.minimum(v, RATIO_AXIS_MAX), np.nan)
         a.plot(v, np.arange(1, v.size + 1) / v.size, "-", color=colour, label=sched)
-    a.axvline(PAPER_RATIO, color="k", ls="--", lw=0.8, label="paper: 2.27×")
+    a.axvline(PAPER_WELFARE_RATIO, color="k", ls="--", lw=0.8, label="paper: 2.27×")
     a.set(
         xscale="log",
         xlim=(0.9, RATIO_AXIS_MAX * 1.1),
@@ -348,3 +358,174 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     a.legend(fontsize=7)
     paths += save(fig, outdir, "welfare_ratio")
     return paths
+
+
+def paper_section(res: Results) -> Section:
+    """The paper's welfare section: AutoCBA against every GPU scheduler x cache policy (docs/model.md §5).
+
+    Each welfare is a share of its own form's reference (:func:`references`):
+    AutoCBA, which never stalls a job, of P2's (the ``milp`` optimum, else the lower of its bound and
+    AutoCBA's certificate); a baseline, which the referee scores stalled, of P2s's (the ``milp-stall``
+    optimum, else its relaxation's bound; proofs/welfare_milp_forms.md Theorem F3).
+    """
+    runs = res.runs
+    need(runs, *INSTANCE, "method", "welfare", "status", "bound", "feasible", "solve_seconds")
+    s = Section(PREFIX)
+    provenance(s, res)
+    for method in ("autocba", *EXACT):
+        if not (runs["method"] == method).any():
+            raise ResultsUnusableError(f"welfare has no {method} rows (a sweep older than the exact references)")
+    wide = runs.pivot_table(index=list(INSTANCE), columns="method", values="welfare", aggfunc="first")
+    refs = references(runs).set_index(list(INSTANCE)).reindex(wide.index)
+    wide = wide.join(refs[["p2_reference_welfare", "p2s_reference_welfare", "p2lp_reference_welfare"]]).dropna(
+        subset=["autocba", "p2_reference_welfare"]
+    )
+    refs = refs.loc[wide.index]
+    opt = wide.pop("p2s_reference_welfare")
+    p2 = wide.pop("p2_reference_welfare")
+    p2lp = wide.pop("p2lp_reference_welfare")
+    baselines = [m for m in wide.columns if "[" in str(m)]
+    if not baselines:
+        raise ResultsUnusableError("welfare has no baseline rows")
+    auto = wide["autocba"]
+    s.number("Instances", len(wide), integer(len(wide)))
+    s.number("Baselines", len(baselines), integer(len(baselines)))
+    s.number("Jobs", int(runs["jobs"].max()), integer(int(runs["jobs"].max())))
+    s.number("TimeLimit", TIME_LIMIT, integer(TIME_LIMIT))
+
+    form = refs["p2_reference"]
+    for name, key in (("PTwoProven", "p2-optimum"), ("PTwoBound", "p2-bound"), ("PTwoCertificate", "certificate")):
+        s.number(name, int((form == key).sum()), integer(int((form == key).sum())))
+    stall_form = refs["p2s_reference"]
+    for name, key in (("PTwoSProven", "p2s-optimum"), ("PTwoSBound", "p2s-bound"), ("PTwoSNone", "none")):
+        s.number(name, int((stall_form == key).sum()), integer(int((stall_form == key).sum())))
+    reached = int(((stall_form == "p2s-bound") & (refs["p2s_gap"] <= ZERO_GAP)).sum())
+    s.number("PTwoSBoundReached", reached, integer(reached))
+    stall_gap = float(refs["p2s_gap"].max())
+    s.number("PTwoSGapMaxPct", stall_gap, pct(stall_gap, 3))
+    seconds = runs.set_index("method")["solve_seconds"].astype(float)
+    for name, method in (("Milp", "milp"), ("MilpStall", "milp-stall")):
+        sec = seconds.loc[[method]]
+        s.number(f"{name}SecondsMedian", float(sec.median()), fixed(float(sec.median()), 2))
+        s.number(f"{name}SecondsMax", float(sec.max()), fixed(float(sec.max()), 1))
+
+    share = auto / p2
+    s.number("AutoOfRefMeanPct", float(share.mean()), pct(float(share.mean()), 3))
+    s.number("AutoOfRefMinPct", float(share.min()), pct(float(share.min()), 2))
+    proven = form == "p2-optimum"
+    gap = ((p2 - auto) / p2)[proven]
+    if len(gap):
+        s.number("AutoGapMeanPct", float(gap.mean()), pct(float(gap.mean()), 3))
+        s.number("AutoGapMaxPct", float(gap.max()), pct(float(gap.max()), 2))
+        at_opt = int((gap <= ZERO_GAP).sum())
+        s.number("AutoAtOptimum", at_opt, integer(at_opt))
+        cert = runs[runs["method"] == "autocba"].set_index(list(INSTANCE))["bound"].astype(float)
+        over = ((cert.reindex(wide.index) - p2) / p2)[proven]
+        s.number("CertOverMeanPct", float(over.mean()), pct(float(over.mean()), 2))
+        s.number("CertOverMaxPct", float(over.max()), pct(float(over.max()), 2))
+    both = proven & (stall_form == "p2s-optimum")
+    gain = ((opt - p2) / p2)[both]
+    s.number("StallBothProven", int(both.sum()), integer(int(both.sum())))
+    if len(gain):
+        s.number("StallGainMaxPct", float(gain.max()), pct(float(gain.max()), 2))
+        lifted = int((gain > ZERO_GAP).sum())
+        s.number("StallGainInstances", lifted, integer(lifted))
+
+    long = pairings(wide, INSTANCE, baselines)
+    long = long.merge(opt.rename("opt").reset_index(), on=list(INSTANCE))
+    long = long.merge(p2.rename("p2").reset_index(), on=list(INSTANCE))
+    long = long.merge(p2lp.rename("p2lp").reset_index(), on=list(INSTANCE))
+    long["cache"] = long["method"].astype(str).str.split("[").str[1].str.rstrip("]")
+    # a time-sharing scheduler's reference is P2's LP relaxation, every other baseline's P2s (:func:`_form`)
+    long["opt"] = np.where(long["scheduler"].isin(TIME_SHARING), long["p2lp"], long["opt"])
+    above = int((long["base"] > long["opt"] * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    above += int((auto > p2 * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    s.number("AboveReference", above, integer(above))
+    beat_p2 = int((long["base"] > long["p2"] * (1 + ZERO_GAP) + ZERO_GAP).sum())
+    s.number("BaselineAboveTwo", beat_p2, integer(beat_p2))
+    starved, pos = unstarved(long)
+    zero = int(starved.sum())
+    s.number("Pairs", len(long), integer(len(long)))
+    s.number("ZeroPairs", zero, integer(zero))
+    ratio_macros(s, pos, "Method", "io_price_scale")
+    faithful = faithful_baselines(baselines)
+    vs_best = vs_strongest(wide, "autocba", faithful)
+    s.number("VsBestMax", float(vs_best.max()), fixed(float(vs_best.max()), 2))
+    s.number("VsBestMedian", float(vs_best.median()), fixed(float(vs_best.median()), 3))
+    below = int((vs_best < 1 - ZERO_GAP).sum())
+    s.number("VsBestBelowOne", below, integer(below))
+    s.number("VsBestMin", float(vs_best.min()), fixed(float(vs_best.min()), 3))
+    best_of = wide[faithful].idxmax(axis=1).astype(str).str.split("[").str[0].value_counts()
+    s.word("StrongestScheduler", str(best_of.index[0]))
+    tuned_group = [m for m in baselines if "-tuned[" in str(m)]
+    ablation = [m for m in baselines if str(m).startswith("utility-greedy[")]
+    for name, group in (("VsTuned", tuned_group), ("VsAblation", ablation)):
+        vs = vs_strongest(wide, "autocba", group)
+        if len(vs):
+            s.number(f"{name}Max", float(vs.max()), fixed(float(vs.max()), 2))
+            s.number(f"{name}Median", float(vs.median()), fixed(float(vs.median()), 3))
+    tuned = pos[pos["scheduler"].str.endswith("-tuned")]
+    if len(tuned):
+        s.number("TunedMaxRatio", float(tuned["ratio"].max()), fixed(float(tuned["ratio"].max()), 2))
+    naive = pos[~pos["scheduler"].str.endswith("-tuned")]
+    if len(naive):
+        s.number("NaiveMaxRatio", float(naive["ratio"].max()), fixed(float(naive["ratio"].max()), 2))
+
+    rows = []
+    for sched in REPORTED_SCHEDULERS:
+        g = long[long["scheduler"] == sched]
+        if g.empty:
+            continue
+        gp = pos[pos["scheduler"] == sched]
+        of_opt = (g["base"] / g["opt"]).groupby(g["cache"]).mean()
+        kk = gp["ratio"].idxmax()
+        rows.append(
+            [
+                tex_escape(sched),
+                tex_escape(str(of_opt.idxmax())),
+                pct(float(of_opt.max())),
+                fixed(float(gp["ratio"].median()), 2),
+                fixed(float(gp["ratio"].max()), 2),
+                f"{fixed(float(gp.loc[kk, 'budget_fraction']), 2)}, {tex_escape(str(gp.loc[kk, 'utility_mix']))}",
+                pct(float((gp["ratio"] >= PAPER_WELFARE_RATIO).mean()), 0),
+                integer(int((g["base"] <= STARVED * g["auto"]).sum())),
+            ]
+        )
+    s.table(
+        "welfare",
+        booktabs(
+            ["scheduler", "best cache", "of P2s \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
+            rows,
+            "llrrrlrr",
+        ),
+    )
+
+    scales = sorted(long["io_price_scale"].unique())
+    fig, ax = paper_figure(len(scales), 1, width=7.0, height=2.7)
+    data = []
+    for a, scale in zip(ax[0], scales):
+        part = long[long["io_price_scale"] == scale]
+        g = (
+            (part.drop_duplicates(list(INSTANCE)).assign(v=lambda f: f["auto"] / f["p2"]))
+            .groupby("budget_fraction")["v"]
+            .mean()
+        )
+        a.plot(g.index, g.to_numpy(), "o-", color=style("autocba")["color"], lw=1.8, label="AutoCBA / P2")
+        data += [{"panel": scale, "series": "autocba", "x": x, "y": y} for x, y in zip(g.index, g.to_numpy())]
+        for sched in REPORTED_SCHEDULERS:
+            sub = part[part["scheduler"] == sched]
+            if sub.empty:
+                continue
+            per = sub.assign(v=sub["base"] / sub["opt"]).groupby(["budget_fraction", "cache"])["v"].mean()
+            best = per.groupby("budget_fraction").max()
+            ls = "--" if sched.endswith("-tuned") else "-"
+            a.plot(best.index, best.to_numpy(), ls, color=style(sched)["color"], label=f"{sched} / P2s")
+            data += [{"panel": scale, "series": sched, "x": x, "y": y} for x, y in zip(best.index, best.to_numpy())]
+        a.set(xscale="log", ylim=(0, 1.05), xlabel="budget (fraction of all jobs at 8 GPUs)")
+        a.set_title(f"IO prices x {fixed(float(scale), 0)}")
+    ax[0, 0].set_ylabel("welfare / its reference (mean)")
+    handles, labels = ax[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=6, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    s.figure("welfare", fig, pd.DataFrame(data))
+    return s

@@ -1,0 +1,127 @@
+"""What an experiment contributes to the paper (:class:`Section`), read from what it measured (:class:`Results`).
+
+Each experiment's ``paper_section(res: Results) -> Section`` (in its module under experiments/runs/) turns
+its committed results into macros, tables and figures through :class:`Section`, so that every number it
+quotes is also kept as a value for the claims (experiments/paper/claims.py).  The constants here are the
+thresholds that more than one section, and the claims, judge by.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cbalab.experiments.paper.text import fixed, integer, tex_escape
+from cbalab.experiments.plotting import render
+
+#: The seed paper's claims (INFOCOM 2023, abstract): up to 20.5% lower IO cost (CBA), up to 2.27x welfare (AutoCBA).
+PAPER_IO_SAVING = 0.205
+PAPER_WELFARE_RATIO = 2.27
+#: A gap at most this (relative) counts as zero: the optimum up to floating-point rounding.
+ZERO_GAP = 1e-6
+#: A baseline whose welfare is at most this fraction of AutoCBA's on the same instance is "starved": its
+#: ratio (up to 1e17 in a sweep, a float's rounding of zero) means nothing, so it is counted apart, not averaged.
+STARVED = 1e-6
+
+
+class ResultsUnusableError(Exception):
+    """An experiment's results are missing or not in the form this generator reads (the reason is the message)."""
+
+
+@dataclass
+class Section:
+    """What one experiment contributes: macros (name -> LaTeX text), raw values for the claims, files."""
+
+    prefix: str
+    macros: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def number(self, name: str, value: float, text: str) -> str:
+        """Define ``\\<prefix><name>`` as ``text`` (the formatted ``value``) and keep ``value`` for the claims."""
+        if not re.fullmatch(r"[A-Z][A-Za-z]*", name):
+            raise ValueError(f"macro name {name!r}: letters only, starting upper case")
+        self.macros[self.prefix + name] = text
+        self.values[name] = value
+        return text
+
+    def word(self, name: str, text: str) -> str:
+        """Define ``\\<prefix><name>`` as a word (a method's name, a setting), escaped for LaTeX."""
+        self.number(name, math.nan, tex_escape(text))
+        self.values[name] = text
+        return self.macros[self.prefix + name]
+
+    def table(self, name: str, text: str) -> None:
+        """Add the table ``tab-<name>.tex``."""
+        self.files[f"tab-{name}.tex"] = text.encode()
+
+    def figure(self, name: str, fig: Any, data: pd.DataFrame) -> None:
+        """Add ``fig-<name>.pdf``/``.png`` (deterministic metadata) and ``fig-<name>.csv``, the data drawn."""
+        for ext, content in render(fig).items():
+            self.files[f"fig-{name}.{ext}"] = content
+        self.files[f"fig-{name}.csv"] = data.to_csv(index=False, float_format="%.6g", lineterminator="\n").encode()
+
+
+@dataclass
+class Results:
+    """One experiment's committed results: its successful rows and its meta.json."""
+
+    name: str
+    runs: pd.DataFrame
+    meta: dict
+    failed: int
+
+
+def load_results(results_dir: Path, name: str) -> Results:
+    """``results_dir/name/runs.csv`` (rows without error) and ``meta.json``; ResultsUnusableError when absent."""
+    folder = results_dir / name
+    csv, meta_path = folder / "runs.csv", folder / "meta.json"
+    if not csv.exists():
+        raise ResultsUnusableError(f"no {name}/runs.csv in the results")
+    try:
+        runs = pd.read_csv(csv, keep_default_na=True)
+    except (ValueError, pd.errors.ParserError) as e:
+        raise ResultsUnusableError(f"{name}/runs.csv cannot be read: {e}") from None
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    failed = 0
+    if "error" in runs:
+        bad = runs["error"].astype(object).fillna("").astype(str) != ""
+        failed = int(bad.sum())
+        runs = runs[~bad].reset_index(drop=True)
+    if runs.empty:
+        raise ResultsUnusableError(f"{name}/runs.csv has no successful run")
+    return Results(name, runs, meta, failed)
+
+
+def need(runs: pd.DataFrame, *columns: str) -> None:
+    """ResultsUnusableError naming the first of ``columns`` that ``runs`` lacks (a sweep older than its reader)."""
+    missing = [c for c in columns if c not in runs]
+    if missing:
+        raise ResultsUnusableError(f"runs.csv lacks the column {missing[0]!r} this generator reads")
+
+
+def provenance(s: Section, res: Results) -> None:
+    """Runs, failed runs, size (full or quick), wall time and commit of the sweep, as macros.
+
+    The wall time of a sweep that was interrupted and resumed is the sum over its sessions (meta.json).
+    """
+    s.number("Runs", len(res.runs), integer(len(res.runs)))
+    s.number("Failed", res.failed, integer(res.failed))
+    quick = bool(res.meta.get("config", {}).get("quick", False))
+    s.word("Size", "quick" if quick else "full")
+    sessions = res.meta.get("sessions") or []
+    wall = sum(float(x.get("wall_seconds") or 0.0) for x in sessions) if sessions else res.meta.get("wall_seconds")
+    s.number("WallMin", wall or math.nan, fixed(wall / 60.0, 1) if wall else "?")
+    commit = (res.meta.get("git") or {}).get("commit") or "unknown"
+    s.word("Commit", commit[:8])
+
+
+def as_bool(series: pd.Series) -> pd.Series:
+    """A column of booleans as read from CSV (True/False or strings)."""
+    return series.astype(str).str.lower().isin(("true", "1", "1.0"))
