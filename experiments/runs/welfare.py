@@ -329,7 +329,8 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
             sub = part[part["method"].str.startswith(sched + "[")]
             best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].max().groupby("budget_fraction")
             worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].min().groupby("budget_fraction")
-            a.plot(best.mean().index, best.mean().to_numpy(), "-", color=colour, label=f"{sched} (best cache) / P2s")
+            label = f"{sched} (best cache) / {_form(sched)}"
+            a.plot(best.mean().index, best.mean().to_numpy(), "-", color=colour, label=label)
             a.plot(worst.mean().index, worst.mean().to_numpy(), ":", color=colour)
         a.set(
             xscale="log",
@@ -366,7 +367,10 @@ def paper_section(res: Results) -> Section:
     Each welfare is a share of its own form's reference (:func:`references`):
     AutoCBA, which never stalls a job, of P2's (the ``milp`` optimum, else the lower of its bound and
     AutoCBA's certificate); a baseline, which the referee scores stalled, of P2s's (the ``milp-stall``
-    optimum, else its relaxation's bound; proofs/welfare_milp_forms.md Theorem F3).
+    optimum, else its relaxation's bound; proofs/welfare_milp_forms.md Theorem F3); a time-sharing one
+    (``gavel-fair``) of P2's LP relaxation (``lp``'s bound, docs/model.md §5 "Time sharing").  The strongest
+    baseline is taken over the faithful schedulers (FAITHFUL); the oracle ``-tuned`` envelopes and the
+    ``utility-greedy`` ablation are reported apart.
     """
     runs = res.runs
     need(runs, *INSTANCE, "method", "welfare", "status", "bound", "feasible", "solve_seconds")
@@ -494,7 +498,7 @@ def paper_section(res: Results) -> Section:
     s.table(
         "welfare",
         booktabs(
-            ["scheduler", "best cache", "of P2s \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
+            ["scheduler", "best cache", "of ref. \\%", "median", "max", "max at", "$\\geq$2.27", "starved"],
             rows,
             "llrrrlrr",
         ),
@@ -519,7 +523,7 @@ def paper_section(res: Results) -> Section:
             per = sub.assign(v=sub["base"] / sub["opt"]).groupby(["budget_fraction", "cache"])["v"].mean()
             best = per.groupby("budget_fraction").max()
             ls = "--" if sched.endswith("-tuned") else "-"
-            a.plot(best.index, best.to_numpy(), ls, color=style(sched)["color"], label=f"{sched} / P2s")
+            a.plot(best.index, best.to_numpy(), ls, color=style(sched)["color"], label=f"{sched} / {_form(sched)}")
             data += [{"panel": scale, "series": sched, "x": x, "y": y} for x, y in zip(best.index, best.to_numpy())]
         a.set(xscale="log", ylim=(0, 1.05), xlabel="budget (fraction of all jobs at 8 GPUs)")
         a.set_title(f"IO prices x {fixed(float(scale), 0)}")
