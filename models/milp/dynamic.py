@@ -751,9 +751,14 @@ def solve_dynamic_matrix(
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "after the per-dataset LPs")
     if lay.n_pairs <= FULL_LP_PAIRS or cluster.granularity != "continuous" or math.isfinite(cluster.bandwidth_gbps):
-        return _solve_matrix(
+        out = _solve_matrix(
             schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall, built=whole
         )
+        if out.status in ("feasible", "time_limit", "error"):
+            instant = instant_bound(schedule, cluster)
+            if out.bound is None or instant > out.bound:
+                out.bound, out.message = instant, out.message + "; bound from instant caches (Lemma 5 (iii))"
+        return out
     by_size = live[np.argsort(schedule.size_gb[live], kind="stable")]
     small = by_size[np.cumsum(schedule.size_gb[by_size]) <= SMALL_SHARE * cluster.cache_gb]
     large = np.setdiff1d(live, small)
@@ -1126,7 +1131,7 @@ def _solve_matrix(
             bound = found if bound is None else max(bound, found)
         if status != highspy.HighsModelStatus.kOptimal:
             stopped = (
-                f"HiGHS stopped at the time limit of {left} s"
+                "the time limit ran out in HiGHS"
                 if status == highspy.HighsModelStatus.kTimeLimit
                 else f"HiGHS stopped: {h.modelStatusToString(status)}"
             )
@@ -1138,7 +1143,7 @@ def _solve_matrix(
     values, cost = best if best is not None else ({}, None)
     if certified(cost, bound):
         status_text, message = "optimal", f"certified after {run + 1} HiGHS run(s)"
-    elif stopped.startswith(("the time limit", "HiGHS stopped at the time limit")):
+    elif stopped.startswith("the time limit"):
         status_text, message = "time_limit", stopped
     elif best is not None:
         status_text, message = "feasible", (stopped or f"HiGHS's optimum is not certified after {run + 1} run(s)")
