@@ -6,10 +6,13 @@ work is done.  A job's work is its ``duration_s``, the run time when never
 stalled; it progresses at its stall factor x_j / r_j (docs/model.md §3), so a
 stalled job runs longer and pays for its GPUs longer.
 
-At every event (an arrival, a start, a departure, and every ``period_s`` when
-set) the policy, any registered method of the cost problem P1
-(experiments.methods), is re-run on the running jobs and sets each dataset's
-*target* cache c*_k and the bandwidth it would buy.  Policies whose answer
+Whenever the running jobs change (a job starts, on its arrival if its GPUs are
+free, else when it leaves the queue; a job departs) and at every ``period_s``
+tick when set, the policy, any registered method of the cost problem P1
+(cbalab.algorithms.registry), is re-run on the running jobs and sets each
+dataset's *target* cache c*_k and the bandwidth it would buy.  An arrival that
+only joins the queue and a cache reaching its target end a slot but do not
+re-run the policy: neither changes the demand (:meth:`Replay.run`).  Policies whose answer
 depends on the jobs only through the per-dataset demand R_k (CBA, IO-only,
 SiloD: docs/model.md §4 shows P1 depends on the jobs only through R_k) are called
 on a fixed K-job aggregate instance (one pseudo-job of rate R_k per dataset),

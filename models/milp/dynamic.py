@@ -413,13 +413,13 @@ def define_cost(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster) -> None:
 
 #: The certification rule of P3, the same rule as the other exact methods' (an independent bound must meet the
 #: cost of a checked feasible point within a relative and an absolute tolerance; the constants are to be one at
-#: merge): ``optimal`` only when |cost − bound| ≤ CERT_RTOL · |cost| + CERT_ATOL, where ``cost`` is re-computed
+#: merge): ``optimal`` only when abs(cost − bound) ≤ CERT_RTOL · abs(cost) + CERT_ATOL, where ``cost`` is re-computed
 #: from a point that meets every row (:func:`settle`) and ``bound`` is the numpy Lagrangian of HiGHS's duals
 #: (HiGHS's dual bound, rescaled, for the integer variants).  CERT_ATOL is in $.
 CERT_RTOL = 1e-6
 CERT_ATOL = 1e-15
 
-#: A settled point meets a row when its violation is at most FEAS_RTOL · (|side| + Σ_j |a_ij x_j|) + FEAS_ATOL:
+#: A settled point meets a row when its violation is at most FEAS_RTOL · (abs(side) + Σ_j abs(a_ij x_j)) + FEAS_ATOL:
 #: the repair of :func:`settle` leaves only rounding, so this is a check of the repair, not a slack HiGHS may use.
 FEAS_RTOL = 1e-9
 FEAS_ATOL = 1e-12
@@ -581,7 +581,7 @@ class _Rows:
         self.n += m
 
     def activity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(A x, Σ_j |a_ij x_j|) per row, evaluated in numpy from the coordinate triples."""
+        """(A x, Σ_j abs(a_ij x_j)) per row, evaluated in numpy from the coordinate triples."""
         r = np.concatenate(self.r) if self.r else np.zeros(0, dtype=np.int64)
         c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
         v = np.concatenate(self.v) if self.v else np.zeros(0)
