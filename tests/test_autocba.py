@@ -17,6 +17,7 @@ from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 from cbalab.algorithms.autocba import autocba, fits_alone, standalone_cost, welfare_bound
+from cbalab.algorithms.autocba.driver import _FIT_SLACK
 from cbalab.algorithms.autocba.greedy import _Greedy
 from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
@@ -32,10 +33,13 @@ def brute_force(inst: Instance) -> float:
     return optima(inst)[0]
 
 
-def optima(inst: Instance, most: int | None = None) -> tuple[float, list[float]]:
+def optima(inst: Instance, most: int | None = None, *, relative: bool = False) -> tuple[float, list[float]]:
     """Brute force: the best welfare over option choices of at most ``most`` jobs, and that choice's job utilities.
 
-    Every choice is fed at least cost by CBA and checked against G, B (by ``feed``) and the budget.
+    Every choice is fed at least cost by CBA and checked against G, B (by ``feed``) and the budget.  ``feed``
+    accepts a remote IO up to the referee's slack, 10⁻⁹·max(1, B), which is absolute below B = 1 GB/s;
+    ``relative`` holds B to the relative slack of Theorem C's Step 0 instead (proofs/autocba_guarantee.md:
+    the limits the theorem's OPT is taken under), so that a tiny B does not admit options the theorem excludes.
     """
     choices = [[-1, *range(int(inst.option_ptr[j]), int(inst.option_ptr[j + 1]))] for j in range(inst.n_jobs)]
     best, best_u = 0.0, []
@@ -52,6 +56,12 @@ def optima(inst: Instance, most: int | None = None) -> tuple[float, list[float]]
         rates = np.array([inst.option_io_gbps[o] if o >= 0 else 0.0 for o in pick])
         f = feed(inst, rates)
         if f.cache_gb is None:
+            continue
+        if (
+            relative
+            and f.bandwidth_gbps is not None
+            and float(f.bandwidth_gbps.sum()) > inst.bandwidth_gbps * (1 + _FIT_SLACK)
+        ):
             continue
         if inst.price_gpu * gpus + f.io_cost <= inst.budget_per_hour * (1 + 1e-12):
             best, best_u = welfare, sorted((float(inst.option_utility[o]) for o in rows), reverse=True)
@@ -168,7 +178,7 @@ def binding_linear_instances(draw: st.DrawFn) -> Instance:
         budget_per_hour=math.inf if budget is None or money == 0 else budget * money,
         gpus=None if gpus is None else max(1, int(gpus * together(inst.option_gpus.astype(float)))),
         bandwidth_gbps=(
-            bandwidth * together(inst.option_io_gbps)
+            max(bandwidth * together(inst.option_io_gbps), 1e-30)  # the smallest magnitude the loader accepts
             if bandwidth is not None and inst.cache_gb == 0
             else inst.bandwidth_gbps
         ),
@@ -185,10 +195,11 @@ def test_greedy_alone_guarantee_half_and_one_over_2d(inst: Instance) -> None:
     pass, which changes nothing under (L)) and the best single job.  On at most 4 jobs the pair guesses and
     the swaps find the optimum and hide the greedy; here 6-7 jobs, under the theorem's assumption (L) (no
     cache with any B, or free cache for all with B = ∞) with the limits drawn to bind
-    (:func:`binding_linear_instances`), and any, also non-concave and zero-weight, options; OPT by brute force.
+    (:func:`binding_linear_instances`), and any, also non-concave and zero-weight, options; OPT by brute force
+    under the limits of Step 0 (``relative``).
     """
     welfare = _check_feasible(inst, autocba(inst, swaps=0, enumerate_guesses=False))
-    opt = brute_force(inst)
+    opt, _ = optima(inst, relative=True)
     if opt <= 0:
         return
     ratio = welfare / opt
@@ -198,8 +209,9 @@ def test_greedy_alone_guarantee_half_and_one_over_2d(inst: Instance) -> None:
 
 
 def binding_limits(inst: Instance) -> int:
-    """d of Theorem C: how many of budget, G and (under C = 0) B can bind among the options that fit alone."""
-    keep = fits_alone(inst)
+    """d of Theorem C: how many of budget, G and (under C = 0) B can bind among the options that fit alone
+    (within the relative slack of Step 0, as AutoCBA filters them)."""
+    keep = fits_alone(inst, _FIT_SLACK, absolute=False)
     cost, _ = standalone_cost(inst)
     d = int(_sum_of_job_max(inst, keep, cost) > inst.budget_per_hour)
     d += int(inst.gpus is not None and _sum_of_job_max(inst, keep, inst.option_gpus.astype(float)) > inst.gpus)
