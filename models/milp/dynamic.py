@@ -52,6 +52,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -1154,8 +1155,8 @@ def _solve_matrix(
 
 
 def _run_bound(
-    h: object,
-    sol: object,
+    h: Any,
+    sol: Any,
     is_mip: bool,
     scale: float,
     data: dict[str, np.ndarray],
@@ -1168,11 +1169,11 @@ def _run_bound(
     """The lower bound one HiGHS run proves, in $: a MIP's dual bound, or the LP's Lagrangian certificate of its
     row duals (valid for any duals, optimal or not); never below 0, since every cost and lower bound is ≥ 0."""
     if is_mip:
-        dual_bound = float(h.getInfo().mip_dual_bound)  # type: ignore[attr-defined]
+        dual_bound = float(h.getInfo().mip_dual_bound)
         return max(0.0, dual_bound * scale) if math.isfinite(dual_bound) else None
-    if not sol.dual_valid:  # type: ignore[attr-defined]
+    if not sol.dual_valid:
         return None
-    dual = np.asarray(sol.row_dual) * scale  # type: ignore[attr-defined]
+    dual = np.asarray(sol.row_dual) * scale
     return max(0.0, _certified_bound(data, lo, hi, start, index, value, dual))
 
 
