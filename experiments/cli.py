@@ -551,7 +551,10 @@ def parser() -> argparse.ArgumentParser:
         "--window", type=_window, default=None, metavar="START:END", help="only jobs submitted in it (s; default: all)"
     )
     m.add_argument(
-        "--time-limit", type=_seconds, default=None, help="time limit of the offline optimum's solve (default: none)"
+        "--time-limit",
+        type=_seconds,
+        default=None,
+        help="seconds for the offline optimum, from building its schedule to its last HiGHS run (default: none)",
     )
     m.set_defaults(run=cmd_simulate)
 

@@ -6,10 +6,13 @@ work is done.  A job's work is its ``duration_s``, the run time when never
 stalled; it progresses at its stall factor x_j / r_j (docs/model.md §3), so a
 stalled job runs longer and pays for its GPUs longer.
 
-At every event (an arrival, a start, a departure, and every ``period_s`` when
-set) the policy, any registered method of the cost problem P1
-(experiments.methods), is re-run on the running jobs and sets each dataset's
-*target* cache c*_k and the bandwidth it would buy.  Policies whose answer
+Whenever the running jobs change (a job starts, on its arrival if its GPUs are
+free, else when it leaves the queue; a job departs) and at every ``period_s``
+tick when set, the policy, any registered method of the cost problem P1
+(cbalab.algorithms.registry), is re-run on the running jobs and sets each
+dataset's *target* cache c*_k and the bandwidth it would buy.  An arrival that
+only joins the queue and a cache reaching its target end a slot but do not
+re-run the policy: neither changes the demand (:meth:`Replay.run`).  Policies whose answer
 depends on the jobs only through the per-dataset demand R_k (CBA, IO-only,
 SiloD: docs/model.md §4 shows P1 depends on the jobs only through R_k) are called
 on a fixed K-job aggregate instance (one pseudo-job of rate R_k per dataset),
@@ -44,6 +47,7 @@ import heapq
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -564,15 +568,25 @@ def window(workload: Workload, start_s: float, end_s: float) -> Workload:
     return Workload(part, workload.datasets, settings)
 
 
-def offline_optimum(workload: Workload, cfg: SimConfig, result: SimResult, time_limit: float | None = None) -> dict:
+def offline_optimum(
+    workload: Workload,
+    cfg: SimConfig,
+    result: SimResult,
+    time_limit: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
     """P3 over the replay's schedule (models/milp/dynamic.py): the ``offline_optimum`` entry of summary.json.
 
     Its ``bound`` is a lower bound on the IO cost of every online policy over this replay when no job stalls
     (proofs/dynamic_lower_bound.md, Theorem 1); with instant caches (``warmup=False``) its warm-up rows are
-    dropped and it equals re-solved CBA's cost (Theorem 2 there).
+    dropped and it equals re-solved CBA's cost (Theorem 2 there).  ``status`` is ``optimal`` only when that
+    bound meets the re-computed cost of a checked schedule (models/milp/dynamic.py, ``certified``).
+    ``time_limit`` covers the whole call, from building the schedule to the last HiGHS run, on ``clock``
+    (injectable for tests); when it runs out the entry is ``time_limit`` with the best checked cost or none.
     """
-    from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
+    from cbalab.models.milp.dynamic import Cluster, Deadline, schedule_from_replay, solve_dynamic
 
+    deadline = Deadline(time_limit, clock)
     jobs = result.jobs
     schedule = schedule_from_replay(
         jobs["start_s"].to_numpy(),
@@ -589,7 +603,7 @@ def offline_optimum(workload: Workload, cfg: SimConfig, result: SimResult, time_
         price_cache=float(cfg.prices[1]),
         price_bandwidth=float(cfg.prices[2]),
     )
-    out = solve_dynamic(schedule, cluster, warmup=cfg.warmup, time_limit=time_limit)
+    out = solve_dynamic(schedule, cluster, warmup=cfg.warmup, deadline=deadline)
     doc = out.summary()
     doc["message"] = out.message
     if result.summary.get("stall_hours", 0.0) > 0:

@@ -10,29 +10,27 @@ fed at least cost by CBA (P1 exactly, proofs/cba_optimality.md).
 from __future__ import annotations
 
 import itertools
-import math
+from unittest import mock
 
 import numpy as np
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from cbalab.algorithms.autocba import autocba, fits_alone, standalone_cost
+from cbalab.algorithms.autocba import autocba, fits_alone
+from cbalab.algorithms.autocba import enumerate as enumerate_module
 from cbalab.algorithms.autocba.driver import _FIT_SLACK, _weightings
 from cbalab.algorithms.autocba.enumerate import PAIRS_MAX, fixed_greedy
 from cbalab.algorithms.autocba.greedy import Weights
 from cbalab.models.instance import Instance
-from tests.test_autocba import TOL, _check_feasible, _instance, _sum_of_job_max, optima, tiny_instances
-
-
-def binding_limits(inst: Instance) -> int:
-    """d of Theorem C: how many of budget, G and (under C = 0) B can bind among the options that fit alone."""
-    keep = fits_alone(inst)
-    cost, _ = standalone_cost(inst)
-    d = int(_sum_of_job_max(inst, keep, cost) > inst.budget_per_hour)
-    d += int(inst.gpus is not None and _sum_of_job_max(inst, keep, inst.option_gpus.astype(float)) > inst.gpus)
-    if math.isfinite(inst.bandwidth_gbps) and inst.cache_gb == 0:
-        d += int(_sum_of_job_max(inst, keep, inst.option_io_gbps) > inst.bandwidth_gbps)
-    return d
+from tests.test_autocba import (
+    TOL,
+    _check_feasible,
+    _instance,
+    binding_limits,
+    binding_linear_instances,
+    optima,
+    tiny_instances,
+)
 
 
 @st.composite
@@ -87,6 +85,39 @@ def test_partial_enumeration_loses_at_most_the_second_job(inst: Instance) -> Non
     for w in (welfare, proof):
         assert w >= opt - second - TOL * max(1.0, opt)
         assert w >= 2.0 / 3.0 * opt - TOL * max(1.0, opt)
+    assert welfare >= proof - TOL * max(1.0, proof)
+
+
+@given(st.one_of(tiny_instances(linear_feeding=True), knapsacks(), binding_linear_instances()))
+def test_single_guesses_lose_at_most_the_first_job(inst: Instance) -> None:
+    """Theorem E (ii) of proofs/autocba_guarantee.md for k = 1: under (L) with d ≤ 1, with only the guesses of one
+    job, W ≥ OPT − u₁(X) and W ≥ ½ OPT.
+
+    Checked on the proof's own candidates (the best single job and the capped residual greedy of every guess of
+    one option, computed here) and on AutoCBA with the pair guesses off (``PAIRS_MAX`` = 0, what it runs above
+    24 options) and no swap pass, so that nothing but the k = 1 enumeration and the greedy runs is left.  X is
+    the optimum brute force returns; u₁ its largest job utility.
+    """
+    assume(binding_limits(inst) <= 1)
+    keep = fits_alone(inst, _FIT_SLACK, absolute=False)
+    opt, utilities = optima(inst, relative=True)
+    first = utilities[0] if utilities else 0.0
+    runs = _weightings(inst, keep)
+    weights = runs[1] if len(runs) > 1 else runs[0]
+    jobs = inst.option_job()
+    rows = np.flatnonzero(keep).tolist()
+    proof = max((float(inst.option_utility[o]) for o in rows), default=0.0)
+    for o in rows:
+        g = fixed_greedy(inst, keep, weights, True, [(int(jobs[o]), o)])
+        if g is not None:
+            proof = max(proof, g.welfare)
+    if opt > 0:
+        target(-(proof - (opt - first)) / opt, label="k = 1 candidates − (OPT − u₁), over OPT (pushed down)")
+    with mock.patch.object(enumerate_module, "PAIRS_MAX", 0):
+        welfare = _check_feasible(inst, autocba(inst, swaps=0))
+    for w in (welfare, proof):
+        assert w >= opt - first - TOL * max(1.0, opt)
+        assert w >= 0.5 * opt - TOL * max(1.0, opt)
     assert welfare >= proof - TOL * max(1.0, proof)
 
 

@@ -2,7 +2,7 @@
 
 Every run replays the Philly trace (the shipped copy, cbalab.experiments.data)
 under one cost policy (experiments/simulate.py: FIFO on G GPUs, the policy
-re-run at every arrival and departure, cache warm-up or instant caches) and
+re-run at every job start and departure, cache warm-up or instant caches) and
 records the IO cost (cache + remote bandwidth, $ over the replay), the total
 cost (GPUs too), the mean and p99 job completion time and the stall time.
 

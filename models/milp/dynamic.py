@@ -50,7 +50,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -410,13 +412,68 @@ def define_cost(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster) -> None:
 
 # ------------------------------------------------------------------------------------------------ solving
 
+#: The certification rule of P3, the same rule as the other exact methods' (an independent bound must meet the
+#: cost of a checked feasible point within a relative and an absolute tolerance; the constants are to be one at
+#: merge): ``optimal`` only when abs(cost − bound) ≤ CERT_RTOL · abs(cost) + CERT_ATOL, where ``cost`` is re-computed
+#: from a point that meets every row (:func:`settle`) and ``bound`` is the numpy Lagrangian of HiGHS's duals
+#: (HiGHS's dual bound, rescaled, for the integer variants).  CERT_ATOL is in $.
+CERT_RTOL = 1e-6
+CERT_ATOL = 1e-15
+
+#: A settled point meets a row when its violation is at most FEAS_RTOL · (abs(side) + Σ_j abs(a_ij x_j)) + FEAS_ATOL:
+#: the repair of :func:`settle` leaves only rounding, so this is a check of the repair, not a slack HiGHS may use.
+FEAS_RTOL = 1e-9
+FEAS_ATOL = 1e-12
+
+#: HiGHS solves of one P3 matrix at most: the first with the objective scaled by the closed-form lower bound
+#: (:func:`instant_bound`), each further one scaled by the cheapest feasible cost found so far, so that HiGHS's
+#: absolute tolerances are relative to the optimum (:func:`_solve_matrix`).
+SCALE_PASSES = 3
+
+#: The scaled objective's largest coefficient is kept at or below this, so that a tiny reference scale does not
+#: give HiGHS costs it treats as infinite (1e20) or that swamp its dual tolerance in rounding.
+MAX_SCALED_COST = 1e15
+
+
+def certified(cost: float | None, bound: float | None) -> bool:
+    """Whether ``bound`` meets ``cost`` by the rule of :data:`CERT_RTOL` and :data:`CERT_ATOL` (both finite)."""
+    if cost is None or bound is None or not (math.isfinite(cost) and math.isfinite(bound)):
+        return False
+    return abs(cost - bound) <= CERT_RTOL * abs(cost) + CERT_ATOL
+
+
+class Deadline:
+    """A time budget of ``seconds`` (None: none) that starts when it is made, read from ``clock``.
+
+    One budget covers a whole offline-optimum call: building the schedule, the
+    matrices, and every HiGHS run, which gets only what is left.  ``clock`` is
+    injectable so that tests can exhaust the budget at any step without timing.
+    """
+
+    def __init__(self, seconds: float | None, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.started = clock()
+
+    def left(self) -> float | None:
+        """Seconds left (≤ 0 when spent), or None without a limit."""
+        return None if self.seconds is None else self.seconds - (self.clock() - self.started)
+
+    def expired(self) -> bool:
+        """Whether the budget is spent: a caller stops before its next step."""
+        left = self.left()
+        return left is not None and left <= 0
+
 
 @dataclass
 class DynamicResult:
-    """P3's answer: ``status``, the optimum ``cost_io`` ($), a proven lower ``bound``, ``slots``, ``seconds``.
+    """P3's answer: ``status``, the IO cost ``cost_io`` ($) of a point that meets every row, a proven lower
+    ``bound``, ``slots``, ``seconds``.
 
-    ``pairs`` is the layout; ``y``, ``u``, ``b`` (and ``e`` with warm-up) the solution per pair, when there is one.
-    ``rows`` and ``cols`` give the LP size.
+    ``status`` is ``optimal`` only when ``bound`` meets ``cost_io`` by :func:`certified`; ``feasible`` gives
+    both numbers otherwise; ``time_limit`` gives the best checked point found before the budget ran out, or
+    no cost at all.  ``pairs`` is the layout; ``y``, ``u``, ``b`` (``e`` with warm-up, ``n`` under blocks)
+    the checked solution per pair, when there is one.  ``rows`` and ``cols`` give the LP size.
     """
 
     status: str
@@ -451,7 +508,12 @@ def solve_dynamic_pyomo(
     relax: bool = False,
     time_limit: float | None = None,
 ) -> DynamicResult:
-    """Solve P3 through the Pyomo build (:func:`build_dynamic_model`) with HiGHS (models/solve.py statuses)."""
+    """Solve P3 through the Pyomo build (:func:`build_dynamic_model`) with HiGHS (models/solve.py statuses).
+
+    The reference build, for checking the matrix build: its point is settled and its cost re-computed as in
+    :func:`solve_dynamic_matrix`, but its ``bound`` is HiGHS's own objective bound as models/solve.py reports
+    it, not a numpy certificate; ``optimal`` still needs that bound to meet the re-computed cost.
+    """
     from cbalab.models.solve import solve_model
     from cbalab.models.types import SolveOptions
 
@@ -461,23 +523,33 @@ def solve_dynamic_pyomo(
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     out = solve_model(model, SolveOptions(time_limit=time_limit))
-    values: dict[str, np.ndarray] = {}
+    raw: dict[str, np.ndarray] = {}
     if out.has_solution:
-        names = ["y", "u", "b"] + (["e"] if warmup else [])
-        for name in names:
-            var = getattr(model, name)
-            values[name] = np.fromiter((pyo.value(var[p]) for p in range(lay.n_pairs)), dtype=float)
+        names = {"y": "y", "u": "u", "b": "b"} | ({"e": "e"} if warmup else {})
+        if cluster.granularity == "block":
+            names["n"] = "blocks"
+        for name, var_name in names.items():
+            var = getattr(model, var_name)
+            raw[name] = np.fromiter((pyo.value(var[p]) for p in range(lay.n_pairs)), dtype=float)
     n_rows = sum(c.dim() if c.is_indexed() else 1 for c in model.component_objects(pyo.Constraint, active=True))
     n_cols = sum(v.dim() if v.is_indexed() else 1 for v in model.component_objects(pyo.Var, active=True))
+    built = matrix(schedule, cluster, warmup=warmup, relax=relax)
+    settled = settle(raw, built, cluster, warmup=warmup) if raw else None
+    values, cost = settled if settled is not None else ({}, None)
+    status, message = out.status, out.message
+    if status in ("optimal", "feasible", "time_limit") and raw and settled is None:
+        status, message = "error", message + "; HiGHS's point does not meet the rows (settle)"
+    elif status == "optimal" and not certified(cost, out.bound):
+        status, message = "feasible", message + f"; not certified: cost {cost!r}, bound {out.bound!r}"
     return DynamicResult(
-        out.status,
-        out.objective,
-        out.bound,
+        status,
+        cost,
+        out.bound if status != "error" else None,
         schedule.n_slots,
         time.perf_counter() - wall,
         n_rows,
         n_cols,
-        out.message,
+        message,
         lay,
         values,
     )
@@ -508,6 +580,14 @@ class _Rows:
         self.lo.append(lo)
         self.hi.append(hi)
         self.n += m
+
+    def activity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(A x, Σ_j abs(a_ij x_j)) per row, evaluated in numpy from the coordinate triples."""
+        r = np.concatenate(self.r) if self.r else np.zeros(0, dtype=np.int64)
+        c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
+        v = np.concatenate(self.v) if self.v else np.zeros(0)
+        terms = v * x[c]
+        return np.bincount(r, weights=terms, minlength=self.n), np.bincount(r, weights=np.abs(terms), minlength=self.n)
 
     def csc(self, n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(start, index, value, lower, upper) of the column-wise matrix."""
@@ -616,6 +696,10 @@ FULL_LP_PAIRS = 20_000
 SMALL_SHARE = 0.02
 
 
+#: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.
+Matrix = tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], _Rows, np.ndarray]
+
+
 def solve_dynamic_matrix(
     schedule: Schedule,
     cluster: Cluster,
@@ -624,111 +708,179 @@ def solve_dynamic_matrix(
     relax: bool = False,
     time_limit: float | None = None,
     threads: int = 1,
+    deadline: Deadline | None = None,
 ) -> DynamicResult:
     """Solve P3 from its matrix with highspy, splitting it by datasets (proofs/dynamic_lower_bound.md, Lemma 5).
 
     Only the capacity rows Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B couple the
     datasets.  Giving a group of datasets the whole C and B to itself is a
-    relaxation, so the sum of the groups' optima is a lower bound on P3, and
-    a joined solution that meets every coupling row is optimal.  First every
-    dataset is its own group.  If the join overfills C: the whole LP when it
-    has at most FULL_LP_PAIRS pairs; above, the large datasets are solved
+    relaxation, so the sum of the groups' certified bounds is a lower bound on
+    P3, and a joined solution that meets every coupling row is feasible.  First
+    every dataset is its own group.  If the join overfills C: the whole LP when
+    it has at most FULL_LP_PAIRS pairs; above, the large datasets are solved
     together and only the smallest ones (sizes summing to ≤ SMALL_SHARE · C)
     alone.  If that join still overfills C, its trajectories are scaled into C
-    (Lemma 5 (ii)) and the answer is ``feasible``: the scaled cost, and the
-    relaxation's certified bound.
+    (Lemma 5 (ii)).  Whatever the path, the answer's point is settled against
+    every row of the whole P3 (:func:`settle`) and is ``optimal`` only when its
+    re-computed cost meets the bound (:func:`certified`).
+
+    ``time_limit`` (or an already running ``deadline``, which replaces it) covers
+    every step: the clock is read before each matrix build, each hand-over to
+    HiGHS and each HiGHS run, which gets only what is left; once it has run out
+    the answer is ``time_limit`` with no cost and the closed-form bound of
+    instant caches (Lemma 5 (iii)).
     """
     wall = time.perf_counter()
-    deadline = None if time_limit is None else wall + time_limit
+    deadline = Deadline(time_limit) if deadline is None else deadline
     lay = layout(schedule)
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
+    if deadline.expired():
+        return _out_of_time(schedule, cluster, lay, wall, "before the first LP")
     live = np.unique(lay.k)
-    groups = [np.array([k]) for k in live]
-    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
-    if joined is not None and _fits(joined[0], lay, cluster, schedule.n_slots):
-        return _joined_result("optimal", joined, schedule, lay, wall, "one LP per dataset; no capacity row binds")
+    joined = _grouped(schedule, cluster, lay, [np.array([k]) for k in live], warmup, relax, threads, deadline)
+    if isinstance(joined, DynamicResult) and joined.status in ("infeasible", "time_limit"):
+        return _failed_group(joined, schedule, cluster, lay, wall)
+    whole: Matrix | None = None
+    if isinstance(joined, _Joined):
+        if deadline.expired():
+            return _out_of_time(schedule, cluster, lay, wall, "after the per-dataset LPs")
+        whole = matrix(schedule, cluster, warmup=warmup, relax=relax)
+        settled = settle(joined.values, whole, cluster, warmup=warmup)
+        if settled is not None:
+            return _joined_result(joined, settled, schedule, lay, wall, "one LP per dataset; no capacity row binds")
+    if deadline.expired():
+        return _out_of_time(schedule, cluster, lay, wall, "after the per-dataset LPs")
     if lay.n_pairs <= FULL_LP_PAIRS or cluster.granularity != "continuous" or math.isfinite(cluster.bandwidth_gbps):
-        return _solve_matrix(
-            schedule, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads, wall=wall
+        out = _solve_matrix(
+            schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall, built=whole
         )
+        if out.status in ("feasible", "time_limit", "error"):
+            instant = instant_bound(schedule, cluster)
+            if out.bound is None or instant > out.bound:
+                out.bound, out.message = instant, out.message + "; bound from instant caches (Lemma 5 (iii))"
+        return out
     by_size = live[np.argsort(schedule.size_gb[live], kind="stable")]
     small = by_size[np.cumsum(schedule.size_gb[by_size]) <= SMALL_SHARE * cluster.cache_gb]
     large = np.setdiff1d(live, small)
-    groups = [large] + [np.array([k]) for k in small]
-    joined = _grouped(schedule, cluster, lay, groups, warmup, relax, threads, deadline)
-    if joined is None:
-        return DynamicResult(
-            "time_limit",
-            None,
-            instant_bound(schedule, cluster),
-            schedule.n_slots,
-            time.perf_counter() - wall,
-            message="a group LP did not finish; bound from instant caches (Lemma 5 (iii))",
-        )
+    joined = _grouped(
+        schedule, cluster, lay, [large] + [np.array([k]) for k in small], warmup, relax, threads, deadline
+    )
+    if isinstance(joined, DynamicResult):
+        return _failed_group(joined, schedule, cluster, lay, wall)
     note = f"{large.size} large datasets together, {small.size} small ones alone"
-    values = joined[0]
-    used, _ = _usage(values, lay, cluster, schedule.n_slots)
-    if _fits(values, lay, cluster, schedule.n_slots):
-        return _joined_result("optimal", joined, schedule, lay, wall, note + "; no capacity row binds")
-    repaired, cost = _repair(values, lay, cluster, used, warmup)
+    if deadline.expired():
+        return _out_of_time(schedule, cluster, lay, wall, "after the group LPs")
+    whole = whole if whole is not None else matrix(schedule, cluster, warmup=warmup, relax=relax)
+    settled = settle(joined.values, whole, cluster, warmup=warmup)
+    if settled is not None:
+        return _joined_result(joined, settled, schedule, lay, wall, note + "; no capacity row binds")
+    used, _ = _usage(joined.values, lay, cluster, schedule.n_slots)
+    repaired = settle(_repair(joined.values, lay, cluster, used, warmup), whole, cluster, warmup=warmup)
     # Dropping the warm-up rows is a relaxation too, and without them P3 is a sum of P1s (Theorem 2).
     instant = instant_bound(schedule, cluster)
-    bound = max(joined[1], instant)
-    note += "; joined and scaled into C; bound from " + ("the groups" if joined[1] >= instant else "instant caches")
-    return _joined_result("feasible", (repaired, bound, cost, joined[3]), schedule, lay, wall, note)
+    if joined.bound is None or instant >= joined.bound:
+        joined.bound, note = instant, note + "; joined and scaled into C; bound from instant caches"
+    else:
+        note += "; joined and scaled into C; bound from the groups"
+    if repaired is None:
+        return DynamicResult(
+            "error", None, joined.bound, schedule.n_slots, time.perf_counter() - wall, message=note + "; not settled"
+        )
+    return _joined_result(joined, repaired, schedule, lay, wall, note)
 
 
 def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
     """Σ_t Δ_t/3600 · P1*(R_t) with B = ∞: P3 without its warm-up rows (proofs/dynamic_lower_bound.md, Theorem 2).
 
     P1* in closed form (proofs/cba_optimality.md, Theorem 1): cache the datasets with p_b ρ_k > p_c in
-    decreasing ρ_k = R_k/d_k until C is full; cost p_b Σ R_k − Σ_k c_k (p_b ρ_k − p_c).
+    decreasing ρ_k = R_k/d_k until C is full; cost p_b Σ R_k − Σ_k c_k (p_b ρ_k − p_c).  Evaluated for
+    blocks of slots at once (one sort per slot, along the dataset axis).
     """
     d = schedule.size_gb
     p_c, p_b = cluster.price_cache, cluster.price_bandwidth
+    slots = np.flatnonzero(schedule.lengths > 0)
     total = 0.0
-    for t in np.flatnonzero(schedule.lengths > 0):
-        R = schedule.demand[:, t]
-        rho = R / d
-        order = np.argsort(-rho, kind="stable")
-        order = order[p_b * rho[order] > p_c]
-        room = np.clip(cluster.cache_gb - (np.cumsum(d[order]) - d[order]), 0.0, d[order])
-        rate = p_b * float(R.sum()) - float(np.dot(room, p_b * rho[order] - p_c))
-        total += schedule.lengths[t] / 3600.0 * rate
+    for part in np.array_split(slots, max(1, slots.size // 4096)) if slots.size else []:
+        R = schedule.demand[:, part]
+        rho = R / d[:, None]
+        order = np.argsort(-rho, axis=0, kind="stable")
+        rho_sorted = np.take_along_axis(rho, order, axis=0)
+        d_sorted = d[order]
+        pays = p_b * rho_sorted > p_c  # a prefix of every column: ρ decreases down the column
+        room = np.clip(cluster.cache_gb - (np.cumsum(d_sorted, axis=0) - d_sorted), 0.0, d_sorted)
+        saving = np.where(pays, room * (p_b * rho_sorted - p_c), 0.0).sum(axis=0)
+        rate = p_b * R.sum(axis=0) - saving
+        total += float(schedule.lengths[part] @ rate) / 3600.0
     return total
 
 
+@dataclass
+class _Joined:
+    """The groups' points joined in layout order, the sum of their bounds (None if one has none), their size."""
+
+    values: dict[str, np.ndarray]
+    bound: float | None
+    rows: int
+    cols: int
+
+
 def _joined_result(
-    status: str,
-    joined: tuple[dict[str, np.ndarray], float, float, tuple[int, int]],
+    joined: _Joined,
+    settled: tuple[dict[str, np.ndarray], float],
     schedule: Schedule,
     lay: Layout,
     wall: float,
     message: str,
 ) -> DynamicResult:
-    values, bound, cost, size = joined
+    """The answer from a settled join: ``optimal`` when the summed bound meets its re-computed cost."""
+    values, cost = settled
+    proven = certified(cost, joined.bound)
+    if not proven:
+        message += f"; not certified: cost {cost!r}, bound {joined.bound!r}"
     return DynamicResult(
-        status,
+        "optimal" if proven else "feasible",
         cost,
-        bound,
+        joined.bound,
         schedule.n_slots,
         time.perf_counter() - wall,
-        rows=size[0],
-        cols=size[1],
+        rows=joined.rows,
+        cols=joined.cols,
         message=message,
         pairs=lay,
         values=values,
     )
 
 
-def _fits(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> bool:
-    """Whether a joined solution meets every coupling row (C and B) to a relative 1e-9."""
-    used, read = _usage(values, lay, cluster, n_slots)
-    tol = 1e-9
-    return bool(
-        (used <= cluster.cache_gb * (1 + tol) + tol).all() and (read <= cluster.bandwidth_gbps * (1 + tol) + tol).all()
+def _out_of_time(schedule: Schedule, cluster: Cluster, lay: Layout, wall: float, step: str) -> DynamicResult:
+    """``time_limit`` with no cost: the budget ran out ``step``; the bound is the closed form of instant caches."""
+    return DynamicResult(
+        "time_limit",
+        None,
+        instant_bound(schedule, cluster),
+        schedule.n_slots,
+        time.perf_counter() - wall,
+        message=f"the time limit ran out {step}; bound from instant caches (Lemma 5 (iii))",
+        pairs=lay,
     )
+
+
+def _failed_group(part: DynamicResult, schedule: Schedule, cluster: Cluster, lay: Layout, wall: float) -> DynamicResult:
+    """P3's answer when a group's LP has no point: infeasible if the group is (a relaxation), else no cost."""
+    if part.status == "infeasible":
+        return DynamicResult(
+            "infeasible",
+            None,
+            None,
+            schedule.n_slots,
+            time.perf_counter() - wall,
+            message="a group of datasets alone is infeasible, so P3 is: " + part.message,
+            pairs=lay,
+        )
+    out = _out_of_time(schedule, cluster, lay, wall, "in a group LP")
+    if part.status != "time_limit":
+        out.status, out.message = "error", f"a group LP has no checked point ({part.status}: {part.message})"
+    return out
 
 
 def _grouped(
@@ -739,14 +891,12 @@ def _grouped(
     warmup: bool,
     relax: bool,
     threads: int,
-    deadline: float | None,
-) -> tuple[dict[str, np.ndarray], float, float, tuple[int, int]] | None:
-    """Each group of datasets solved alone with all of C and B: (joined values in layout order, Σ certified
-    bounds, the joined objective, size).  None if a group's LP does not reach optimality."""
+    deadline: Deadline,
+) -> _Joined | DynamicResult:
+    """Each group of datasets solved alone with all of C and B, joined in layout order; the first group's
+    answer without a checked point instead, if there is one (or the time limit's, when it runs out)."""
     names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
-    values = {name: np.zeros(lay.n_pairs) for name in names}
-    bound = 0.0
-    rows = cols = 0
+    joined = _Joined({name: np.zeros(lay.n_pairs) for name in names}, 0.0, 0, 0)
     for group in groups:
         mask = np.isin(lay.k, group)
         ts = lay.t[mask]
@@ -754,16 +904,16 @@ def _grouped(
         sub = Schedule(
             schedule.times[lo : hi + 2], schedule.demand[np.sort(group), lo : hi + 1], schedule.size_gb[np.sort(group)]
         )
-        part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, time_limit=_left(deadline), threads=threads)
-        if part.status != "optimal" or part.bound is None:
-            return None
+        part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads)
+        if part.status not in ("optimal", "feasible") or not part.values:
+            return part
         # The group's layout lists its datasets in increasing k and slots in increasing t, as the full layout does.
         for name in names:
-            values[name][mask] = part.values[name]
-        bound += part.bound
-        rows += part.rows
-        cols += part.cols
-    return values, bound, _objective(values, lay, cluster), (rows, cols)
+            joined.values[name][mask] = part.values[name]
+        joined.bound = None if joined.bound is None or part.bound is None else joined.bound + part.bound
+        joined.rows += part.rows
+        joined.cols += part.cols
+    return joined
 
 
 def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
@@ -772,7 +922,7 @@ def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.nd
 
 
 def _objective(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> float:
-    """P3's objective Σ Δ/3600 (p_c paid + p_b b) of a solution."""
+    """P3's objective Σ Δ/3600 (p_c paid + p_b b) of a solution, from its values and the prices (not HiGHS's)."""
     h = lay.dt / 3600.0
     return float(h @ (cluster.price_cache * _paid(values, lay, cluster) + cluster.price_bandwidth * values["b"]))
 
@@ -786,19 +936,98 @@ def _usage(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots
 
 def _repair(
     values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, used: np.ndarray, warmup: bool
-) -> tuple[dict[str, np.ndarray], float]:
+) -> dict[str, np.ndarray]:
     """A feasible P3 solution from a joined one that overfills C: y, u, e scaled by α = min_t C / used_t,
     b raised to R (1 − α u) (proofs/dynamic_lower_bound.md, Lemma 5 (ii)); continuous caches, B unlimited."""
     over = used > cluster.cache_gb
     alpha = float(np.min(cluster.cache_gb / used[over])) if over.any() else 1.0
     out = {name: values[name] * alpha for name in ("y", "u") + (("e",) if warmup else ())}
     out["b"] = np.minimum(np.maximum(values["b"], lay.R * (1.0 - out["u"])), lay.R)
+    return out
+
+
+def settle(
+    values: dict[str, np.ndarray], built: Matrix, cluster: Cluster, *, warmup: bool
+) -> tuple[dict[str, np.ndarray], float] | None:
+    """A point that meets every row of P3, made from a solver's ``values``, and its IO cost re-computed from
+    the prices; None if the capacity rows (C, B) still fail (proofs/dynamic_lower_bound.md, Lemma 6).
+
+    HiGHS's point meets the rows only to its absolute tolerances, and at a time limit it may be no point at
+    all (the all-zero start).  The repair: columns are clipped into their bounds and integer columns
+    rounded; y ≤ u_b n / d under blocks; u is lowered to its upper bounds (u ≤ y, the (P3b) rows at the
+    current b, the held-target ramp); b is raised to min(R, max(b, R (1 − u))); e is lowered to its upper
+    bounds; and a pair whose previous end fill fell is done again.  Raising b loosens every row it enters
+    but B's, lowering u or e loosens every row but the next one's that reads them, which the pass redoes,
+    so only C's and B's rows can remain violated.  Then every row of the matrix is evaluated in numpy and
+    must hold to :data:`FEAS_RTOL` relative (the check of the repair, not a slack).
+    """
+    lay, cols, data, rows, _ = built
+    out: dict[str, np.ndarray] = {}
+    for name, idx in cols.items():
+        v = np.clip(np.asarray(values[name], dtype=float), data["lower"][idx], data["upper"][idx])
+        out[name] = np.where(data["integer"][idx] > 0, np.round(v), v)
+    y, u, b, R = out["y"], out["u"], out["b"], lay.R
+    if cluster.granularity == "block":
+        y = out["y"] = np.minimum(y, out["n"] * cluster.block() / lay.d)
+    np.minimum(u, y, out=u)
+    if not warmup:
+        out["b"] = np.minimum(R, np.maximum(b, R * (1.0 - u)))
+    else:
+        _settle_warmup(out, lay)
+    x = np.zeros(data["cost"].size)
+    for name, idx in cols.items():
+        x[idx] = out[name]
+    act, mag = rows.activity(x)
+    lo, hi = (np.concatenate(side) if side else np.zeros(0) for side in (rows.lo, rows.hi))
+    with np.errstate(invalid="ignore"):
+        low = np.where(np.isinf(lo), 0.0, lo - act)
+        high = np.where(np.isinf(hi), 0.0, act - hi)
+        side = np.where(np.isinf(lo), 0.0, np.abs(lo)) + np.where(np.isinf(hi), 0.0, np.abs(hi))
+    if (np.maximum(low, high) > FEAS_RTOL * (side + mag) + FEAS_ATOL).any():
+        return None
     return out, _objective(out, lay, cluster)
 
 
-def _left(deadline: float | None) -> float | None:
-    """Seconds left until ``deadline`` (None: no limit)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
+    """The forward pass of :func:`settle` with warm-up rows, in place: u, b, e of every pair, then again for the
+    pairs whose previous pair's end fill fell (by more than FEAS_ATOL / 2; less is within the check)."""
+    y, u, b, e, R = out["y"], out["u"], out["b"], out["e"], lay.R
+    step = lay.dt / lay.d
+    xi = lay.dt * R / lay.d
+    tan = [(theta, keep, theta * theta * xi / 2.0) for theta, keep in tangents(xi, R)]
+    nxt = np.full(lay.n_pairs, -1, dtype=np.int64)
+    has_prev = lay.prev >= 0
+    nxt[lay.prev[has_prev]] = np.flatnonzero(has_prev)
+    todo = np.arange(lay.n_pairs)
+    while todo.size:
+        prev = lay.prev[todo]
+        before = np.where(prev >= 0, e[np.maximum(prev, 0)], 0.0)
+        ut, bt, yt, st, Rt = u[todo], b[todo], y[todo], step[todo], R[todo]
+        for theta, keep, const in tan:
+            th, k, c = theta[todo], keep[todo], const[todo]
+            ut = np.where(k, np.minimum(ut, before + (1.0 - th) * st * bt + c), ut)
+            ut = np.where(k & (th > 0) & (Rt > 0), np.minimum(ut, (1.0 - th) * yt + th * before + c), ut)
+        ut = np.maximum(ut, 0.0)
+        bt = np.minimum(Rt, np.maximum(bt, Rt * (1.0 - ut)))
+        et = np.minimum(np.minimum(e[todo], yt), before + st * bt)
+        for theta, keep, const in tan:
+            th, k, c = theta[todo], keep[todo], const[todo]
+            et = np.where(k, np.minimum(et, ut + (1.0 - th) * st * bt + c), et)
+        et = np.maximum(et, 0.0)
+        fell = et < e[todo] - FEAS_ATOL / 2.0
+        u[todo], b[todo], e[todo] = ut, bt, et
+        todo = nxt[todo[fell]]
+        todo = todo[todo >= 0]
+
+
+def _scale(cost: np.ndarray, reference: float) -> float:
+    """The objective's divisor for HiGHS: ``reference`` (a value near the optimum), but at least the largest
+    cost over MAX_SCALED_COST, and the largest cost when there is no positive reference."""
+    top = float(np.max(np.abs(cost))) if cost.size else 0.0
+    if top == 0.0:
+        return 1.0
+    ref = reference if math.isfinite(reference) and reference > 0 else top
+    return max(ref, top / MAX_SCALED_COST)
 
 
 def _solve_matrix(
@@ -807,29 +1036,43 @@ def _solve_matrix(
     *,
     warmup: bool,
     relax: bool,
-    time_limit: float | None,
+    deadline: Deadline,
     threads: int,
     wall: float | None = None,
+    built: Matrix | None = None,
 ) -> DynamicResult:
-    """Solve the whole P3 matrix with highspy; for an LP, ``bound`` is the certified Lagrangian dual value.
+    """Solve the whole P3 matrix with highspy and certify the answer (:data:`CERT_RTOL`).
 
-    The certificate: for row duals π (signs clipped to each row's sense) and
-    reduced costs r = c − Aᵀπ, Σ_i π_i·(L_i or U_i) + Σ_j min(r_j l_j, r_j u_j)
-    ≤ cᵀx for every feasible x (weak duality), evaluated in numpy.
+    HiGHS's tolerances are absolute, so the objective is divided before HiGHS
+    sees it by a value near the optimum (:func:`_scale`): first the closed-form
+    bound of instant caches (:func:`instant_bound`, exact without warm-up),
+    then, while the answer is not certified, the cheapest re-computed cost
+    found, re-solving from HiGHS's last basis (at most SCALE_PASSES runs).  The
+    duals are unscaled for the certificate: for row duals π (signs clipped to
+    each row's sense) and reduced costs r = c − Aᵀπ,
+    Σ_i π_i·(L_i or U_i) + Σ_j min(r_j l_j, r_j u_j) ≤ cᵀx for every feasible x
+    (weak duality), evaluated in numpy; for a MIP, HiGHS's dual bound, rescaled.
+    Every point is settled (:func:`settle`) and costed from the prices.
     """
     import highspy
 
     wall = time.perf_counter() if wall is None else wall
-    lay, cols, data, rows, _ = matrix(schedule, cluster, warmup=warmup, relax=relax)
+    built = built if built is not None else matrix(schedule, cluster, warmup=warmup, relax=relax)
+    lay, cols, data, rows, _ = built
     n_cols = data["cost"].size
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
+    if deadline.expired():
+        return _out_of_time(schedule, cluster, lay, wall, "building the matrix")
     start, index, value, lo, hi = rows.csc(n_cols)
-    # The objective in units where its largest coefficient is about 1 (HiGHS's tolerances are absolute).
-    scale = float(np.max(np.abs(data["cost"]))) or 1.0
+    n_rows = int(lo.size)
+    if deadline.expired():
+        return _out_of_time(schedule, cluster, lay, wall, "ordering the matrix for HiGHS")
+    is_mip = bool(data["integer"].any())
+    scale = _scale(data["cost"], instant_bound(schedule, cluster))
     lp = highspy.HighsLp()
     lp.num_col_ = n_cols
-    lp.num_row_ = int(lo.size)
+    lp.num_row_ = n_rows
     lp.col_cost_ = data["cost"] / scale
     lp.col_lower_ = data["lower"]
     lp.col_upper_ = data["upper"]
@@ -839,7 +1082,6 @@ def _solve_matrix(
     lp.a_matrix_.start_ = start
     lp.a_matrix_.index_ = index
     lp.a_matrix_.value_ = value
-    is_mip = bool(data["integer"].any())
     if is_mip:
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in data["integer"]
@@ -849,69 +1091,90 @@ def _solve_matrix(
     h.setOptionValue("threads", int(threads))
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
     if is_mip:
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)
     h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    info = h.getInfo()
+    best: tuple[dict[str, np.ndarray], float] | None = None
+    bound: float | None = None
+    stopped = ""
+    for run in range(SCALE_PASSES):
+        left = deadline.left()
+        if left is not None and left <= 0:
+            stopped = "the time limit ran out between HiGHS runs"
+            break
+        if run:
+            h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), data["cost"] / scale)
+        if left is not None:
+            h.setOptionValue("time_limit", float(left))
+        h.run()
+        status = h.getModelStatus()
+        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            return DynamicResult(
+                "infeasible",
+                None,
+                None,
+                schedule.n_slots,
+                time.perf_counter() - wall,
+                message="HiGHS proved P3 infeasible",
+                pairs=lay,
+                rows=n_rows,
+                cols=n_cols,
+            )
+        sol = h.getSolution()
+        if sol.value_valid:
+            x = np.asarray(sol.col_value)
+            point = settle({name: x[idx] for name, idx in cols.items()}, built, cluster, warmup=warmup)
+            if point is not None and (best is None or point[1] < best[1]):
+                best = point
+        found = _run_bound(h, sol, is_mip, scale, data, lo, hi, start, index, value)
+        if found is not None:
+            bound = found if bound is None else max(bound, found)
+        if status != highspy.HighsModelStatus.kOptimal:
+            stopped = (
+                "the time limit ran out in HiGHS"
+                if status == highspy.HighsModelStatus.kTimeLimit
+                else f"HiGHS stopped: {h.modelStatusToString(status)}"
+            )
+            break
+        if best is None or certified(best[1], bound) or best[1] <= 0:
+            break
+        scale = _scale(data["cost"], best[1])
     seconds = time.perf_counter() - wall
-    n_rows = int(lo.size)
-    if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-        return DynamicResult(
-            "infeasible",
-            None,
-            None,
-            schedule.n_slots,
-            seconds,
-            message="HiGHS proved P3 infeasible",
-            pairs=lay,
-            rows=n_rows,
-            cols=n_cols,
-        )
-    sol = h.getSolution()
-    has = bool(sol.value_valid)
-    x = np.asarray(sol.col_value) if has else None
-    values = {name: x[idx] for name, idx in cols.items()} if x is not None else {}
-    objective = float(data["cost"] @ x) if x is not None else None
-    if status == highspy.HighsModelStatus.kOptimal:
-        bound: float | None
-        if is_mip:
-            bound = float(info.mip_dual_bound) * scale
-        else:
-            bound = _certified_bound(data, lo, hi, start, index, value, np.asarray(sol.row_dual) * scale)
-        return DynamicResult(
-            "optimal", objective, bound, schedule.n_slots, seconds, pairs=lay, values=values, rows=n_rows, cols=n_cols
-        )
-    if status == highspy.HighsModelStatus.kTimeLimit:
-        limit_bound = float(info.mip_dual_bound) * scale if is_mip and math.isfinite(info.mip_dual_bound) else None
-        return DynamicResult(
-            "time_limit",
-            objective,
-            limit_bound,
-            schedule.n_slots,
-            seconds,
-            message=f"HiGHS stopped at the time limit of {time_limit} s",
-            pairs=lay,
-            values=values,
-            rows=n_rows,
-            cols=n_cols,
-        )
-    return DynamicResult(
-        "feasible" if has else "error",
-        objective,
-        None,
-        schedule.n_slots,
-        seconds,
-        message=f"HiGHS stopped: {h.modelStatusToString(status)}",
-        pairs=lay,
-        values=values,
-        rows=n_rows,
-        cols=n_cols,
-    )
+    values, cost = best if best is not None else ({}, None)
+    if certified(cost, bound):
+        status_text, message = "optimal", f"certified after {run + 1} HiGHS run(s)"
+    elif stopped.startswith("the time limit"):
+        status_text, message = "time_limit", stopped
+    elif best is not None:
+        status_text, message = "feasible", (stopped or f"HiGHS's optimum is not certified after {run + 1} run(s)")
+        message += f": cost {cost!r}, bound {bound!r}"
+    else:
+        status_text, message = "error", (stopped or "HiGHS's point does not meet the rows") + " (no checked point)"
+    return DynamicResult(status_text, cost, bound, schedule.n_slots, seconds, n_rows, n_cols, message, lay, values)
+
+
+def _run_bound(
+    h: Any,
+    sol: Any,
+    is_mip: bool,
+    scale: float,
+    data: dict[str, np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    start: np.ndarray,
+    index: np.ndarray,
+    value: np.ndarray,
+) -> float | None:
+    """The lower bound one HiGHS run proves, in $: a MIP's dual bound, or the LP's Lagrangian certificate of its
+    row duals (valid for any duals, optimal or not); never below 0, since every cost and lower bound is ≥ 0."""
+    if is_mip:
+        dual_bound = float(h.getInfo().mip_dual_bound)
+        return max(0.0, dual_bound * scale) if math.isfinite(dual_bound) else None
+    if not sol.dual_valid:
+        return None
+    dual = np.asarray(sol.row_dual) * scale
+    return max(0.0, _certified_bound(data, lo, hi, start, index, value, dual))
 
 
 def _certified_bound(
@@ -943,11 +1206,16 @@ def solve_dynamic(
     relax: bool = False,
     time_limit: float | None = None,
     engine: str = "matrix",
+    deadline: Deadline | None = None,
 ) -> DynamicResult:
-    """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo"."""
+    """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo".
+
+    ``deadline``, a budget already running (the offline optimum's, started before the schedule was built),
+    replaces ``time_limit`` on the matrix engine.
+    """
     cluster.check()
     if engine == "pyomo":
         return solve_dynamic_pyomo(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
     if engine != "matrix":
         raise InstanceError("engine", engine, "must be matrix or pyomo")
-    return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
+    return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit, deadline=deadline)
