@@ -233,7 +233,7 @@ def get(problem: str, name: str) -> Method:
     try:
         return _METHODS[(Problem(problem), name)]
     except (KeyError, ValueError):
-        raise KeyError(f"no method {name!r} for problem {problem!r}; known: {', '.join(names(problem))}") from None
+        raise KeyError(f"no method {name!r} for problem {str(problem)!r}; known: {', '.join(names(problem))}") from None
 
 
 def cache_policy(name: str) -> MethodFunction:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
+from cbalab.algorithms.resolve import choose_problem
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
@@ -275,16 +276,6 @@ class Result:
         return ax
 
 
-def _infer_problem(method: str) -> Problem:
-    found = {m.problem for m in registry.all_methods() if m.name == method}
-    if not found:
-        known = sorted({m.name for m in registry.all_methods()})
-        raise ValueError(f"method: no method {method!r}; known: {', '.join(known)}")
-    if len(found) > 1:
-        raise ValueError(f"method {method!r} serves {sorted(found)}: pass problem=")
-    return found.pop()
-
-
 def solve(
     instance: Instance,
     method: str,
@@ -294,11 +285,16 @@ def solve(
 ) -> Result:
     """Solve ``instance`` with the registered ``method`` and have the referee score the answer.
 
-    ``problem`` ("cost" or "welfare") may be left out when the method serves
-    only one.  ``options`` are fields of SolveOptions (``mip_gap``,
-    ``threads``, ``cache_policy``); exact methods use them, fast ones may not.
+    ``problem`` ("cost" or "welfare") may be left out: it is the one that both
+    the method and the instance serve (an instance whose jobs have fixed
+    ``gpus``/``io_gbps`` poses the cost problem, one whose jobs have
+    ``options`` the welfare problem), so only ``lp`` or ``milp`` on an
+    instance that poses both needs it.  ``options`` are fields of
+    SolveOptions (``mip_gap``, ``threads``, ``cache_policy``); exact methods
+    use them, fast ones may not.  A misspelt method, a method of the other
+    problem or a bad ``problem`` raises InstanceError naming the argument.
     """
-    prob = _infer_problem(method) if problem is None else Problem(problem)
+    prob = choose_problem(instance, method, problem)
     entry = registry.get(prob, method)
     opts = SolveOptions(time_limit=time_limit, **options)
     start = time.perf_counter()

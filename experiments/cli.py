@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab.algorithms import registry as methods
+from cbalab.algorithms.resolve import choose_problem, method_problems, posed_problem
 from cbalab.experiments.runner import ExperimentError, add_experiment_parser
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import Instance, InstanceError, load
+from cbalab.models.types import Problem
 
 if TYPE_CHECKING:
     from cbalab.experiments.workload import Workload
@@ -104,36 +106,16 @@ def _writable_folder(option: str, path: str | None) -> None:
         raise BadInputError(f"{option}: {str(existing)!r} is not a writable folder")
 
 
-def _problem_of(method: str, problem: str | None) -> str:
-    """The problem to solve: ``problem`` if given, else the one problem that ``method`` serves.
-
-    A method registered for both problems (``lp``, ``milp``) needs ``--problem``; an unknown method is bad
-    input naming the known ones.
-    """
-    serving = [p for p in ("cost", "welfare") if method in methods.names(p)]
-    if problem is None:
-        if not serving:
-            known = sorted({m.name for m in methods.all_methods()})
-            raise BadInputError(f"--method: no method {method!r}; known: {', '.join(known)}")
-        if len(serving) > 1:
-            raise BadInputError(f"--problem: method {method!r} serves {' and '.join(serving)}; name one")
-        return serving[0]
-    try:
-        methods.get(problem, method)
-    except KeyError as e:
-        raise BadInputError(f"--method: {e.args[0]}") from None
-    return problem
-
-
 def cmd_solve(args: argparse.Namespace) -> int:
     """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document.
 
-    ``--problem`` may be left out when the method serves one problem only (``cba`` the cost problem,
-    ``autocba`` the welfare problem).
+    The problem is the one that both the method and the instance serve (algorithms/resolve.py):
+    ``--problem`` is needed only for ``lp`` or ``milp`` on an instance whose jobs carry both problems' fields.
     """
+    method_problems(args.method, "--method")
     _writable_file("--out", args.out)
     inst = load(args.instance)
-    problem = _problem_of(args.method, args.problem)
+    problem = choose_problem(inst, args.method, args.problem, method_field="--method", problem_field="--problem")
     doc, _ = methods.run(inst, problem, args.method, time_limit=args.time_limit)
     if args.no_timing:
         del doc["solve_seconds"]
@@ -174,25 +156,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """``cbalab compare``: every method of a problem on one instance, as a table (the README's main job)."""
     if args.instance:
         inst = load(args.instance)
+        problem = posed_problem(inst, args.problem, problem_field="--problem")
         origin = args.instance
     else:
-        args.kind = args.problem
+        problem = Problem(args.problem or "cost")
+        args.kind = str(problem)
         inst = _generated(args)
-        origin = f"generated --kind {args.problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
-    print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
-    rows = [
-        methods.run(inst, args.problem, name, time_limit=args.time_limit)[0] for name in methods.names(args.problem)
-    ]
+        origin = f"generated --kind {problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
+    print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets): every {problem} method")
+    rows = [methods.run(inst, problem, name, time_limit=args.time_limit)[0] for name in methods.names(problem)]
     exact = [r for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
     ref = exact[0] if exact else None
-    cost_problem = args.problem == "cost"
+    cost_problem = problem == Problem.COST
     value = _io_cost if cost_problem else _welfare
     what = "io $/h" if cost_problem else "welfare"
     # A cost bound is on the total cost; the headline is the IO cost, so the fixed GPU bill comes off it.
     gpu_bill = inst.price_gpu * float(inst.job_gpus.sum()) if cost_problem else 0.0
+    width = max(len(r["method"]) for r in rows) + 1
     header = (
-        f"{'method':<18}{'status':<12}{what:>12}{'vs milp':>10}{'bound':>12}"
-        f"{'total $/h':>12}{'cache $/h':>11}{'bw $/h':>10}{'seconds':>10}"
+        f"{'method':<{width}}{'status':<11}{what:>10}{'vs milp':>9}{'bound':>10}"
+        f"{'total $/h':>10}{'cache $/h':>10}{'bw $/h':>9}{'seconds':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -202,17 +185,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cost = r["cost_per_hour"] or {}
         bound = None if r["bound"] is None else r["bound"] - gpu_bill
         print(
-            f"{r['method']:<18}{r['status']:<12}{_fmt(x):>12}{gap:>10}{_fmt(bound):>12}"
-            f"{_fmt(cost.get('total')):>12}{_fmt(cost.get('cache')):>11}{_fmt(cost.get('bandwidth')):>10}"
-            f"{r['solve_seconds']:>10.4f}"
+            f"{r['method']:<{width}}{r['status']:<11}{_fmt(x):>10}{gap:>9}{_fmt(bound):>10}"
+            f"{_fmt(cost.get('total')):>10}{_fmt(cost.get('cache')):>10}{_fmt(cost.get('bandwidth')):>9}"
+            f"{r['solve_seconds']:>8.3f}"
         )
     if cost_problem:
-        print(
-            "io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum; "
-            "bound: the method's proven lower bound on the io $/h."
-        )
+        print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum;")
+        print("bound: the method's proven lower bound on the io $/h.")
     else:
-        print("welfare as the referee scores it (a stalled job earns U x/r); bound: the method's proven upper bound.")
+        print("welfare as the referee scores it (a stalled job earns U x/r); vs milp: against the proven optimum;")
+        print("bound: the method's proven upper bound on the welfare.")
     return EXIT_OK
 
 
@@ -444,7 +426,7 @@ def parser() -> argparse.ArgumentParser:
         "--problem",
         choices=["cost", "welfare"],
         default=None,
-        help="the problem to solve (default: the one problem the method serves; lp and milp serve both)",
+        help="the problem to solve (default: the one that both the method and the instance serve)",
     )
     s.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     s.add_argument(
@@ -465,7 +447,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "instance", nargs="?", help="a cbalab/instance@1 JSON file (default: generate one with --jobs, --datasets)"
     )
-    c.add_argument("--problem", default="cost", choices=["cost", "welfare"], help="which problem's methods to run")
+    c.add_argument(
+        "--problem",
+        default=None,
+        choices=["cost", "welfare"],
+        help="which problem's methods to run (default: the one the instance poses; cost for a generated one)",
+    )
     _generator_arguments(c, required=False)
     c.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     _welfare_arguments(c)

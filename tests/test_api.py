@@ -76,12 +76,11 @@ def test_frames_are_tidy_and_consistent() -> None:
     assert np.allclose(ds["demand_gbps"].sum(), jobs["rate_gbps"].sum())
 
 
-def test_problem_is_required_when_ambiguous_and_methods_lists_them() -> None:
-    """``lp`` serves both problems, so solve() asks for one; methods() lists every entry with its fields."""
+def test_problem_is_inferred_from_the_instance_and_methods_lists_them() -> None:
+    """``lp`` serves both problems, so solve() takes the instance's; methods() lists every entry with its fields."""
     inst = cbalab.generate("welfare", jobs=6, datasets=2, seed=0)
-    with pytest.raises(ValueError, match="pass problem="):
-        cbalab.solve(inst, "lp")
-    with pytest.raises(ValueError, match="no method"):
+    assert cbalab.solve(inst, "lp").problem is cbalab.Problem.WELFARE
+    with pytest.raises(cbalab.InstanceError, match=r"^method: no such method"):
         cbalab.solve(inst, "nope")
     res = cbalab.solve(inst, "gavel-tput", cache_policy="cba")
     assert res.problem is cbalab.Problem.WELFARE
@@ -111,3 +110,29 @@ def test_facade_works_beside_a_users_models_package(tmp_path: Path) -> None:
     code = "import cbalab; r = cbalab.solve(cbalab.generate('cost', jobs=5, datasets=2), 'cba'); print(r.status)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip() == "optimal"
+
+
+def test_regression_issue23_api_solve_infers_the_problem_and_words_its_errors() -> None:
+    """Issue 23 item 1: cbalab.solve takes the problem from the instance; its errors name the argument, say the
+    problem in words (no raw enum) and offer the closest method names."""
+    cost = cbalab.generate("cost", jobs=8, datasets=2, seed=1)
+    welfare = cbalab.generate("welfare", jobs=6, datasets=2, seed=1)
+    assert cbalab.solve(cost, "milp").problem is cbalab.Problem.COST
+    assert cbalab.solve(welfare, "milp").problem is cbalab.Problem.WELFARE
+    with pytest.raises(cbalab.InstanceError) as info:
+        cbalab.solve(cost, "autocba")
+    assert str(info.value).startswith("method: 'autocba' is a welfare method, but the instance poses the cost")
+    assert "Problem." not in str(info.value)
+    with pytest.raises(cbalab.InstanceError, match="did you mean 'milp'"):
+        cbalab.solve(cost, "mlip")
+    with pytest.raises(cbalab.InstanceError, match=r"^problem: must be cost or welfare"):
+        cbalab.solve(cost, "cba", problem="speed")
+    both = cbalab.build_instance(
+        [{"id": "a", "dataset": "x", "gpus": 1, "io_gbps": 0.1, "options": [dict(gpus=1, io_gbps=0.1, utility=1)]}],
+        [{"id": "x", "size_gb": 10.0}],
+        cache_gb=5.0,
+        prices=(1.0, 0.01, 1.0),
+    )
+    with pytest.raises(cbalab.InstanceError, match=r"^problem: method 'lp' solves both problems"):
+        cbalab.solve(both, "lp")
+    assert cbalab.solve(both, "lp", problem="welfare").problem is cbalab.Problem.WELFARE
