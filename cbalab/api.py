@@ -118,19 +118,67 @@ def build_instance(
     return from_dict(doc)
 
 
-def generate(kind: str = "cost", *, jobs: int = 50, datasets: int = 10, seed: int = 0, **kw: Any) -> Instance:
-    """A seeded synthetic instance: ``kind="cost"`` (P1) or ``"welfare"`` (P2); ``kw`` go to the generator.
+def generate(
+    kind: str = "cost",
+    *,
+    jobs: int = 50,
+    datasets: int = 10,
+    seed: int = 0,
+    skew: float = 1.0,
+    cache_fraction: float = 0.2,
+    bandwidth_fraction: float | None = None,
+    prices: tuple[float, float, float] | None = None,
+    variant: str = "continuous",
+    block_gb: float | None = None,
+    tier_fraction: float | None = None,
+    utility_mix: str | Mapping[str, float] | None = None,
+    budget_fraction: float | None = None,
+    gpu_options: tuple[int, ...] | None = None,
+    gpu_fraction: float | None = None,
+    alpha: float | None = None,
+) -> Instance:
+    """A seeded synthetic instance: ``kind="cost"`` (P1, docs/model.md §4) or ``"welfare"`` (P2, §5).
 
-    Wraps ``cbalab.experiments.workload.generate_cost`` / ``generate_welfare``
-    (Philly GPU shares, Zipf dataset popularity; see their docstrings).
+    The keywords are those of ``cbalab generate`` (its ``--option`` names with ``_``), and a bad value
+    raises InstanceError naming the keyword:
+
+    - both kinds: ``jobs`` jobs on ``datasets`` datasets chosen by Zipf(``skew``) popularity (0: uniform),
+      the same ``seed`` giving the same instance; a cache of ``cache_fraction`` of all dataset bytes; a
+      bandwidth cap of ``bandwidth_fraction`` of the total demand (None: no cap); ``prices`` (p_g, p_c, p_b)
+      in $ per GPU-hour, GB-hour of cache and (GB/s)-hour of remote IO (None: the package's, 2.5, 0.0004,
+      0.9);
+    - cost only: ``variant``, ``continuous`` or an integer variant (``dataset``, ``block``, ``tiers``,
+      ``block+tiers``, ``dataset+tiers``), with ``block_gb`` the block size (default 8) and
+      ``tier_fraction`` the bandwidth tier as a fraction of the total demand (default 0.1);
+    - welfare only (None: the generator's default): ``utility_mix`` ("mixed", one shape such as
+      "linear", or {shape: share}), ``budget_fraction`` of running every job at its largest option on
+      remote IO (0.5), ``gpu_options`` every job's GPU counts ((1, 2, 4, 8)), ``gpu_fraction`` the cluster's
+      GPUs as a fraction of every job at its largest option (0.5) and ``alpha`` of α-fair utilities (2).
+
+    Implemented by ``cbalab.experiments.workload.synthetic.generate_instance`` (Philly GPU shares,
+    log-normal rates and dataset sizes; see generate_cost and generate_welfare for the distributions).
     """
-    from cbalab.experiments import workload
+    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.workload.synthetic import generate_instance
 
-    if kind == Problem.COST:
-        return workload.generate_cost(jobs, datasets, seed, **kw)
-    if kind == Problem.WELFARE:
-        return workload.generate_welfare(jobs, datasets, seed, **kw)
-    raise ValueError(f'kind must be "cost" or "welfare", got {kind!r}')
+    return generate_instance(
+        kind,
+        jobs,
+        datasets,
+        seed,
+        skew=skew,
+        cache_fraction=cache_fraction,
+        bandwidth_fraction=bandwidth_fraction,
+        prices=DEFAULT_PRICES if prices is None else prices,
+        variant=variant,
+        block_gb=block_gb,
+        tier_fraction=tier_fraction,
+        utility_mix=utility_mix,
+        budget_fraction=budget_fraction,
+        gpu_options=gpu_options,
+        gpu_fraction=gpu_fraction,
+        alpha=alpha,
+    )
 
 
 def methods(problem: str | None = None) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -47,18 +47,24 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> NoReturn:  # argparse's own usage errors: exit 2, no traceback
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
+    def error(self, message: str) -> NoReturn:
+        """argparse's own usage errors: exit 2 with one line naming the option (``--gpus: ...``), no traceback."""
+        if message.startswith("argument "):
+            message = message[len("argument ") :]
+        hint = "" if "(got " in message else f" (see {self.prog} --help)"
+        self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}{hint}\n")
 
 
-def _positive_int(text: str) -> int:
+def _count(text: str) -> int:
+    """A whole number from 0 to 2^31 - 1 (the largest count an instance holds, models.instance.MAX_COUNT)."""
+    from cbalab.models.instance import MAX_COUNT
+
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
+    if not 0 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_COUNT} (got {text!r})")
     return value
 
 
@@ -66,9 +72,9 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
     if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text!r})")
     return value
 
 
@@ -123,17 +129,60 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _generated(args: argparse.Namespace) -> Instance:
-    from cbalab.experiments.workload import generate_cost, generate_welfare
+#: The option of ``cbalab generate`` / ``compare`` that sets each parameter of generate_instance.
+GENERATOR_OPTIONS = {
+    "jobs": "--jobs",
+    "datasets": "--datasets",
+    "seed": "--seed",
+    "skew": "--skew",
+    "cache_fraction": "--cache-fraction",
+    "bandwidth_fraction": "--bandwidth-fraction",
+    "prices[0]": "--price-gpu",
+    "prices[1]": "--price-cache",
+    "prices[2]": "--price-bandwidth",
+    "variant": "--variant",
+    "block_gb": "--block-gb",
+    "tier_fraction": "--tier-fraction",
+    "utility_mix": "--utility",
+    "budget_fraction": "--budget-fraction",
+    "gpu_options": "--gpu-options",
+    "gpu_fraction": "--gpu-fraction",
+    "alpha": "--alpha",
+}
 
-    if args.datasets < 1:
-        raise BadInputError(f"--datasets: must be >= 1, got {args.datasets}")
-    if args.kind == "welfare":
-        return generate_welfare(
-            args.jobs, args.datasets, args.seed, utility_mix=args.utility, budget_fraction=args.budget_fraction
+
+def _generated(args: argparse.Namespace) -> Instance:
+    """The seeded instance of the generator options (experiments/workload/synthetic.py); errors name the option."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.workload.synthetic import generate_instance
+
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    try:
+        return generate_instance(
+            args.kind,
+            args.jobs,
+            args.datasets,
+            args.seed,
+            skew=args.skew,
+            cache_fraction=args.cache_fraction,
+            bandwidth_fraction=args.bandwidth_fraction,
+            prices=tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given)),
+            variant=args.variant,
+            block_gb=args.block_gb,
+            tier_fraction=args.tier_fraction,
+            utility_mix=args.utility,
+            budget_fraction=args.budget_fraction,
+            gpu_options=args.gpu_options,
+            gpu_fraction=args.gpu_fraction,
+            alpha=args.alpha,
         )
-    kinds: dict[str, Callable[..., Instance]] = {"cost": generate_cost}
-    return kinds[args.kind](args.jobs, args.datasets, args.seed)
+    except InstanceError as e:
+        root = e.path if e.path.startswith("prices[") else e.path.split(".")[0].split("[")[0]
+        if root not in GENERATOR_OPTIONS:
+            raise
+        raise InstanceError(GENERATOR_OPTIONS[root], e.value, e.problem) from None
+    except MemoryError:
+        raise BadInputError(f"--jobs: {args.jobs} jobs do not fit in memory") from None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -335,9 +384,9 @@ def _window(text: str) -> tuple[float, float]:
     try:
         start, end = (float(x) for x in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be START:END in seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be START:END in seconds (got {text!r})") from None
     if not (math.isfinite(start) and math.isfinite(end) and start < end):
-        raise argparse.ArgumentTypeError(f"needs finite START < END, got {text!r}")
+        raise argparse.ArgumentTypeError(f"needs finite START < END (got {text!r})")
     return start, end
 
 
@@ -345,42 +394,119 @@ def _fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
     if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (got {text!r})")
     return value
 
 
-def _welfare_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of generated welfare instances (experiments.workload.generate_welfare)."""
+def _utility_mix(text: str) -> str | dict[str, float]:
+    """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``)."""
     from cbalab.models.options import SHAPES
 
-    p.add_argument(
-        "--utility",
-        default="mixed",
-        choices=[*SHAPES, "mixed"],
-        help="utility shape of every generated job, or a mix of them (welfare only)",
-    )
-    p.add_argument(
-        "--budget-fraction",
-        type=_fraction,
-        default=0.5,
-        help="budget as a fraction of running every job at its largest option on remote IO (welfare only)",
-    )
+    if text == "mixed" or text in SHAPES:
+        return text
+    shares: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
+            ) from None
+    return shares
+
+
+def _gpu_counts(text: str) -> list[int]:
+    """Comma-separated GPU counts, e.g. ``1,2,4,8``."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by commas (got {text!r})") from None
 
 
 def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
-    """--jobs, --datasets, --seed of the seeded generators (experiments.workload)."""
+    """Every parameter of the seeded generators (experiments/workload/synthetic.py: generate_instance)."""
+    from cbalab.experiments.workload.synthetic import WELFARE_ONLY
+    from cbalab.experiments.workload.variants import CONTINUOUS, DEFAULT_BLOCK_GB, DEFAULT_TIER_FRACTION, VARIANTS
+
     defaults = {} if required else {"jobs": 200, "datasets": 40}
-    p.add_argument("--jobs", type=_positive_int, required=required, default=defaults.get("jobs"), help="number of jobs")
+    p.add_argument("--jobs", type=_count, required=required, default=defaults.get("jobs"), help="number of jobs")
     p.add_argument(
         "--datasets",
-        type=_positive_int,
+        type=_count,
         required=required,
         default=defaults.get("datasets"),
         help="number of datasets the jobs read (at least 1)",
     )
-    p.add_argument("--seed", type=_positive_int, default=0, help="seed of the generator: same seed, same instance")
+    p.add_argument("--seed", type=_count, default=0, help="seed of the generator: same seed, same instance")
+    p.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
+    p.add_argument("--cache-fraction", type=_fraction, default=0.2, help="cache C as a fraction of all dataset bytes")
+    p.add_argument(
+        "--bandwidth-fraction",
+        type=_fraction,
+        default=None,
+        help="bandwidth cap B as a fraction of the total demand (default: no cap)",
+    )
+    p.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    p.add_argument("--price-cache", type=_fraction, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    p.add_argument(
+        "--price-bandwidth", type=_fraction, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+    )
+    p.add_argument(
+        "--variant",
+        choices=[CONTINUOUS, *VARIANTS],
+        default=CONTINUOUS,
+        help="cost only: the integer variant of P1 (docs/model.md §4): whole datasets, blocks, bandwidth tiers",
+    )
+    p.add_argument(
+        "--block-gb",
+        type=_fraction,
+        default=None,
+        help=f"cost, block variants: the cache block size in GB (default: {DEFAULT_BLOCK_GB:g})",
+    )
+    p.add_argument(
+        "--tier-fraction",
+        type=_fraction,
+        default=None,
+        help=f"cost, tiers variants: the bandwidth tier as a fraction of the total demand "
+        f"(default: {DEFAULT_TIER_FRACTION:g})",
+    )
+    p.add_argument(
+        "--utility",
+        "--utility-mix",
+        type=_utility_mix,
+        default=None,
+        help=f"welfare only: mixed, one utility shape, or shares such as linear=3,deadline=1 "
+        f"(default: {WELFARE_ONLY['utility_mix']})",
+    )
+    p.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare only: the budget as a fraction of running every job at its largest option on remote IO "
+        f"(default: {WELFARE_ONLY['budget_fraction']:g})",
+    )
+    p.add_argument(
+        "--gpu-options",
+        type=_gpu_counts,
+        default=None,
+        help=f"welfare only: every job's GPU counts (default: {','.join(map(str, WELFARE_ONLY['gpu_options']))})",
+    )
+    p.add_argument(
+        "--gpu-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare only: cluster GPUs as a fraction of every job at its largest option "
+        f"(default: {WELFARE_ONLY['gpu_fraction']:g})",
+    )
+    p.add_argument(
+        "--alpha",
+        type=_fraction,
+        default=None,
+        help=f"welfare only: the α of α-fair utilities (default: {WELFARE_ONLY['alpha']:g})",
+    )
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -438,9 +564,8 @@ def parser() -> argparse.ArgumentParser:
 
     g = _command(sub, "generate", "write a seeded synthetic instance")
     g.add_argument("--kind", required=True, choices=["cost", "welfare"], help="which problem the instance is for")
-    _generator_arguments(g, required=True)
     g.add_argument("--out", help="file to write (default: print the JSON to stdout)")
-    _welfare_arguments(g)
+    _generator_arguments(g, required=True)
     g.set_defaults(run=cmd_generate)
 
     c = _command(sub, "compare", "every method of a problem on one instance, as a table")
@@ -453,9 +578,8 @@ def parser() -> argparse.ArgumentParser:
         choices=["cost", "welfare"],
         help="which problem's methods to run (default: the one the instance poses; cost for a generated one)",
     )
-    _generator_arguments(c, required=False)
     c.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
-    _welfare_arguments(c)
+    _generator_arguments(c, required=False)
     c.set_defaults(run=cmd_compare)
 
     m = _command(sub, "methods", "list the registered methods of each problem")
@@ -468,7 +592,7 @@ def parser() -> argparse.ArgumentParser:
         help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or the Philly form (or --generate)",
     )
     source.add_argument(
-        "--generate", type=_positive_int, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
+        "--generate", type=_count, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
     )
     m.add_argument(
         "--problem", default="cost", choices=["cost", "welfare"], help="cost: fixed GPUs; welfare: elastic GPUs (§6b)"
@@ -482,11 +606,11 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
     )
-    m.add_argument("--seed", type=_positive_int, default=0, help="seeds the generator and the dataset assignment")
+    m.add_argument("--seed", type=_count, default=0, help="seeds the generator and the dataset assignment")
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
-    m.add_argument("--datasets", type=_positive_int, default=48, help="number of datasets jobs are spread over")
+    m.add_argument("--datasets", type=_count, default=48, help="number of datasets jobs are spread over")
     m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
-    m.add_argument("--gpus", type=_positive_int, default=768, help="GPUs in the cluster (FIFO queue beyond)")
+    m.add_argument("--gpus", type=_count, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
     m.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")

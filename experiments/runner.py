@@ -490,9 +490,9 @@ def _workers(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {text!r})") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {text!r})")
     return value
 
 
