@@ -181,23 +181,46 @@ def generate(
     )
 
 
+#: The columns of :func:`methods`, each with what it means (the table's ``attrs["columns"]``).
+METHOD_COLUMNS = {
+    "problem": "the problem the entry answers: cost (P1, fixed GPUs) or welfare (P2, elastic GPUs)",
+    "name": "the name that solve(), --method and --policy take",
+    "kind": "method; cache-policy (a cost method that can feed a GPU scheduler); gpu-scheduler",
+    "exact": "solved by HiGHS at MIP gap 0, so an optimal status is the solver's proof for the model the "
+    "method builds (for lp that model is the relaxation: on an integer variant only its bound is proven)",
+    "optimal_on": "the instances on which the method's answer is proven optimal, with the theorem "
+    "(empty: none beyond what exact says; a method may still prove optimality case by case)",
+    "aggregable": "depends on the running jobs only through each dataset's demand R_k (docs/model.md §4)",
+    "takes_cache_policy": "a GPU scheduler that a cache policy feeds (cache_policy=)",
+    "summary": "what the method does, in one line",
+}
+
+
 def methods(problem: str | None = None) -> pd.DataFrame:
-    """The registered methods (all, or those of ``problem``) with their properties, one row each."""
+    """The registered methods (all, or those of ``problem``) with their properties, one row each.
+
+    The columns, as :data:`METHOD_COLUMNS` (and the table's ``attrs["columns"]``) explain them: ``problem``,
+    ``name``, ``kind``; ``exact``, True for the methods solved by HiGHS at MIP gap 0 (their ``optimal`` is
+    the solver's proof for the model they build; for ``lp`` that is the relaxation); ``optimal_on``, the
+    instances on which a method is proven optimal (``cba``: continuous P1, Theorem 1, so it is optimal
+    there although it is not ``exact``); ``aggregable``, ``takes_cache_policy`` and ``summary``.
+    """
     rows = [
         {
             "problem": str(m.problem),
             "name": m.name,
             "kind": str(m.kind),
             "exact": m.exact,
+            "optimal_on": m.optimal_on,
             "aggregable": m.aggregable,
             "takes_cache_policy": m.takes_cache_policy,
             "summary": m.summary,
         }
         for m in registry.select(problem)
     ]
-    return pd.DataFrame(
-        rows, columns=["problem", "name", "kind", "exact", "aggregable", "takes_cache_policy", "summary"]
-    )
+    table = pd.DataFrame(rows, columns=list(METHOD_COLUMNS))
+    table.attrs["columns"] = dict(METHOD_COLUMNS)
+    return table
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -257,11 +258,20 @@ def _welfare(doc: dict) -> float | None:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """``cbalab methods``: the registry, by problem (what ``--method`` accepts)."""
+    """``cbalab methods``: the registry, by problem (what ``--method`` accepts), with what is proven of each."""
+    width = max(len(m.name) for m in methods.all_methods()) + 2
     for problem in ("cost", "welfare"):
         print(f"{problem}:")
         for name in methods.names(problem):
-            print(f"  {name:<18}{methods.get(problem, name).summary}")
+            entry = methods.get(problem, name)
+            lines = textwrap.wrap(entry.summary, 98 - width - 7, break_on_hyphens=False)
+            if entry.optimal_on:
+                lines += textwrap.wrap(f"optimal on: {entry.optimal_on}", 98 - width - 7, break_on_hyphens=False)
+            print(f"  {name:<{width}}{'exact' if entry.exact else '':<7}{lines[0]}")
+            for line in lines[1:]:
+                print(f"  {'':<{width + 7}}{line}")
+    print("exact: solved by HiGHS at MIP gap 0, so optimal is the solver's proof for the model the method")
+    print("       builds (for lp the relaxation); optimal on: where the answer is proven optimal (the theorem)")
     return EXIT_OK
 
 

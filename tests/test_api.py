@@ -136,3 +136,31 @@ def test_regression_issue23_api_solve_infers_the_problem_and_words_its_errors() 
     with pytest.raises(cbalab.InstanceError, match=r"^problem: method 'lp' solves both problems"):
         cbalab.solve(both, "lp")
     assert cbalab.solve(both, "lp", problem="welfare").problem is cbalab.Problem.WELFARE
+
+
+def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is_optimal() -> None:
+    """Issue 23 item 4: cbalab.methods() says what ``exact`` means and has an ``optimal_on`` column; CBA, not
+    exact, is proven optimal on continuous P1, and every method claiming continuous P1 answers optimal there."""
+    table = cbalab.methods()
+    assert list(table.columns) == list(table.attrs["columns"])
+    assert "HiGHS" in table.attrs["columns"]["exact"] and "gap 0" in table.attrs["columns"]["exact"]
+    cba = table.set_index(["problem", "name"]).loc[("cost", "cba")]
+    assert not cba["exact"] and "continuous P1" in cba["optimal_on"] and "Theorem 1" in cba["optimal_on"]
+    claimed = table[(table["problem"] == "cost") & table["optimal_on"].str.startswith("continuous P1")]
+    assert {"cba", "lp", "flow", "cba-keep"} <= set(claimed["name"])
+    for seed in range(3):
+        inst = cbalab.generate("cost", jobs=30, datasets=6, seed=seed)  # continuous, no bandwidth cap
+        for name in claimed["name"]:
+            assert cbalab.solve(inst, name).status is cbalab.Status.OPTIMAL, (seed, name)
+    assert set(table[table["exact"]]["name"]) == {m.name for m in registry.select(exact=True)}
+
+
+def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 item 4: ``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
+    from cbalab.experiments.cli import main
+
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "exact: solved by HiGHS at MIP gap 0" in out
+    assert "optimal on: continuous P1 (Theorem 1)" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
