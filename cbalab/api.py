@@ -302,49 +302,134 @@ class Result:
         )
 
     def plot(self, ax: Axes | None = None, jobs_ax: Axes | None = None) -> Axes:
-        """Draw the allocation: per dataset, cache against size and remote bandwidth against demand; per job, bandwidth.
+        """Draw the allocation: per dataset, what is cached against its size and IO density; per job, its feed.
 
-        On ``ax`` (per dataset): grey bars are the dataset's size (GB) and its
-        jobs' demand Σ r_j (GB/s, right axis), coloured bars what is cached
-        and what is read remotely.  On ``jobs_ax`` (per job): rate r_j against
-        bandwidth b_j, so a job with b_j < r_j (1 − h) is visibly short.  With
-        no axes given, a new figure holds both panels; with only ``ax``, only
-        the dataset panel is drawn.  Returns ``ax`` (its ``.figure`` holds both).
+        Readable at any size (:data:`LABELLED_DATASETS`, :data:`LABELLED_JOBS`):
+
+        * ``ax``, per dataset, densest first (IO density ρ_k = R_k / d_k, the order in which Theorem 1
+          caches): up to LABELLED_DATASETS datasets as named bars, grey the size (GB) and blue the cache,
+          and on the right axis grey the demand R_k and orange the remote bandwidth (GB/s).  Beyond that,
+          one step curve of ρ_k over the datasets' cumulative size, the cached bytes of each shaded blue,
+          with the price ratio p_c/p_b (Theorem 1's threshold: caching pays above it) and the capacity C;
+        * ``jobs_ax``, per job: up to LABELLED_JOBS jobs as named bars, rate r_j against bandwidth b_j.
+          Beyond that, the jobs sorted by rate, stacked what the cache serves, r_j h_k, and the remote
+          bandwidth, under the rate line: where the line stands above the stack, the job is short of data.
+
+        With no axes given, a new figure holds both panels; with only ``ax``, only the dataset panel is drawn.
+        Returns ``ax`` (its ``.figure`` holds both).
         """
         import matplotlib.pyplot as plt
 
         fig = None
-        if ax is None:
-            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
-        ds = self.datasets_frame()
-        x = np.arange(len(ds))
-        ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
-        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)", color="tab:blue")
-        twin = ax.twinx()
-        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
-        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
-        ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right")
-        ax.set_ylabel("GB")
-        twin.set_ylabel("GB/s")
-        ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
-        twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+        if ax is None:  # tall enough that up to LABELLED_JOBS job names (0.18 in each) do not overprint
+            named = self.instance.n_jobs if self.instance.n_jobs <= LABELLED_JOBS else 0
+            height = max(4.0, 1.5 + 0.18 * named)
+            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, height), gridspec_kw={"width_ratios": [1, 1.3]})
+        ds = self.datasets_frame().fillna({"cache_gb": 0.0})
+        ds["density"] = ds["demand_gbps"] / ds["size_gb"]
+        ds = ds.sort_values("density", ascending=False, kind="stable").reset_index(drop=True)
+        if len(ds) <= LABELLED_DATASETS:
+            _dataset_bars(ax, ds)
+        else:
+            _dataset_densities(ax, ds, self.instance)
         objective = "none" if self.objective is None else f"{self.objective:.6g}"
         ax.set_title(f"{self.method} ({self.problem}): {self.status}, objective {objective}")
-        ax.legend(loc="upper left", fontsize="small")
-        twin.legend(loc="upper right", fontsize="small")
         if jobs_ax is not None:
             jf = self.jobs_frame()
-            y = np.arange(len(jf))
-            jobs_ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
-            jobs_ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
-            jobs_ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])])
-            jobs_ax.invert_yaxis()
-            jobs_ax.set_xlabel("GB/s")
-            jobs_ax.set_title("per job: data rate and remote bandwidth")
-            jobs_ax.legend(loc="best", fontsize="small")
+            if len(jf) <= LABELLED_JOBS:
+                _job_bars(jobs_ax, jf)
+            else:
+                _job_feeds(jobs_ax, jf)
         if fig is not None:
             fig.tight_layout()
         return ax
+
+
+#: Result.plot draws per-dataset and per-job bars, each with its name, up to this many (the most whose names do
+#: not overprint on its default figure); a summary beyond.
+LABELLED_DATASETS = 24
+LABELLED_JOBS = 24
+
+
+def _dataset_bars(ax: Axes, ds: pd.DataFrame) -> None:
+    """Named bars per dataset: size and cache (GB, left axis), demand and remote bandwidth (GB/s, right)."""
+    x = np.arange(len(ds))
+    ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
+    ax.bar(x - 0.2, ds["cache_gb"], width=0.4, label="cache (GB)", color="tab:blue")
+    twin = ax.twinx()
+    twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
+    twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
+    size = "medium" if len(ds) <= 12 else "small"
+    ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right", fontsize=size)
+    ax.set_xlabel("datasets, densest first (IO density R_k / d_k)")
+    ax.set_ylabel("GB")
+    twin.set_ylabel("GB/s")
+    ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
+    twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+    ax.legend(loc="upper left", fontsize="small")
+    twin.legend(loc="upper right", fontsize="small")
+
+
+def _dataset_densities(ax: Axes, ds: pd.DataFrame, inst: Instance) -> None:
+    """IO density over cumulative dataset size, densest first, cached bytes shaded: Theorem 1 as a picture."""
+    read = ds[ds["density"] > 0]
+    edges = np.concatenate([[0.0], np.cumsum(read["size_gb"].to_numpy(float))])
+    density = read["density"].to_numpy(float)
+    cached = np.minimum(read["cache_gb"].to_numpy(float), read["size_gb"].to_numpy(float))
+    ax.stairs(density, edges, color="0.3", label=f"IO density ρ_k of {len(read)} datasets read")
+    ax.bar(
+        edges[:-1],
+        density,
+        width=cached,
+        align="edge",
+        color="tab:blue",
+        linewidth=0,
+        label=f"cached: {float(cached.sum()):.4g} GB",
+    )
+    if inst.price_bandwidth > 0 and inst.price_cache > 0:
+        ratio = inst.price_cache / inst.price_bandwidth
+        ax.axhline(ratio, color="tab:red", linestyle="--", label=f"p_c / p_b = {ratio:.3g} (caching pays above)")
+    ax.axvline(inst.cache_gb, color="tab:blue", linestyle=":", label=f"cache capacity C = {inst.cache_gb:.4g} GB")
+    ax.set_yscale("log")
+    ax.set_xlim(0, max(float(edges[-1]), 1e-12))
+    ax.set_xlabel(f"cumulative dataset size, densest first (GB; {len(ds) - len(read)} datasets unread)")
+    ax.set_ylabel("IO density R_k / d_k (1/s)")
+    ax.legend(loc="upper right", fontsize="small")
+
+
+def _job_bars(ax: Axes, jf: pd.DataFrame) -> None:
+    """Named bars per job: rate r_j and remote bandwidth b_j (GB/s)."""
+    y = np.arange(len(jf))
+    ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
+    ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
+    size = "medium" if len(jf) <= 12 else "small"
+    ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])], fontsize=size)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s")
+    ax.set_title("per job: data rate and remote bandwidth")
+    ax.legend(loc="best", fontsize="small")
+
+
+def _job_feeds(ax: Axes, jf: pd.DataFrame) -> None:
+    """Every job, sorted by rate: what the cache serves and the remote bandwidth, stacked under the rate line."""
+    jf = jf.fillna({"rate_gbps": 0.0, "bandwidth_gbps": 0.0, "hit_ratio": 0.0, "stall_factor": 1.0})
+    jf = jf.sort_values("rate_gbps", ascending=False, kind="stable")
+    rate = jf["rate_gbps"].to_numpy(float)
+    from_cache = rate * jf["hit_ratio"].to_numpy(float)
+    remote = jf["bandwidth_gbps"].to_numpy(float)
+    rank = np.arange(1, len(jf) + 1)
+    ax.fill_between(rank, 0, from_cache, step="mid", color="tab:blue", linewidth=0, label="served by the cache")
+    ax.fill_between(
+        rank, from_cache, from_cache + remote, step="mid", color="tab:orange", linewidth=0, label="remote bandwidth"
+    )
+    ax.step(rank, rate, where="mid", color="0.2", linewidth=0.8, label="rate r_j")
+    short = int((jf["stall_factor"].to_numpy(float) < 1 - 1e-9).sum())
+    ax.set_xscale("log")
+    ax.set_xlim(1, len(jf))
+    ax.set_xlabel(f"{len(jf)} jobs, by rate (rank)")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"per job: {short} of {len(jf)} short of data")
+    ax.legend(loc="upper right", fontsize="small")
 
 
 def solve(

@@ -164,3 +164,46 @@ def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFix
     assert "exact: solved by HiGHS at MIP gap 0" in out
     assert "optimal on: continuous P1 (Theorem 1)" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def _overprinted(fig: object) -> list[str]:
+    """The visible tick labels of ``fig`` that overlap their neighbour once drawn."""
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    bad = []
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        for axis, labels in ((ax.xaxis, ax.get_xticklabels()), (ax.yaxis, ax.get_yticklabels())):
+            shown = [t for t in labels if axis.get_visible() and t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in shown]
+            bad += [a.get_text() for a, b, c in zip(shown, boxes, boxes[1:]) if b.overlaps(c)]
+    return bad
+
+
+@pytest.mark.parametrize(("jobs", "datasets"), [(24, 24), (200, 40), (10_000, 1_000)])
+def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int) -> None:
+    """Issue 23 item 5: Result.plot at 24, 200 and 10,000 jobs: no tick label overprints another; past
+    LABELLED_JOBS there is no per-job bar or name, and the aggregate panels still carry the allocation's numbers
+    (the cached bytes shaded, every job's rate on the sorted line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cbalab.api import LABELLED_DATASETS, LABELLED_JOBS
+
+    res = cbalab.solve(cbalab.generate("cost", jobs=jobs, datasets=datasets, seed=0), "cba")
+    ax = res.plot()
+    datasets_ax, jobs_ax = ax.figure.axes[0], ax.figure.axes[1]
+    assert _overprinted(ax.figure) == []
+    ds, jf = res.datasets_frame(), res.jobs_frame()
+    if jobs <= LABELLED_JOBS:
+        assert len(jobs_ax.patches) == 2 * jobs and len(jobs_ax.get_yticklabels()) == jobs
+    else:
+        assert len(jobs_ax.patches) == 0 and not any("(" in t.get_text() for t in jobs_ax.get_yticklabels())
+        np.testing.assert_allclose(jobs_ax.lines[0].get_ydata(), np.sort(jf["rate_gbps"].to_numpy())[::-1])
+    if datasets > LABELLED_DATASETS:
+        read = ds[ds["demand_gbps"] > 0]
+        shaded = sum(p.get_width() for p in datasets_ax.patches if hasattr(p, "get_width"))
+        assert shaded == pytest.approx(float(np.minimum(read["cache_gb"], read["size_gb"]).sum()))
+        assert len(datasets_ax.get_xticklabels()) < 20
+    plt.close("all")
