@@ -138,3 +138,19 @@ def _require(instance: Instance, problem: Problem) -> None:
         instance.require_fixed()
     else:
         instance.require_options()
+
+
+def check_policy(policy: str, problem: str, known: list[str], field: str = "policy") -> None:
+    """InstanceError naming ``field`` unless ``policy`` is one of ``known``, the policies of ``problem``'s replay.
+
+    A misspelt name gets the closest registered names; a method of the other problem is named as such
+    ("'autocba' is a welfare method: the welfare replay runs it").
+    """
+    if policy in known:
+        return
+    asked = parse_problem(problem)
+    serving = method_problems(policy, field)
+    other = [p for p in serving if p != asked]
+    if other:
+        raise InstanceError(field, policy, f"{_kind(policy, serving)}: the {other[0]} replay runs it")
+    raise InstanceError(field, policy, f"is not a policy of the {asked} replay; known: {', '.join(known)}")

@@ -9,6 +9,7 @@ as tidy pandas frames.  Every answer is scored by the one referee
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.algorithms.resolve import choose_problem
+from cbalab.algorithms.resolve import check_policy, choose_problem, parse_problem
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
-from cbalab.models.instance import SCHEMA, Instance, from_dict
+from cbalab.models.instance import SCHEMA, Instance, InstanceError, from_dict
 from cbalab.models.instance import load as _load
 from cbalab.models.instance import loads as _loads
 from cbalab.models.types import Problem, SolveOptions, Status
@@ -594,33 +595,38 @@ def simulate(
     ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
     versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
     ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
+
+    Every argument is checked before the replay: a bad one raises InstanceError naming it (``trace`` of
+    5.0, ``seed=-1``, ``gpus=2**70``, ``prices=(1, 2)``, a misspelt ``policy`` with the closest names).
     """
     import tempfile
 
     from cbalab.experiments.simulate import SimConfig
     from cbalab.experiments.simulate import simulate as _simulate
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload.synthetic import price_triple
 
-    prob = Problem(problem)
-    if prob == Problem.COST:
-        try:
-            registry.get(Problem.COST, policy)
-        except KeyError as e:
-            raise ValueError(f"policy: {e.args[0]}") from None
+    prob = _replay_arguments(
+        trace,
+        policy,
+        problem,
+        counts={"gpus": gpus, "seed": seed, "n_datasets": n_datasets},
+        amounts={"cache_gb": cache_gb, "skew": skew, "budget_fraction": budget_fraction},
+        optional={"bandwidth_gbps": bandwidth_gbps, "budget_per_hour": budget_per_hour, "period_s": period_s},
+        prices=prices,
+    )
     kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
-    if isinstance(trace, bool):
-        raise ValueError(f"trace: a trace file, a DataFrame or a number of jobs, got {trace!r}")
     if isinstance(trace, pd.DataFrame):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "trace.csv"
             trace.to_csv(path, index=False)
             workload = make_workload(trace=path, **kw)
         workload.jobs.attrs["source"] = "DataFrame"
-    elif isinstance(trace, int):
-        workload = make_workload(n_jobs=trace, **kw)
+    elif isinstance(trace, numbers.Integral):
+        workload = make_workload(n_jobs=int(trace), **kw)
     else:
         workload = make_workload(trace=trace, **kw)
-    price_tuple = DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2]))
+    price_tuple = DEFAULT_PRICES if prices is None else price_triple(prices)  # checked: plain floats now
     if prob == Problem.WELFARE:
         return _simulate_elastic(
             workload,
@@ -652,6 +658,49 @@ def simulate(
     return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
 
 
+def _replay_arguments(
+    trace: Any,
+    policy: str,
+    problem: str,
+    *,
+    counts: Mapping[str, Any],
+    amounts: Mapping[str, Any],
+    optional: Mapping[str, Any],
+    prices: Any,
+) -> Problem:
+    """The problem of a :func:`simulate` call, once every argument is checked; InstanceError names the first
+    bad one.
+
+    ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
+    replay (a misspelt one gets the closest names); ``counts`` whole numbers (``n_datasets`` at least 1);
+    ``amounts`` and the ``optional`` ones that are given finite numbers >= 0 (``period_s`` > 0);
+    ``prices`` None or three such numbers.
+    """
+    from cbalab.experiments.elastic import POLICIES
+    from cbalab.experiments.workload.synthetic import finite, price_triple, whole
+
+    prob = parse_problem(problem)
+    known = list(POLICIES) if prob == Problem.WELFARE else registry.names(Problem.COST)
+    check_policy(policy, prob, known)
+    if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
+        raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
+    if isinstance(trace, numbers.Integral):
+        whole(trace, "trace")
+    for name, value in counts.items():
+        if name == "seed":
+            whole(value, name, maximum=2**63 - 1)
+        else:
+            whole(value, name, minimum=1 if name == "n_datasets" else 0)
+    for name, value in amounts.items():
+        finite(value, name)
+    for name, value in optional.items():
+        if value is not None:
+            finite(value, name, positive=name == "period_s")
+    if prices is not None:
+        price_triple(prices)
+    return prob
+
+
 def _simulate_elastic(
     workload: Any,
     policy: str,
@@ -670,11 +719,9 @@ def _simulate_elastic(
     utility_mix: str,
 ) -> ReplayResult:
     """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
-    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.elastic import ElasticConfig, replay
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    if policy not in POLICIES:
-        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
     elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
     cfg = ElasticConfig(
         policy=policy,

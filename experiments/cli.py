@@ -20,13 +20,12 @@ import sys
 import textwrap
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab.algorithms import registry as methods
-from cbalab.algorithms.resolve import choose_problem, method_problems, posed_problem
+from cbalab.algorithms.resolve import check_policy, choose_problem, method_problems, posed_problem
 from cbalab.experiments.runner import ExperimentError, add_experiment_parser
-from cbalab.models.files import atomic_write_text
+from cbalab.models.files import atomic_write_text, unwritable_file, unwritable_folder
 from cbalab.models.instance import Instance, InstanceError, load
 from cbalab.models.types import Problem
 
@@ -88,29 +87,17 @@ def _emit(doc: dict, out: str | None) -> None:
 
 
 def _writable_file(option: str, path: str | None) -> None:
-    """BadInputError unless ``path`` can be written: its folder exists and is writable, and it is no folder."""
-    if path is None:
-        return
-    target = Path(path)
-    folder = target.parent
-    if not folder.is_dir():
-        raise BadInputError(f"{option}: the folder {str(folder)!r} does not exist")
-    if target.is_dir():
-        raise BadInputError(f"{option}: {path!r} is a folder, not a file")
-    if not os.access(folder, os.W_OK):
-        raise BadInputError(f"{option}: the folder {str(folder)!r} is not writable")
+    """InstanceError naming ``option`` unless a file can be written at ``path`` (models.files.unwritable_file)."""
+    problem = None if path is None else unwritable_file(path)
+    if problem is not None:
+        raise InstanceError(option, path, problem)
 
 
 def _writable_folder(option: str, path: str | None) -> None:
-    """BadInputError unless ``path`` is, or can be created as, a writable folder."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise BadInputError(f"{option}: {path!r} exists and is not a folder")
-    existing = next(p for p in (target, *target.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise BadInputError(f"{option}: {str(existing)!r} is not a writable folder")
+    """InstanceError naming ``option`` unless ``path`` is, or can be made, a writable folder."""
+    problem = None if path is None else unwritable_folder(path)
+    if problem is not None:
+        raise InstanceError(option, path, problem)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -277,16 +264,34 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 def _replay_workload(args: argparse.Namespace) -> Workload:
     """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded)."""
+    from cbalab.experiments.simulate import window
     from cbalab.experiments.workload import make_workload
 
-    return make_workload(
-        trace=args.trace,
-        n_jobs=args.generate,
-        seed=args.seed,
-        skew=args.skew,
-        n_datasets=args.datasets,
-        gpu_type=args.gpu_type,
-    )
+    try:
+        workload = make_workload(
+            trace=args.trace,
+            n_jobs=args.generate,
+            seed=args.seed,
+            skew=args.skew,
+            n_datasets=args.datasets,
+            gpu_type=args.gpu_type,
+        )
+    except InstanceError as e:  # the trace file itself: named by its option, as the instance file is
+        if e.path != "trace":
+            raise
+        raise InstanceError("--trace", e.value, e.problem) from None
+    if args.window is None:
+        return workload
+    start, end = args.window
+    submit = workload.jobs["submit_s"]
+    chosen = int(((submit >= start) & (submit < end)).sum())
+    span = f"the trace's {len(submit):,} jobs, whose submissions span {_seconds_text(submit.min())} to "
+    span += _seconds_text(submit.max())
+    if chosen == 0:
+        raise InstanceError("--window", f"{start:g}:{end:g}", f"selects none of {span}")
+    if chosen < WINDOW_FEW:
+        print(f"cbalab: note: --window {start:g}:{end:g} selects {chosen} of {span}", file=sys.stderr)
+    return window(workload, start, end)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -296,17 +301,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """
     if args.problem == "welfare":
         return _simulate_welfare(args)
-    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate, window
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
     from cbalab.experiments.workload import DEFAULT_PRICES
 
-    try:
-        methods.get("cost", args.policy)
-    except KeyError as e:
-        raise BadInputError(f"--policy: {e.args[0]}") from None
+    check_policy(args.policy, "cost", methods.names("cost"), "--policy")
     _writable_folder("--out", args.out)
     workload = _replay_workload(args)
-    if args.window is not None:
-        workload = window(workload, *args.window)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
     cfg = SimConfig(
@@ -333,6 +333,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: ``--window`` prints the trace's span when it selects fewer jobs than this (or refuses, when none).
+WINDOW_FEW = 10
+
+
+def _seconds_text(seconds: float) -> str:
+    """A trace time as the ``--window`` note prints it: seconds and, past a day, days (``9,408,690 s (108.9 d)``)."""
+    text = f"{seconds:,.0f} s"
+    return f"{text} ({seconds / 86400:.1f} d)" if abs(seconds) >= 86400 else text
+
+
 def _percent(x: float) -> str:
     """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
     return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
@@ -344,8 +354,8 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
     from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    if args.policy not in POLICIES:
-        raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    check_policy(args.policy, "welfare", list(POLICIES), "--policy")
+    _writable_folder("--out", args.out)
     base = _replay_workload(args)
     workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
@@ -373,14 +383,24 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
-    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper.py)."""
-    import os
+    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper.py).
+
+    Every meta.json of the results is read through runner.read_meta first, so a broken one is exit 2 naming
+    the file before anything is generated.
+    """
+    from pathlib import Path
 
     from cbalab.experiments.paper import main_paper
+    from cbalab.experiments.runner import read_meta
 
     for option, folder in (("--paper", args.paper), ("--results", args.results)):
         if folder is not None and not os.path.isdir(folder):
-            raise BadInputError(f"{option}: no folder {folder!r}")
+            raise InstanceError(
+                option, folder, "is a file, not a folder" if os.path.exists(folder) else "no such folder"
+            )
+    results = Path(args.results) if args.results else Path(args.paper) / "results"
+    for meta in sorted(results.glob("*/meta.json")):
+        read_meta(meta)
     return main_paper(args.paper, args.results, args.check)
 
 
@@ -407,6 +427,26 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
     if not (value >= 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (got {text!r})")
+    return value
+
+
+def _money(text: str) -> float:
+    """A price in $ per unit-hour: finite, from 0 to MAX_PRICE (experiments/workload/synthetic.py)."""
+    from cbalab.experiments.workload.synthetic import MAX_PRICE
+
+    value = _fraction(text)
+    if value > MAX_PRICE:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PRICE:g} $ per hour (got {text!r})")
+    return value
+
+
+def _delay(text: str) -> float:
+    """A delay in seconds from 0 to the longest trace time, 10^12 s (experiments.workload.traces)."""
+    from cbalab.experiments.workload.traces import MAX_TRACE_SECONDS
+
+    value = _fraction(text)
+    if value > MAX_TRACE_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_TRACE_SECONDS:g} s, as trace times (got {text!r})")
     return value
 
 
@@ -459,10 +499,10 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
         default=None,
         help="bandwidth cap B as a fraction of the total demand (default: no cap)",
     )
-    p.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
-    p.add_argument("--price-cache", type=_fraction, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    p.add_argument("--price-gpu", type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    p.add_argument("--price-cache", type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
     p.add_argument(
-        "--price-bandwidth", type=_fraction, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+        "--price-bandwidth", type=_money, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
     )
     p.add_argument(
         "--variant",
@@ -623,10 +663,10 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--gpus", type=_count, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
-    m.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
-    m.add_argument("--price-cache", type=_fraction, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    m.add_argument("--price-gpu", type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    m.add_argument("--price-cache", type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
     m.add_argument(
-        "--price-bandwidth", type=_fraction, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+        "--price-bandwidth", type=_money, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
     )
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
     m.add_argument(
@@ -646,7 +686,10 @@ def parser() -> argparse.ArgumentParser:
         "its trace GPU count from its submission on remote IO (default 0.5; or --budget-per-hour)",
     )
     m.add_argument(
-        "--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change (default: 0)"
+        "--restart-delay-s",
+        type=_delay,
+        default=0.0,
+        help="welfare: pause in seconds when a job's GPUs change, at most 1e12 as trace times (default: 0)",
     )
     m.add_argument(
         "--utility-mix",

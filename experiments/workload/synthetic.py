@@ -56,11 +56,20 @@ def finite(value: Any, name: str, *, positive: bool = False) -> float:
     return number
 
 
+#: The largest price accepted, in $ per unit-hour: past it a replay's bill (up to 2^31 GPUs over 10^12 s of
+#: trace) would overflow a double, and HiGHS cannot represent such coefficients anyway (README "optimal").
+MAX_PRICE = 1e15
+
+
 def price_triple(prices: Any, name: str = "prices") -> tuple[float, float, float]:
-    """(p_g, p_c, p_b) per hour as three finite numbers >= 0; InstanceError naming ``name`` otherwise."""
+    """(p_g, p_c, p_b) per hour as three finite numbers from 0 to MAX_PRICE; InstanceError naming ``name``
+    (or ``name[i]``) otherwise."""
     if isinstance(prices, str | bytes | Mapping) or not isinstance(prices, Sequence) or len(prices) != 3:
         raise InstanceError(name, _shown(prices), "must be three numbers: (gpu, cache, bandwidth) $ per hour")
     p_g, p_c, p_b = (finite(p, f"{name}[{i}]") for i, p in enumerate(prices))
+    for i, p in enumerate((p_g, p_c, p_b)):
+        if p > MAX_PRICE:
+            raise InstanceError(f"{name}[{i}]", p, f"must be at most {MAX_PRICE:g} $ per hour")
     return p_g, p_c, p_b
 
 
