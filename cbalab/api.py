@@ -622,11 +622,11 @@ def simulate(
             trace.to_csv(path, index=False)
             workload = make_workload(trace=path, **kw)
         workload.jobs.attrs["source"] = "DataFrame"
-    elif isinstance(trace, numbers.Integral):
-        workload = make_workload(n_jobs=int(trace), **kw)
-    else:
+    elif isinstance(trace, str | Path):
         workload = make_workload(trace=trace, **kw)
-    price_tuple = DEFAULT_PRICES if prices is None else price_triple(prices)  # checked: plain floats now
+    else:  # a whole number of jobs (numpy's too), as _replay_arguments checked
+        workload = make_workload(n_jobs=int(trace), **kw)
+    price_tuple = DEFAULT_PRICES if prices is None else price_triple(prices)
     if prob == Problem.WELFARE:
         return _simulate_elastic(
             workload,
