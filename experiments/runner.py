@@ -498,7 +498,7 @@ def _dask(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
     scheduler_address(address)
     try:
         what = _identity(address, CONNECT_TIMEOUT_S).get("type")
-    except (TimeoutError, FutureTimeout):
+    except (TimeoutError, FutureTimeout, OSError):  # silent, refused or unreachable until the deadline
         raise ExperimentError(
             f"--scheduler: no Dask scheduler answered at {address!r} within {CONNECT_TIMEOUT_S:g} s"
         ) from None
