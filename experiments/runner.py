@@ -765,7 +765,8 @@ def _git() -> dict[str, Any] | None:
 
 
 def plain(text: str) -> str:
-    """``text`` without reST markup, for help printed on a terminal: ````x```` and :role:`x` become x."""
+    """``text`` without reST markup, for help printed on a terminal: double-backquoted literals and roles
+    such as ``:func:`` keep their text and lose their markup."""
     text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
     return re.sub(r"``([^`]+)``", r"\1", text)
 

@@ -214,3 +214,17 @@ def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: 
     assert all(line.startswith("ok  ") for line in lines), proc.stdout
     numbers = {line.split()[1] for line in lines}
     assert numbers == {f"{i}." for i in range(1, len(exercises) + 1)}
+
+
+def test_regression_issue23_jupyter_lab_comes_with_the_dev_install() -> None:
+    """Issue 23 item 8: the README's ``.venv/bin/jupyter lab`` works from ``pip install -e ".[dev]"``: JupyterLab is
+    in the dev extra and the command runs."""
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(re.match(r"jupyterlab\b", requirement) for requirement in dev)
+    assert ".venv/bin/jupyter lab" in (ROOT / "README.md").read_text()
+    proc = subprocess.run(
+        [sys.executable, "-m", "jupyter", "lab", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and re.match(r"\d+\.\d+", proc.stdout.strip()), proc.stderr
