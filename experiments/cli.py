@@ -200,7 +200,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.kind = str(problem)
         inst = _generated(args)
         origin = f"generated --kind {problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
-    print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets): every {problem} method")
+    print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
+    print(f"every {problem} method, each answer scored by the referee:")
     rows = [methods.run(inst, problem, name, time_limit=args.time_limit)[0] for name in methods.names(problem)]
     exact = [r for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
     ref = exact[0] if exact else None
@@ -209,11 +210,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     what = "io $/h" if cost_problem else "welfare"
     # A cost bound is on the total cost; the headline is the IO cost, so the fixed GPU bill comes off it.
     gpu_bill = inst.price_gpu * float(inst.job_gpus.sum()) if cost_problem else 0.0
-    width = max(len(r["method"]) for r in rows) + 1
-    header = (
-        f"{'method':<{width}}{'status':<11}{what:>10}{'vs milp':>9}{'bound':>10}"
-        f"{'total $/h':>10}{'cache $/h':>10}{'bw $/h':>9}{'seconds':>8}"
-    )
+    width = max(len(r["method"]) for r in rows)
+    spec = ((f"<{width}", "method"), ("<10", "status"), (">10", what), (">8", "vs milp"), (">10", "bound"))
+    spec += ((">9", "total $/h"), (">9", "cache $/h"), (">9", "bw $/h"), (">7", "seconds"))
+    header = " ".join(f"{name:{align}}" for align, name in spec)
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -221,11 +221,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         gap = "" if x is None or not x_ref else _percent((x - x_ref) / abs(x_ref))
         cost = r["cost_per_hour"] or {}
         bound = None if r["bound"] is None else r["bound"] - gpu_bill
-        print(
-            f"{r['method']:<{width}}{r['status']:<11}{_fmt(x):>10}{gap:>9}{_fmt(bound):>10}"
-            f"{_fmt(cost.get('total')):>10}{_fmt(cost.get('cache')):>10}{_fmt(cost.get('bandwidth')):>9}"
-            f"{r['solve_seconds']:>8.3f}"
-        )
+        cells = (r["method"], r["status"], _fmt(x), gap, _fmt(bound), _fmt(cost.get("total"), 5))
+        cells += (_fmt(cost.get("cache"), 5), _fmt(cost.get("bandwidth"), 5), f"{r['solve_seconds']:.4f}")
+        print(" ".join(f"{cell:{align}}" for (align, _), cell in zip(spec, cells)))
     if cost_problem:
         print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum;")
         print("bound: the method's proven lower bound on the io $/h.")
@@ -404,8 +402,9 @@ def cmd_paper(args: argparse.Namespace) -> int:
     return main_paper(args.paper, args.results, args.check)
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.6g}"
+def _fmt(x: float | None, digits: int = 6) -> str:
+    """A table cell: ``digits`` significant digits, or "-" for none."""
+    return "-" if x is None else f"{x:.{digits}g}"
 
 
 def _window(text: str) -> tuple[float, float]:
