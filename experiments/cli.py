@@ -261,7 +261,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _replay_workload(args: argparse.Namespace) -> Workload:
-    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded)."""
+    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded),
+    kept to the jobs submitted in ``--window`` if given.
+
+    A window that selects no job is bad input and one that selects fewer than WINDOW_FEW a note on stderr,
+    both with the trace's span, so that a window in the wrong units or place is seen at once.
+    """
     from cbalab.experiments.simulate import window
     from cbalab.experiments.workload import make_workload
 

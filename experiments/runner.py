@@ -61,7 +61,6 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -498,11 +497,11 @@ def _dask(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
     scheduler_address(address)
     try:
         what = _identity(address, CONNECT_TIMEOUT_S).get("type")
-    except (TimeoutError, FutureTimeout, OSError):  # silent, refused or unreachable until the deadline
+    except (TimeoutError, OSError):  # silent, refused or unreachable until the deadline
         raise ExperimentError(
             f"--scheduler: no Dask scheduler answered at {address!r} within {CONNECT_TIMEOUT_S:g} s"
         ) from None
-    except Exception as e:  # refused, reset, or bytes that are no Dask message (a MemoryError among them)
+    except Exception as e:  # bytes that are no Dask message: a MemoryError or a decoding error, among others
         raise ExperimentError(
             f"--scheduler: {address!r} is not a Dask scheduler ({type(e).__name__}: {str(e)[:120]})"
         ) from None
@@ -663,8 +662,10 @@ def _make_folder(out: Path, run_dir: Path) -> None:
     if problem is None:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
+        except PermissionError:
+            problem = "permission denied"
         except OSError as e:
-            problem = unreadable(e) if not isinstance(e, PermissionError) else "permission denied"
+            problem = f"cannot be made ({type(e).__name__}: {e.strerror or e})"
     if problem is not None:
         raise ExperimentError(f"--out: {problem} (got {str(out)!r})")
 
@@ -673,9 +674,9 @@ def read_meta(path: str | Path) -> dict | None:
     """The meta.json at ``path`` (None when there is none), checked to be one: ExperimentError naming the
     file otherwise (exit 2).
 
-    The fields that readers use must have their types: ``config`` an object, ``sessions`` a list of
-    objects, ``git`` an object or null, ``wall_seconds`` a number or null.  ``cbalab paper`` reads every
-    experiment's meta.json through here.
+    The fields that readers use must have their types: ``config`` and ``runs`` objects, ``sessions`` a
+    list of objects, ``git`` an object or null, ``wall_seconds`` a number or null.  ``cbalab paper`` checks
+    every experiment's meta.json through here before it reads any.
     """
     p = Path(path)
     if not p.exists():
@@ -811,6 +812,7 @@ def _workers(text: str) -> int:
 
 
 def _seed(text: str) -> int:
+    """A sweep seed: a whole number from 0 to 2^63 - 1 (numpy's generators take no negative seed)."""
     try:
         value = int(text)
     except ValueError:
