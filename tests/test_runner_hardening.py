@@ -55,7 +55,7 @@ def test_regression_issue23_experiment_list_describes_and_times_every_experiment
     for name, line in zip(EXPERIMENTS, lines[1:-1]):
         about = ABOUT[name]
         assert line.startswith(name) and line.endswith(about.description)
-        assert runner._duration(about.quick_seconds) in line and runner._duration(about.full_seconds) in line
+        assert runner.quick_time(about) in line and runner._duration(about.full_seconds) in line
     assert max(len(line) for line in lines) <= runner.CONSOLE_WIDTH
 
 
@@ -104,7 +104,7 @@ def test_regression_issue23_reproduce_md_lists_every_experiment_with_its_times()
     for name, about in ABOUT.items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
         assert row is not None, name
-        assert runner._duration(about.quick_seconds) in row and runner._duration(about.full_seconds) in row, row
+        assert runner.quick_time(about) in row and runner._duration(about.full_seconds) in row, row
 
 
 # ------------------------------------------------------------------------------------------ item 9
