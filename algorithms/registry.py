@@ -7,8 +7,11 @@ are imported on first use, so that ``cbalab solve --method cba`` never pays
 for importing Pyomo, and so that algorithms/ never imports it.
 
 An entry's properties are fields: the problem it answers, whether it is exact
-(HiGHS, gap 0), its kind (a plain method, a cost method that also serves as a
-cache policy feeding a GPU scheduler, or a GPU scheduler), whether it may be
+(solved by HiGHS at MIP gap 0, so that its ``optimal`` is the solver's proof for
+the model it builds, for ``lp`` the relaxation), the instances on which its
+answer is proven optimal (``optimal_on``: CBA on continuous P1, Theorem 1), its
+kind (a plain method, a cost method that also serves as a cache policy feeding
+a GPU scheduler, or a GPU scheduler), whether it may be
 solved on dataset-aggregated demand (it depends on the running jobs only
 through R_k, docs/model.md §4) and whether it takes a cache policy.
 :func:`select` queries them; :func:`run` is the one way to call a method: it
@@ -53,6 +56,7 @@ class Method:
     aggregable: bool = False
     takes_cache_policy: bool = False
     online: str | None = None
+    optimal_on: str = ""
 
     def online_policy(self) -> Callable[[], Any]:
         """The class of the entry's stateful online form (``online`` as "module:Class"): the simulator makes one
@@ -81,8 +85,13 @@ def register(
     kind: Kind = Kind.METHOD,
     aggregable: bool = False,
     online: str | None = None,
+    optimal_on: str = "",
 ) -> None:
-    """Add an entry to the registry; a (problem, name) pair may be registered once."""
+    """Add an entry to the registry; a (problem, name) pair may be registered once.
+
+    ``optimal_on`` names the instances on which the method's answer is proven optimal, with the theorem
+    ("" when on none beyond what ``exact`` says).
+    """
     key = (Problem(problem), name)
     if key in _METHODS:
         raise ValueError(f"method {name!r} is already registered for problem {problem!r}")
@@ -96,6 +105,7 @@ def register(
         aggregable=aggregable,
         takes_cache_policy=kind == Kind.GPU_SCHEDULER,
         online=online,
+        optimal_on=optimal_on,
     )
 
 
@@ -106,6 +116,7 @@ register(
     "CBA closed form (Theorem 1), integer variants by rounding",
     kind=Kind.CACHE_POLICY,
     aggregable=True,
+    optimal_on="continuous P1 (Theorem 1); blocks or tiers alone (Theorems I1, I2)",
 )
 register(
     "lp",
@@ -114,6 +125,7 @@ register(
     "continuous relaxation of P1, HiGHS via Pyomo",
     exact=True,
     aggregable=True,
+    optimal_on="continuous P1, where the relaxation is P1",
 )
 register(
     "milp",
@@ -122,9 +134,14 @@ register(
     "exact optimum of P1 as written, HiGHS via Pyomo",
     exact=True,
     aggregable=True,
+    optimal_on="every P1 instance",
 )
 register(
-    "flow", "cost", "cbalab.models.flow:cost_flow", "uncapped continuous P1 as a min-cost flow (networkx), certified"
+    "flow",
+    "cost",
+    "cbalab.models.flow:cost_flow",
+    "uncapped continuous P1 as a min-cost flow (networkx), certified",
+    optimal_on="continuous P1 without a bandwidth cap",
 )
 for _name, _module, _summary, _aggregable in (
     ("io-only", "io_only", "no cache, all remote IO (docs/model.md §7)", True),
@@ -148,6 +165,7 @@ register(
     "online CBA that keeps warm caches through short lulls (rent-or-buy); statically CBA",
     aggregable=True,
     online="cbalab.algorithms.cba_keep:CbaKeep",
+    optimal_on="continuous P1 as a static instance, where it is CBA (Theorem 1)",
 )
 register(
     "lp",
@@ -162,6 +180,7 @@ register(
     "cbalab.models.solve:welfare_milp",
     "exact optimum of P2, no stalls (docs/model.md §5), array form, HiGHS",
     exact=True,
+    optimal_on="every P2 instance",
 )
 register(
     "milp-stall",
@@ -169,6 +188,7 @@ register(
     "cbalab.models.solve:welfare_milp_stall",
     "stall-allowed reference P2s (docs/model.md §5): relaxation MILP, optimal only when realised (Theorem F3)",
     exact=True,
+    optimal_on="P2s, when the referee realises its relaxation's optimum (Theorem F3)",
 )
 register(
     "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
@@ -233,7 +253,7 @@ def get(problem: str, name: str) -> Method:
     try:
         return _METHODS[(Problem(problem), name)]
     except (KeyError, ValueError):
-        raise KeyError(f"no method {name!r} for problem {problem!r}; known: {', '.join(names(problem))}") from None
+        raise KeyError(f"no method {name!r} for problem {str(problem)!r}; known: {', '.join(names(problem))}") from None
 
 
 def cache_policy(name: str) -> MethodFunction:

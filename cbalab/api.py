@@ -9,6 +9,7 @@ as tidy pandas frames.  Every answer is scored by the one referee
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
+from cbalab.algorithms.resolve import check_policy, choose_problem, parse_problem
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
-from cbalab.models.instance import SCHEMA, Instance, from_dict
+from cbalab.models.instance import SCHEMA, Instance, InstanceError, from_dict
 from cbalab.models.instance import load as _load
 from cbalab.models.instance import loads as _loads
 from cbalab.models.types import Problem, SolveOptions, Status
@@ -117,38 +119,109 @@ def build_instance(
     return from_dict(doc)
 
 
-def generate(kind: str = "cost", *, jobs: int = 50, datasets: int = 10, seed: int = 0, **kw: Any) -> Instance:
-    """A seeded synthetic instance: ``kind="cost"`` (P1) or ``"welfare"`` (P2); ``kw`` go to the generator.
+def generate(
+    kind: str = "cost",
+    *,
+    jobs: int = 50,
+    datasets: int = 10,
+    seed: int = 0,
+    skew: float = 1.0,
+    cache_fraction: float = 0.2,
+    bandwidth_fraction: float | None = None,
+    prices: tuple[float, float, float] | None = None,
+    variant: str = "continuous",
+    block_gb: float | None = None,
+    tier_fraction: float | None = None,
+    utility_mix: str | Mapping[str, float] | None = None,
+    budget_fraction: float | None = None,
+    gpu_options: tuple[int, ...] | None = None,
+    gpu_fraction: float | None = None,
+    alpha: float | None = None,
+) -> Instance:
+    """A seeded synthetic instance: ``kind="cost"`` (P1, docs/model.md §4) or ``"welfare"`` (P2, §5).
 
-    Wraps ``cbalab.experiments.workload.generate_cost`` / ``generate_welfare``
-    (Philly GPU shares, Zipf dataset popularity; see their docstrings).
+    The keywords are those of ``cbalab generate`` (its ``--option`` names with ``_``), and a bad value
+    raises InstanceError naming the keyword:
+
+    - both kinds: ``jobs`` jobs on ``datasets`` datasets chosen by Zipf(``skew``) popularity (0: uniform),
+      the same ``seed`` giving the same instance; a cache of ``cache_fraction`` of all dataset bytes; a
+      bandwidth cap of ``bandwidth_fraction`` of the total demand (None: no cap); ``prices`` (p_g, p_c, p_b)
+      in $ per GPU-hour, GB-hour of cache and (GB/s)-hour of remote IO (None: the package's, 2.5, 0.0004,
+      0.9);
+    - cost only: ``variant``, ``continuous`` or an integer variant (``dataset``, ``block``, ``tiers``,
+      ``block+tiers``, ``dataset+tiers``), with ``block_gb`` the block size (default 8) and
+      ``tier_fraction`` the bandwidth tier as a fraction of the total demand (default 0.1);
+    - welfare only (None: the generator's default): ``utility_mix`` ("mixed", one shape such as
+      "linear", or {shape: share}), ``budget_fraction`` of running every job at its largest option on
+      remote IO (0.5), ``gpu_options`` every job's GPU counts ((1, 2, 4, 8)), ``gpu_fraction`` the cluster's
+      GPUs as a fraction of every job at its largest option (0.5) and ``alpha`` of α-fair utilities (2).
+
+    Implemented by ``cbalab.experiments.workload.synthetic.generate_instance`` (Philly GPU shares,
+    log-normal rates and dataset sizes; see generate_cost and generate_welfare for the distributions).
     """
-    from cbalab.experiments import workload
+    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.workload.synthetic import generate_instance
 
-    if kind == Problem.COST:
-        return workload.generate_cost(jobs, datasets, seed, **kw)
-    if kind == Problem.WELFARE:
-        return workload.generate_welfare(jobs, datasets, seed, **kw)
-    raise ValueError(f'kind must be "cost" or "welfare", got {kind!r}')
+    return generate_instance(
+        kind,
+        jobs,
+        datasets,
+        seed,
+        skew=skew,
+        cache_fraction=cache_fraction,
+        bandwidth_fraction=bandwidth_fraction,
+        prices=DEFAULT_PRICES if prices is None else prices,
+        variant=variant,
+        block_gb=block_gb,
+        tier_fraction=tier_fraction,
+        utility_mix=utility_mix,
+        budget_fraction=budget_fraction,
+        gpu_options=gpu_options,
+        gpu_fraction=gpu_fraction,
+        alpha=alpha,
+    )
+
+
+#: The columns of :func:`methods`, each with what it means (the table's ``attrs["columns"]``).
+METHOD_COLUMNS = {
+    "problem": "the problem the entry answers: cost (P1, fixed GPUs) or welfare (P2, elastic GPUs)",
+    "name": "the name that solve(), --method and --policy take",
+    "kind": "method; cache-policy (a cost method that can feed a GPU scheduler); gpu-scheduler",
+    "exact": "solved by HiGHS at MIP gap 0, so an optimal status is the solver's proof for the model the "
+    "method builds (for lp that model is the relaxation: on an integer variant only its bound is proven)",
+    "optimal_on": "the instances on which the method's answer is proven optimal, with the theorem "
+    "(empty: none beyond what exact says; a method may still prove optimality case by case)",
+    "aggregable": "depends on the running jobs only through each dataset's demand R_k (docs/model.md §4)",
+    "takes_cache_policy": "a GPU scheduler that a cache policy feeds (cache_policy=)",
+    "summary": "what the method does, in one line",
+}
 
 
 def methods(problem: str | None = None) -> pd.DataFrame:
-    """The registered methods (all, or those of ``problem``) with their properties, one row each."""
+    """The registered methods (all, or those of ``problem``) with their properties, one row each.
+
+    The columns, as :data:`METHOD_COLUMNS` (and the table's ``attrs["columns"]``) explain them: ``problem``,
+    ``name``, ``kind``; ``exact``, True for the methods solved by HiGHS at MIP gap 0 (their ``optimal`` is
+    the solver's proof for the model they build; for ``lp`` that is the relaxation); ``optimal_on``, the
+    instances on which a method is proven optimal (``cba``: continuous P1, Theorem 1, so it is optimal
+    there although it is not ``exact``); ``aggregable``, ``takes_cache_policy`` and ``summary``.
+    """
     rows = [
         {
             "problem": str(m.problem),
             "name": m.name,
             "kind": str(m.kind),
             "exact": m.exact,
+            "optimal_on": m.optimal_on,
             "aggregable": m.aggregable,
             "takes_cache_policy": m.takes_cache_policy,
             "summary": m.summary,
         }
         for m in registry.select(problem)
     ]
-    return pd.DataFrame(
-        rows, columns=["problem", "name", "kind", "exact", "aggregable", "takes_cache_policy", "summary"]
-    )
+    table = pd.DataFrame(rows, columns=list(METHOD_COLUMNS))
+    table.attrs["columns"] = dict(METHOD_COLUMNS)
+    return table
 
 
 @dataclass(frozen=True)
@@ -231,59 +304,134 @@ class Result:
         )
 
     def plot(self, ax: Axes | None = None, jobs_ax: Axes | None = None) -> Axes:
-        """Draw the allocation: per dataset, cache against size and remote bandwidth against demand; per job, bandwidth.
+        """Draw the allocation: per dataset, what is cached against its size and IO density; per job, its feed.
 
-        On ``ax`` (per dataset): grey bars are the dataset's size (GB) and its
-        jobs' demand Σ r_j (GB/s, right axis), coloured bars what is cached
-        and what is read remotely.  On ``jobs_ax`` (per job): rate r_j against
-        bandwidth b_j, so a job with b_j < r_j (1 − h) is visibly short.  With
-        no axes given, a new figure holds both panels; with only ``ax``, only
-        the dataset panel is drawn.  Returns ``ax`` (its ``.figure`` holds both).
+        Readable at any size (:data:`LABELLED_DATASETS`, :data:`LABELLED_JOBS`):
+
+        * ``ax``, per dataset, densest first (IO density ρ_k = R_k / d_k, the order in which Theorem 1
+          caches): up to LABELLED_DATASETS datasets as named bars, grey the size (GB) and blue the cache,
+          and on the right axis grey the demand R_k and orange the remote bandwidth (GB/s).  Beyond that,
+          one step curve of ρ_k over the datasets' cumulative size, the cached bytes of each shaded blue,
+          with the price ratio p_c/p_b (Theorem 1's threshold: caching pays above it) and the capacity C;
+        * ``jobs_ax``, per job: up to LABELLED_JOBS jobs as named bars, rate r_j against bandwidth b_j.
+          Beyond that, the jobs sorted by rate, stacked what the cache serves, r_j h_k, and the remote
+          bandwidth, under the rate line: where the line stands above the stack, the job is short of data.
+
+        With no axes given, a new figure holds both panels; with only ``ax``, only the dataset panel is drawn.
+        Returns ``ax`` (its ``.figure`` holds both).
         """
         import matplotlib.pyplot as plt
 
         fig = None
-        if ax is None:
-            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
-        ds = self.datasets_frame()
-        x = np.arange(len(ds))
-        ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
-        ax.bar(x - 0.2, ds["cache_gb"].fillna(0.0), width=0.4, label="cache (GB)", color="tab:blue")
-        twin = ax.twinx()
-        twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
-        twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
-        ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right")
-        ax.set_ylabel("GB")
-        twin.set_ylabel("GB/s")
-        ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
-        twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+        if ax is None:  # tall enough that up to LABELLED_JOBS job names (0.18 in each) do not overprint
+            named = self.instance.n_jobs if self.instance.n_jobs <= LABELLED_JOBS else 0
+            height = max(4.0, 1.5 + 0.18 * named)
+            fig, (ax, jobs_ax) = plt.subplots(1, 2, figsize=(11, height), gridspec_kw={"width_ratios": [1, 1.3]})
+        ds = self.datasets_frame().fillna({"cache_gb": 0.0})
+        ds["density"] = ds["demand_gbps"] / ds["size_gb"]
+        ds = ds.sort_values("density", ascending=False, kind="stable").reset_index(drop=True)
+        if len(ds) <= LABELLED_DATASETS:
+            _dataset_bars(ax, ds)
+        else:
+            _dataset_densities(ax, ds, self.instance)
         objective = "none" if self.objective is None else f"{self.objective:.6g}"
         ax.set_title(f"{self.method} ({self.problem}): {self.status}, objective {objective}")
-        ax.legend(loc="upper left", fontsize="small")
-        twin.legend(loc="upper right", fontsize="small")
         if jobs_ax is not None:
             jf = self.jobs_frame()
-            y = np.arange(len(jf))
-            jobs_ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
-            jobs_ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
-            jobs_ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])])
-            jobs_ax.invert_yaxis()
-            jobs_ax.set_xlabel("GB/s")
-            jobs_ax.set_title("per job: data rate and remote bandwidth")
-            jobs_ax.legend(loc="best", fontsize="small")
+            if len(jf) <= LABELLED_JOBS:
+                _job_bars(jobs_ax, jf)
+            else:
+                _job_feeds(jobs_ax, jf)
         if fig is not None:
             fig.tight_layout()
         return ax
 
 
-def _infer_problem(method: str) -> Problem:
-    found = {m.problem for m in registry.all_methods() if m.name == method}
-    if not found:
-        known = sorted({m.name for m in registry.all_methods()})
-        raise ValueError(f"method: no method {method!r}; known: {', '.join(known)}")
-    if len(found) > 1:
-        raise ValueError(f"method {method!r} serves {sorted(found)}: pass problem=")
-    return found.pop()
+#: Result.plot draws per-dataset and per-job bars, each with its name, up to this many (the most whose names do
+#: not overprint on its default figure); a summary beyond.
+LABELLED_DATASETS = 24
+LABELLED_JOBS = 24
+
+
+def _dataset_bars(ax: Axes, ds: pd.DataFrame) -> None:
+    """Named bars per dataset: size and cache (GB, left axis), demand and remote bandwidth (GB/s, right)."""
+    x = np.arange(len(ds))
+    ax.bar(x - 0.2, ds["size_gb"], width=0.4, label="size (GB)", color="0.8")
+    ax.bar(x - 0.2, ds["cache_gb"], width=0.4, label="cache (GB)", color="tab:blue")
+    twin = ax.twinx()
+    twin.bar(x + 0.2, ds["demand_gbps"], width=0.4, label="demand Σ r_j (GB/s)", color="0.6")
+    twin.bar(x + 0.2, ds["bandwidth_gbps"], width=0.4, label="remote bandwidth (GB/s)", color="tab:orange")
+    size = "medium" if len(ds) <= 12 else "small"
+    ax.set_xticks(x, ds["dataset"], rotation=30 if len(ds) <= 12 else 90, ha="right", fontsize=size)
+    ax.set_xlabel("datasets, densest first (IO density R_k / d_k)")
+    ax.set_ylabel("GB")
+    twin.set_ylabel("GB/s")
+    ax.set_ylim(0, 1.35 * max(float(ds["size_gb"].max()), 1e-12))
+    twin.set_ylim(0, 1.35 * max(float(ds["demand_gbps"].max()), 1e-12))
+    ax.legend(loc="upper left", fontsize="small")
+    twin.legend(loc="upper right", fontsize="small")
+
+
+def _dataset_densities(ax: Axes, ds: pd.DataFrame, inst: Instance) -> None:
+    """IO density over cumulative dataset size, densest first, cached bytes shaded: Theorem 1 as a picture."""
+    read = ds[ds["density"] > 0]
+    edges = np.concatenate([[0.0], np.cumsum(read["size_gb"].to_numpy(float))])
+    density = read["density"].to_numpy(float)
+    cached = np.minimum(read["cache_gb"].to_numpy(float), read["size_gb"].to_numpy(float))
+    ax.stairs(density, edges, color="0.3", label=f"IO density ρ_k of {len(read)} datasets read")
+    ax.bar(
+        edges[:-1],
+        density,
+        width=cached,
+        align="edge",
+        color="tab:blue",
+        linewidth=0,
+        label=f"cached: {float(cached.sum()):.4g} GB",
+    )
+    if inst.price_bandwidth > 0 and inst.price_cache > 0:
+        ratio = inst.price_cache / inst.price_bandwidth
+        ax.axhline(ratio, color="tab:red", linestyle="--", label=f"p_c / p_b = {ratio:.3g} (caching pays above)")
+    ax.axvline(inst.cache_gb, color="tab:blue", linestyle=":", label=f"cache capacity C = {inst.cache_gb:.4g} GB")
+    ax.set_yscale("log")
+    ax.set_xlim(0, max(float(edges[-1]), 1e-12))
+    ax.set_xlabel(f"cumulative dataset size, densest first (GB; {len(ds) - len(read)} datasets unread)")
+    ax.set_ylabel("IO density R_k / d_k (1/s)")
+    ax.legend(loc="upper right", fontsize="small")
+
+
+def _job_bars(ax: Axes, jf: pd.DataFrame) -> None:
+    """Named bars per job: rate r_j and remote bandwidth b_j (GB/s)."""
+    y = np.arange(len(jf))
+    ax.barh(y + 0.2, jf["rate_gbps"], height=0.4, color="0.6", label="rate r_j (GB/s)")
+    ax.barh(y - 0.2, jf["bandwidth_gbps"], height=0.4, color="tab:orange", label="bandwidth b_j (GB/s)")
+    size = "medium" if len(jf) <= 12 else "small"
+    ax.set_yticks(y, [f"{j} ({k})" for j, k in zip(jf["job"], jf["dataset"])], fontsize=size)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s")
+    ax.set_title("per job: data rate and remote bandwidth")
+    ax.legend(loc="best", fontsize="small")
+
+
+def _job_feeds(ax: Axes, jf: pd.DataFrame) -> None:
+    """Every job, sorted by rate: what the cache serves and the remote bandwidth, stacked under the rate line."""
+    jf = jf.fillna({"rate_gbps": 0.0, "bandwidth_gbps": 0.0, "hit_ratio": 0.0, "stall_factor": 1.0})
+    jf = jf.sort_values("rate_gbps", ascending=False, kind="stable")
+    rate = jf["rate_gbps"].to_numpy(float)
+    from_cache = rate * jf["hit_ratio"].to_numpy(float)
+    remote = jf["bandwidth_gbps"].to_numpy(float)
+    rank = np.arange(1, len(jf) + 1)
+    ax.fill_between(rank, 0, from_cache, step="mid", color="tab:blue", linewidth=0, label="served by the cache")
+    ax.fill_between(
+        rank, from_cache, from_cache + remote, step="mid", color="tab:orange", linewidth=0, label="remote bandwidth"
+    )
+    ax.step(rank, rate, where="mid", color="0.2", linewidth=0.8, label="rate r_j")
+    short = int((jf["stall_factor"].to_numpy(float) < 1 - 1e-9).sum())
+    ax.set_xscale("log")
+    ax.set_xlim(1, len(jf))
+    ax.set_xlabel(f"{len(jf)} jobs, by rate (rank)")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"per job: {short} of {len(jf)} short of data")
+    ax.legend(loc="upper right", fontsize="small")
 
 
 def solve(
@@ -295,11 +443,16 @@ def solve(
 ) -> Result:
     """Solve ``instance`` with the registered ``method`` and have the referee score the answer.
 
-    ``problem`` ("cost" or "welfare") may be left out when the method serves
-    only one.  ``options`` are fields of SolveOptions (``mip_gap``,
-    ``threads``, ``cache_policy``); exact methods use them, fast ones may not.
+    ``problem`` ("cost" or "welfare") may be left out: it is the one that both
+    the method and the instance serve (an instance whose jobs have fixed
+    ``gpus``/``io_gbps`` poses the cost problem, one whose jobs have
+    ``options`` the welfare problem), so only ``lp`` or ``milp`` on an
+    instance that poses both needs it.  ``options`` are fields of
+    SolveOptions (``mip_gap``, ``threads``, ``cache_policy``); exact methods
+    use them, fast ones may not.  A misspelt method, a method of the other
+    problem or a bad ``problem`` raises InstanceError naming the argument.
     """
-    prob = _infer_problem(method) if problem is None else Problem(problem)
+    prob = choose_problem(instance, method, problem)
     entry = registry.get(prob, method)
     opts = SolveOptions(time_limit=time_limit, **options)
     start = time.perf_counter()
@@ -443,33 +596,38 @@ def simulate(
     ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
     versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
     ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
+
+    Every argument is checked before the replay: a bad one raises InstanceError naming it (``trace`` of
+    5.0, ``seed=-1``, ``gpus=2**70``, ``prices=(1, 2)``, a misspelt ``policy`` with the closest names).
     """
     import tempfile
 
     from cbalab.experiments.simulate import SimConfig
     from cbalab.experiments.simulate import simulate as _simulate
     from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
+    from cbalab.experiments.workload.synthetic import price_triple
 
-    prob = Problem(problem)
-    if prob == Problem.COST:
-        try:
-            registry.get(Problem.COST, policy)
-        except KeyError as e:
-            raise ValueError(f"policy: {e.args[0]}") from None
+    prob = _replay_arguments(
+        trace,
+        policy,
+        problem,
+        counts={"gpus": gpus, "seed": seed, "n_datasets": n_datasets},
+        amounts={"cache_gb": cache_gb, "skew": skew, "budget_fraction": budget_fraction},
+        optional={"bandwidth_gbps": bandwidth_gbps, "budget_per_hour": budget_per_hour, "period_s": period_s},
+        prices=prices,
+    )
     kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
-    if isinstance(trace, bool):
-        raise ValueError(f"trace: a trace file, a DataFrame or a number of jobs, got {trace!r}")
     if isinstance(trace, pd.DataFrame):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "trace.csv"
             trace.to_csv(path, index=False)
             workload = make_workload(trace=path, **kw)
         workload.jobs.attrs["source"] = "DataFrame"
-    elif isinstance(trace, int):
-        workload = make_workload(n_jobs=trace, **kw)
-    else:
+    elif isinstance(trace, str | Path):
         workload = make_workload(trace=trace, **kw)
-    price_tuple = DEFAULT_PRICES if prices is None else (float(prices[0]), float(prices[1]), float(prices[2]))
+    else:  # a whole number of jobs (numpy's too), as _replay_arguments checked
+        workload = make_workload(n_jobs=int(trace), **kw)
+    price_tuple = DEFAULT_PRICES if prices is None else price_triple(prices)
     if prob == Problem.WELFARE:
         return _simulate_elastic(
             workload,
@@ -501,6 +659,49 @@ def simulate(
     return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
 
 
+def _replay_arguments(
+    trace: Any,
+    policy: str,
+    problem: str,
+    *,
+    counts: Mapping[str, Any],
+    amounts: Mapping[str, Any],
+    optional: Mapping[str, Any],
+    prices: Any,
+) -> Problem:
+    """The problem of a :func:`simulate` call, once every argument is checked; InstanceError names the first
+    bad one.
+
+    ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
+    replay (a misspelt one gets the closest names); ``counts`` whole numbers (``n_datasets`` at least 1);
+    ``amounts`` and the ``optional`` ones that are given finite numbers >= 0 (``period_s`` > 0);
+    ``prices`` None or three such numbers.
+    """
+    from cbalab.experiments.elastic import POLICIES
+    from cbalab.experiments.workload.synthetic import finite, price_triple, whole
+
+    prob = parse_problem(problem)
+    known = list(POLICIES) if prob == Problem.WELFARE else registry.names(Problem.COST)
+    check_policy(policy, prob, known)
+    if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
+        raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
+    if isinstance(trace, numbers.Integral):
+        whole(trace, "trace")
+    for name, value in counts.items():
+        if name == "seed":
+            whole(value, name, maximum=2**63 - 1)
+        else:
+            whole(value, name, minimum=1 if name == "n_datasets" else 0)
+    for name, value in amounts.items():
+        finite(value, name)
+    for name, value in optional.items():
+        if value is not None:
+            finite(value, name, positive=name == "period_s")
+    if prices is not None:
+        price_triple(prices)
+    return prob
+
+
 def _simulate_elastic(
     workload: Any,
     policy: str,
@@ -519,11 +720,9 @@ def _simulate_elastic(
     utility_mix: str,
 ) -> ReplayResult:
     """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
-    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.elastic import ElasticConfig, replay
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    if policy not in POLICIES:
-        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
     elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
     cfg = ElasticConfig(
         policy=policy,

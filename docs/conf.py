@@ -25,11 +25,14 @@ copyright = "the cbalab developers"
 release = cbalab.__version__
 version = release
 
+# Math renders offline: sphinx-mathjax-offline (a dev dependency) ships MathJax 3.2.2 and copies it into the
+# site's _static/mathjax/, so no page loads anything from a CDN (tests/test_docs.py holds every page to that).
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "cli_help",
 ]
@@ -64,7 +67,9 @@ templates_path = ["_templates"]
 
 html_theme = "furo"
 html_title = f"cbalab {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+# Long lines of code (the labs' cells, their outputs, the CLI reference) scroll sideways instead of being cut.
+html_css_files = ["code.css"]
 
 
 def _copy_tutorials() -> list[str]:

@@ -17,15 +17,17 @@ import logging
 import math
 import os
 import sys
+import textwrap
 import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab.algorithms import registry as methods
+from cbalab.algorithms.resolve import check_policy, choose_problem, method_problems, posed_problem
 from cbalab.experiments.runner import ExperimentError, add_experiment_parser
-from cbalab.models.files import atomic_write_text
+from cbalab.models.files import atomic_write_text, unwritable_file, unwritable_folder
 from cbalab.models.instance import Instance, InstanceError, load
+from cbalab.models.types import Problem
 
 if TYPE_CHECKING:
     from cbalab.experiments.workload import Workload
@@ -45,18 +47,24 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> NoReturn:  # argparse's own usage errors: exit 2, no traceback
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}\n")
+    def error(self, message: str) -> NoReturn:
+        """argparse's own usage errors: exit 2 with one line naming the option (``--gpus: ...``), no traceback."""
+        if message.startswith("argument "):
+            message = message[len("argument ") :]
+        hint = "" if "(got " in message else f" (see {self.prog} --help)"
+        self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}{hint}\n")
 
 
-def _positive_int(text: str) -> int:
+def _count(text: str) -> int:
+    """A whole number from 0 to 2^31 - 1 (the largest count an instance holds, models.instance.MAX_COUNT)."""
+    from cbalab.models.instance import MAX_COUNT
+
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
+    if not 0 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_COUNT} (got {text!r})")
     return value
 
 
@@ -64,9 +72,9 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
     if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text!r})")
     return value
 
 
@@ -79,61 +87,29 @@ def _emit(doc: dict, out: str | None) -> None:
 
 
 def _writable_file(option: str, path: str | None) -> None:
-    """BadInputError unless ``path`` can be written: its folder exists and is writable, and it is no folder."""
-    if path is None:
-        return
-    target = Path(path)
-    folder = target.parent
-    if not folder.is_dir():
-        raise BadInputError(f"{option}: the folder {str(folder)!r} does not exist")
-    if target.is_dir():
-        raise BadInputError(f"{option}: {path!r} is a folder, not a file")
-    if not os.access(folder, os.W_OK):
-        raise BadInputError(f"{option}: the folder {str(folder)!r} is not writable")
+    """InstanceError naming ``option`` unless a file can be written at ``path`` (models.files.unwritable_file)."""
+    problem = None if path is None else unwritable_file(path)
+    if problem is not None:
+        raise InstanceError(option, path, problem)
 
 
 def _writable_folder(option: str, path: str | None) -> None:
-    """BadInputError unless ``path`` is, or can be created as, a writable folder."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise BadInputError(f"{option}: {path!r} exists and is not a folder")
-    existing = next(p for p in (target, *target.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise BadInputError(f"{option}: {str(existing)!r} is not a writable folder")
-
-
-def _problem_of(method: str, problem: str | None) -> str:
-    """The problem to solve: ``problem`` if given, else the one problem that ``method`` serves.
-
-    A method registered for both problems (``lp``, ``milp``) needs ``--problem``; an unknown method is bad
-    input naming the known ones.
-    """
-    serving = [p for p in ("cost", "welfare") if method in methods.names(p)]
-    if problem is None:
-        if not serving:
-            known = sorted({m.name for m in methods.all_methods()})
-            raise BadInputError(f"--method: no method {method!r}; known: {', '.join(known)}")
-        if len(serving) > 1:
-            raise BadInputError(f"--problem: method {method!r} serves {' and '.join(serving)}; name one")
-        return serving[0]
-    try:
-        methods.get(problem, method)
-    except KeyError as e:
-        raise BadInputError(f"--method: {e.args[0]}") from None
-    return problem
+    """InstanceError naming ``option`` unless ``path`` is, or can be made, a writable folder."""
+    problem = None if path is None else unwritable_folder(path)
+    if problem is not None:
+        raise InstanceError(option, path, problem)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
     """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document.
 
-    ``--problem`` may be left out when the method serves one problem only (``cba`` the cost problem,
-    ``autocba`` the welfare problem).
+    The problem is the one that both the method and the instance serve (algorithms/resolve.py):
+    ``--problem`` is needed only for ``lp`` or ``milp`` on an instance whose jobs carry both problems' fields.
     """
+    method_problems(args.method, "--method")
     _writable_file("--out", args.out)
     inst = load(args.instance)
-    problem = _problem_of(args.method, args.problem)
+    problem = choose_problem(inst, args.method, args.problem, method_field="--method", problem_field="--problem")
     doc, _ = methods.run(inst, problem, args.method, time_limit=args.time_limit)
     if args.no_timing:
         del doc["solve_seconds"]
@@ -141,17 +117,60 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _generated(args: argparse.Namespace) -> Instance:
-    from cbalab.experiments.workload import generate_cost, generate_welfare
+#: The option of ``cbalab generate`` / ``compare`` that sets each parameter of generate_instance.
+GENERATOR_OPTIONS = {
+    "jobs": "--jobs",
+    "datasets": "--datasets",
+    "seed": "--seed",
+    "skew": "--skew",
+    "cache_fraction": "--cache-fraction",
+    "bandwidth_fraction": "--bandwidth-fraction",
+    "prices[0]": "--price-gpu",
+    "prices[1]": "--price-cache",
+    "prices[2]": "--price-bandwidth",
+    "variant": "--variant",
+    "block_gb": "--block-gb",
+    "tier_fraction": "--tier-fraction",
+    "utility_mix": "--utility",
+    "budget_fraction": "--budget-fraction",
+    "gpu_options": "--gpu-options",
+    "gpu_fraction": "--gpu-fraction",
+    "alpha": "--alpha",
+}
 
-    if args.datasets < 1:
-        raise BadInputError(f"--datasets: must be >= 1, got {args.datasets}")
-    if args.kind == "welfare":
-        return generate_welfare(
-            args.jobs, args.datasets, args.seed, utility_mix=args.utility, budget_fraction=args.budget_fraction
+
+def _generated(args: argparse.Namespace) -> Instance:
+    """The seeded instance of the generator options (experiments/workload/synthetic.py); errors name the option."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.workload.synthetic import generate_instance
+
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    try:
+        return generate_instance(
+            args.kind,
+            args.jobs,
+            args.datasets,
+            args.seed,
+            skew=args.skew,
+            cache_fraction=args.cache_fraction,
+            bandwidth_fraction=args.bandwidth_fraction,
+            prices=tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given)),
+            variant=args.variant,
+            block_gb=args.block_gb,
+            tier_fraction=args.tier_fraction,
+            utility_mix=args.utility,
+            budget_fraction=args.budget_fraction,
+            gpu_options=args.gpu_options,
+            gpu_fraction=args.gpu_fraction,
+            alpha=args.alpha,
         )
-    kinds: dict[str, Callable[..., Instance]] = {"cost": generate_cost}
-    return kinds[args.kind](args.jobs, args.datasets, args.seed)
+    except InstanceError as e:
+        root = e.path if e.path.startswith("prices[") else e.path.split(".")[0].split("[")[0]
+        if root not in GENERATOR_OPTIONS:
+            raise
+        raise InstanceError(GENERATOR_OPTIONS[root], e.value, e.problem) from None
+    except MemoryError:
+        raise BadInputError(f"--jobs: {args.jobs} jobs do not fit in memory") from None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -174,26 +193,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """``cbalab compare``: every method of a problem on one instance, as a table (the README's main job)."""
     if args.instance:
         inst = load(args.instance)
+        problem = posed_problem(inst, args.problem, problem_field="--problem")
         origin = args.instance
     else:
-        args.kind = args.problem
+        problem = Problem(args.problem or "cost")
+        args.kind = str(problem)
         inst = _generated(args)
-        origin = f"generated --kind {args.problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
+        origin = f"generated --kind {problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
     print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
-    rows = [
-        methods.run(inst, args.problem, name, time_limit=args.time_limit)[0] for name in methods.names(args.problem)
-    ]
+    print(f"every {problem} method, each answer scored by the referee:")
+    rows = [methods.run(inst, problem, name, time_limit=args.time_limit)[0] for name in methods.names(problem)]
     exact = [r for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
     ref = exact[0] if exact else None
-    cost_problem = args.problem == "cost"
+    cost_problem = problem == Problem.COST
     value = _io_cost if cost_problem else _welfare
     what = "io $/h" if cost_problem else "welfare"
     # A cost bound is on the total cost; the headline is the IO cost, so the fixed GPU bill comes off it.
     gpu_bill = inst.price_gpu * float(inst.job_gpus.sum()) if cost_problem else 0.0
-    header = (
-        f"{'method':<18}{'status':<12}{what:>12}{'vs milp':>10}{'bound':>12}"
-        f"{'total $/h':>12}{'cache $/h':>11}{'bw $/h':>10}{'seconds':>10}"
-    )
+    width = max(len(r["method"]) for r in rows)
+    spec = ((f"<{width}", "method"), ("<10", "status"), (">10", what), (">8", "vs milp"), (">10", "bound"))
+    spec += ((">9", "total $/h"), (">9", "cache $/h"), (">9", "bw $/h"), (">7", "seconds"))
+    header = " ".join(f"{name:{align}}" for align, name in spec)
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -201,18 +221,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         gap = "" if x is None or not x_ref else _percent((x - x_ref) / abs(x_ref))
         cost = r["cost_per_hour"] or {}
         bound = None if r["bound"] is None else r["bound"] - gpu_bill
-        print(
-            f"{r['method']:<18}{r['status']:<12}{_fmt(x):>12}{gap:>10}{_fmt(bound):>12}"
-            f"{_fmt(cost.get('total')):>12}{_fmt(cost.get('cache')):>11}{_fmt(cost.get('bandwidth')):>10}"
-            f"{r['solve_seconds']:>10.4f}"
-        )
+        cells = (r["method"], r["status"], _fmt(x), gap, _fmt(bound), _fmt(cost.get("total"), 5))
+        cells += (_fmt(cost.get("cache"), 5), _fmt(cost.get("bandwidth"), 5), f"{r['solve_seconds']:.4f}")
+        print(" ".join(f"{cell:{align}}" for (align, _), cell in zip(spec, cells)))
     if cost_problem:
-        print(
-            "io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum; "
-            "bound: the method's proven lower bound on the io $/h."
-        )
+        print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum;")
+        print("bound: the method's proven lower bound on the io $/h.")
     else:
-        print("welfare as the referee scores it (a stalled job earns U x/r); bound: the method's proven upper bound.")
+        print("welfare as the referee scores it (a stalled job earns U x/r); vs milp: against the proven optimum;")
+        print("bound: the method's proven upper bound on the welfare.")
     return EXIT_OK
 
 
@@ -226,27 +243,58 @@ def _welfare(doc: dict) -> float | None:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """``cbalab methods``: the registry, by problem (what ``--method`` accepts)."""
-    width = max(len(name) for problem in ("cost", "welfare") for name in methods.names(problem)) + 2
+    """``cbalab methods``: the registry, by problem (what ``--method`` accepts), with what is proven of each."""
+    width = max(len(m.name) for m in methods.all_methods()) + 2
     for problem in ("cost", "welfare"):
         print(f"{problem}:")
         for name in methods.names(problem):
-            print(f"  {name:<{width}}{methods.get(problem, name).summary}")
+            entry = methods.get(problem, name)
+            lines = textwrap.wrap(entry.summary, 98 - width - 7, break_on_hyphens=False)
+            if entry.optimal_on:
+                lines += textwrap.wrap(f"optimal on: {entry.optimal_on}", 98 - width - 7, break_on_hyphens=False)
+            print(f"  {name:<{width}}{'exact' if entry.exact else '':<7}{lines[0]}")
+            for line in lines[1:]:
+                print(f"  {'':<{width + 7}}{line}")
+    print("exact: solved by HiGHS at MIP gap 0, so optimal is the solver's proof for the model the method")
+    print("       builds (for lp the relaxation); optimal on: where the answer is proven optimal (the theorem)")
     return EXIT_OK
 
 
 def _replay_workload(args: argparse.Namespace) -> Workload:
-    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded)."""
+    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded),
+    kept to the jobs submitted in ``--window`` if given.
+
+    A window that selects no job is bad input and one that selects fewer than WINDOW_FEW a note on stderr,
+    both with the trace's span, so that a window in the wrong units or place is seen at once.
+    """
+    from cbalab.experiments.simulate import window
     from cbalab.experiments.workload import make_workload
 
-    return make_workload(
-        trace=args.trace,
-        n_jobs=args.generate,
-        seed=args.seed,
-        skew=args.skew,
-        n_datasets=args.datasets,
-        gpu_type=args.gpu_type,
-    )
+    try:
+        workload = make_workload(
+            trace=args.trace,
+            n_jobs=args.generate,
+            seed=args.seed,
+            skew=args.skew,
+            n_datasets=args.datasets,
+            gpu_type=args.gpu_type,
+        )
+    except InstanceError as e:  # the trace file itself: named by its option, as the instance file is
+        if e.path != "trace":
+            raise
+        raise InstanceError("--trace", e.value, e.problem) from None
+    if args.window is None:
+        return workload
+    start, end = args.window
+    submit = workload.jobs["submit_s"]
+    chosen = int(((submit >= start) & (submit < end)).sum())
+    span = f"the trace's {len(submit):,} jobs, whose submissions span {_seconds_text(submit.min())} to "
+    span += _seconds_text(submit.max())
+    if chosen == 0:
+        raise InstanceError("--window", f"{start:g}:{end:g}", f"selects none of {span}")
+    if chosen < WINDOW_FEW:
+        print(f"cbalab: note: --window {start:g}:{end:g} selects {chosen} of {span}", file=sys.stderr)
+    return window(workload, start, end)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -256,17 +304,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """
     if args.problem == "welfare":
         return _simulate_welfare(args)
-    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate, window
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
     from cbalab.experiments.workload import DEFAULT_PRICES
 
-    try:
-        methods.get("cost", args.policy)
-    except KeyError as e:
-        raise BadInputError(f"--policy: {e.args[0]}") from None
+    check_policy(args.policy, "cost", methods.names("cost"), "--policy")
     _writable_folder("--out", args.out)
     workload = _replay_workload(args)
-    if args.window is not None:
-        workload = window(workload, *args.window)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
     cfg = SimConfig(
@@ -293,6 +336,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: ``--window`` prints the trace's span when it selects fewer jobs than this (or refuses, when none).
+WINDOW_FEW = 10
+
+
+def _seconds_text(seconds: float) -> str:
+    """A trace time as the ``--window`` note prints it: seconds and, past a day, days (``9,408,690 s (108.9 d)``)."""
+    text = f"{seconds:,.0f} s"
+    return f"{text} ({seconds / 86400:.1f} d)" if abs(seconds) >= 86400 else text
+
+
 def _percent(x: float) -> str:
     """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
     return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
@@ -304,8 +357,8 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
     from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    if args.policy not in POLICIES:
-        raise BadInputError(f"--policy: {args.policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    check_policy(args.policy, "welfare", list(POLICIES), "--policy")
+    _writable_folder("--out", args.out)
     base = _replay_workload(args)
     workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
@@ -333,19 +386,30 @@ def _simulate_welfare(args: argparse.Namespace) -> int:
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
-    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper/)."""
-    import os
+    """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper/).
+
+    Every meta.json of the results is read through runner.read_meta first, so a broken one is exit 2 naming
+    the file before anything is generated.
+    """
+    from pathlib import Path
 
     from cbalab.experiments.paper import main_paper
+    from cbalab.experiments.runner import read_meta
 
     for option, folder in (("--paper", args.paper), ("--results", args.results)):
         if folder is not None and not os.path.isdir(folder):
-            raise BadInputError(f"{option}: no folder {folder!r}")
+            raise InstanceError(
+                option, folder, "is a file, not a folder" if os.path.exists(folder) else "no such folder"
+            )
+    results = Path(args.results) if args.results else Path(args.paper) / "results"
+    for meta in sorted(results.glob("*/meta.json")):
+        read_meta(meta)
     return main_paper(args.paper, args.results, args.check)
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.6g}"
+def _fmt(x: float | None, digits: int = 6) -> str:
+    """A table cell: ``digits`` significant digits, or "-" for none."""
+    return "-" if x is None else f"{x:.{digits}g}"
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -354,9 +418,9 @@ def _window(text: str) -> tuple[float, float]:
     try:
         start, end = (float(x) for x in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be START:END in seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be START:END in seconds (got {text!r})") from None
     if not (math.isfinite(start) and math.isfinite(end) and start < end):
-        raise argparse.ArgumentTypeError(f"needs finite START < END, got {text!r}")
+        raise argparse.ArgumentTypeError(f"needs finite START < END (got {text!r})")
     return start, end
 
 
@@ -364,42 +428,139 @@ def _fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
     if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (got {text!r})")
     return value
 
 
-def _welfare_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of generated welfare instances (experiments.workload.generate_welfare)."""
+def _money(text: str) -> float:
+    """A price in $ per unit-hour: finite, from 0 to MAX_PRICE (experiments/workload/synthetic.py)."""
+    from cbalab.experiments.workload.synthetic import MAX_PRICE
+
+    value = _fraction(text)
+    if value > MAX_PRICE:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PRICE:g} $ per hour (got {text!r})")
+    return value
+
+
+def _delay(text: str) -> float:
+    """A delay in seconds from 0 to the longest trace time, 10^12 s (experiments.workload.traces)."""
+    from cbalab.experiments.workload.traces import MAX_TRACE_SECONDS
+
+    value = _fraction(text)
+    if value > MAX_TRACE_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_TRACE_SECONDS:g} s, as trace times (got {text!r})")
+    return value
+
+
+def _utility_mix(text: str) -> str | dict[str, float]:
+    """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``)."""
     from cbalab.models.options import SHAPES
 
-    p.add_argument(
-        "--utility",
-        default="mixed",
-        choices=[*SHAPES, "mixed"],
-        help="utility shape of every generated job, or a mix of them (welfare only)",
-    )
-    p.add_argument(
-        "--budget-fraction",
-        type=_fraction,
-        default=0.5,
-        help="budget as a fraction of running every job at its largest option on remote IO (welfare only)",
-    )
+    if text == "mixed" or text in SHAPES:
+        return text
+    shares: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
+            ) from None
+    return shares
+
+
+def _gpu_counts(text: str) -> list[int]:
+    """Comma-separated GPU counts, e.g. ``1,2,4,8``."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by commas (got {text!r})") from None
 
 
 def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
-    """--jobs, --datasets, --seed of the seeded generators (experiments.workload)."""
+    """Every parameter of the seeded generators (experiments/workload/synthetic.py: generate_instance)."""
+    from cbalab.experiments.workload.synthetic import WELFARE_ONLY
+    from cbalab.experiments.workload.variants import CONTINUOUS, DEFAULT_BLOCK_GB, DEFAULT_TIER_FRACTION, VARIANTS
+
     defaults = {} if required else {"jobs": 200, "datasets": 40}
-    p.add_argument("--jobs", type=_positive_int, required=required, default=defaults.get("jobs"), help="number of jobs")
+    p.add_argument("--jobs", type=_count, required=required, default=defaults.get("jobs"), help="number of jobs")
     p.add_argument(
         "--datasets",
-        type=_positive_int,
+        type=_count,
         required=required,
         default=defaults.get("datasets"),
         help="number of datasets the jobs read (at least 1)",
     )
-    p.add_argument("--seed", type=_positive_int, default=0, help="seed of the generator: same seed, same instance")
+    p.add_argument("--seed", type=_count, default=0, help="seed of the generator: same seed, same instance")
+    p.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
+    p.add_argument("--cache-fraction", type=_fraction, default=0.2, help="cache C as a fraction of all dataset bytes")
+    p.add_argument(
+        "--bandwidth-fraction",
+        type=_fraction,
+        default=None,
+        help="bandwidth cap B as a fraction of the total demand (default: no cap)",
+    )
+    p.add_argument("--price-gpu", type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    p.add_argument("--price-cache", type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    p.add_argument(
+        "--price-bandwidth", type=_money, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+    )
+    p.add_argument(
+        "--variant",
+        choices=[CONTINUOUS, *VARIANTS],
+        default=CONTINUOUS,
+        help="cost only: the integer variant of P1 (docs/model.md §4): whole datasets, blocks, bandwidth tiers",
+    )
+    p.add_argument(
+        "--block-gb",
+        type=_fraction,
+        default=None,
+        help=f"cost, block variants: the cache block size in GB (default: {DEFAULT_BLOCK_GB:g})",
+    )
+    p.add_argument(
+        "--tier-fraction",
+        type=_fraction,
+        default=None,
+        help=f"cost, tiers variants: the bandwidth tier as a fraction of the total demand "
+        f"(default: {DEFAULT_TIER_FRACTION:g})",
+    )
+    p.add_argument(
+        "--utility",
+        "--utility-mix",
+        type=_utility_mix,
+        default=None,
+        help=f"welfare only: mixed, one utility shape, or shares such as linear=3,deadline=1 "
+        f"(default: {WELFARE_ONLY['utility_mix']})",
+    )
+    p.add_argument(
+        "--budget-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare only: the budget as a fraction of running every job at its largest option on remote IO "
+        f"(default: {WELFARE_ONLY['budget_fraction']:g})",
+    )
+    p.add_argument(
+        "--gpu-options",
+        type=_gpu_counts,
+        default=None,
+        help=f"welfare only: every job's GPU counts (default: {','.join(map(str, WELFARE_ONLY['gpu_options']))})",
+    )
+    p.add_argument(
+        "--gpu-fraction",
+        type=_fraction,
+        default=None,
+        help="welfare only: cluster GPUs as a fraction of every job at its largest option "
+        f"(default: {WELFARE_ONLY['gpu_fraction']:g})",
+    )
+    p.add_argument(
+        "--alpha",
+        type=_fraction,
+        default=None,
+        help=f"welfare only: the α of α-fair utilities (default: {WELFARE_ONLY['alpha']:g})",
+    )
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -445,7 +606,7 @@ def parser() -> argparse.ArgumentParser:
         "--problem",
         choices=["cost", "welfare"],
         default=None,
-        help="the problem to solve (default: the one problem the method serves; lp and milp serve both)",
+        help="the problem to solve (default: the one that both the method and the instance serve)",
     )
     s.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     s.add_argument(
@@ -457,19 +618,22 @@ def parser() -> argparse.ArgumentParser:
 
     g = _command(sub, "generate", "write a seeded synthetic instance")
     g.add_argument("--kind", required=True, choices=["cost", "welfare"], help="which problem the instance is for")
-    _generator_arguments(g, required=True)
     g.add_argument("--out", help="file to write (default: print the JSON to stdout)")
-    _welfare_arguments(g)
+    _generator_arguments(g, required=True)
     g.set_defaults(run=cmd_generate)
 
     c = _command(sub, "compare", "every method of a problem on one instance, as a table")
     c.add_argument(
         "instance", nargs="?", help="a cbalab/instance@1 JSON file (default: generate one with --jobs, --datasets)"
     )
-    c.add_argument("--problem", default="cost", choices=["cost", "welfare"], help="which problem's methods to run")
-    _generator_arguments(c, required=False)
+    c.add_argument(
+        "--problem",
+        default=None,
+        choices=["cost", "welfare"],
+        help="which problem's methods to run (default: the one the instance poses; cost for a generated one)",
+    )
     c.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
-    _welfare_arguments(c)
+    _generator_arguments(c, required=False)
     c.set_defaults(run=cmd_compare)
 
     m = _command(sub, "methods", "list the registered methods of each problem")
@@ -482,7 +646,7 @@ def parser() -> argparse.ArgumentParser:
         help="generic CSV (submit_time_s,duration_s,gpus[,job_id,model,dataset]) or the Philly form (or --generate)",
     )
     source.add_argument(
-        "--generate", type=_positive_int, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
+        "--generate", type=_count, metavar="N", help="N jobs from the Philly-calibrated generator (or --trace)"
     )
     m.add_argument(
         "--problem", default="cost", choices=["cost", "welfare"], help="cost: fixed GPUs; welfare: elastic GPUs (§6b)"
@@ -496,17 +660,17 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
     )
-    m.add_argument("--seed", type=_positive_int, default=0, help="seeds the generator and the dataset assignment")
+    m.add_argument("--seed", type=_count, default=0, help="seeds the generator and the dataset assignment")
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
-    m.add_argument("--datasets", type=_positive_int, default=48, help="number of datasets jobs are spread over")
+    m.add_argument("--datasets", type=_count, default=48, help="number of datasets jobs are spread over")
     m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
-    m.add_argument("--gpus", type=_positive_int, default=768, help="GPUs in the cluster (FIFO queue beyond)")
+    m.add_argument("--gpus", type=_count, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
-    m.add_argument("--price-gpu", type=_fraction, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
-    m.add_argument("--price-cache", type=_fraction, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
+    m.add_argument("--price-gpu", type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
+    m.add_argument("--price-cache", type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
     m.add_argument(
-        "--price-bandwidth", type=_fraction, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+        "--price-bandwidth", type=_money, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
     )
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
     m.add_argument(
@@ -526,7 +690,10 @@ def parser() -> argparse.ArgumentParser:
         "its trace GPU count from its submission on remote IO (default 0.5; or --budget-per-hour)",
     )
     m.add_argument(
-        "--restart-delay-s", type=_fraction, default=0.0, help="welfare: pause when a job's GPUs change (default: 0)"
+        "--restart-delay-s",
+        type=_delay,
+        default=0.0,
+        help="welfare: pause in seconds when a job's GPUs change, at most 1e12 as trace times (default: 0)",
     )
     m.add_argument(
         "--utility-mix",

@@ -1,9 +1,15 @@
-"""Atomic output files: every file cbalab writes goes through here.
+"""Atomic output files, and the one wording of every file error.
 
 A file is written to a temporary name in its own folder, flushed to disk and
 then renamed over the target (``os.replace`` is atomic on one file system), so
 a reader, a concurrent writer or an interruption never sees half a file: the
 target holds either the old complete content or the new complete content.
+
+Every message about a file that cannot be read or written, whichever command
+or function meets it (an instance, a trace, an ``--out``, a results folder),
+comes from :func:`unreadable`, :func:`unwritable_file` or
+:func:`unwritable_folder`, so that a missing instance and a missing trace read
+alike: ``FIELD: no such file (got "PATH")``, exit 2 on the command line.
 """
 
 from __future__ import annotations
@@ -57,3 +63,55 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def unreadable(error: OSError) -> str:
+    """Why a file could not be read, from the OSError that reading it raised: "no such file", "is a folder,
+    not a file", "permission denied", or "cannot be read (ErrorName: reason)"."""
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if isinstance(error, IsADirectoryError):
+        return "is a folder, not a file"
+    if isinstance(error, NotADirectoryError):
+        return "no such file (a folder on its path is a file)"
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    return f"cannot be read ({type(error).__name__}: {error.strerror or error})"
+
+
+def unwritable_file(path: str | Path) -> str | None:
+    """Why a file cannot be written at ``path`` (None if it can): ``path`` is a folder, or its folder is
+    missing or refuses a new file (tried for real, with a temporary file removed at once: permission bits do
+    not bind root, a read-only file system does)."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        return "is a folder, not a file"
+    if not folder.is_dir():
+        return f"no such folder {str(folder)!r}"
+    return _refused(folder)
+
+
+def unwritable_folder(path: str | Path) -> str | None:
+    """Why ``path`` cannot be, or be made, a writable folder (None if it can): it is a file, a file stands on
+    its path, or the nearest existing folder refuses a new file (tried for real, as in unwritable_file)."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        return "is a file, not a folder"
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    if not existing.is_dir():
+        return f"no such folder ({str(existing)!r} on its path is a file)"
+    return _refused(existing)
+
+
+def _refused(folder: Path) -> str | None:
+    """Why ``folder`` refuses a new file ("permission denied: ..."), or None once a temporary file was made
+    and removed there."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cbalab-probe.", dir=folder)
+    except OSError as e:
+        reason = "permission denied" if isinstance(e, PermissionError) else f"{type(e).__name__}: {e.strerror or e}"
+        return f"{reason}: the folder {str(folder)!r} takes no new file"
+    os.close(fd)
+    os.unlink(tmp)
+    return None

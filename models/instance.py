@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from cbalab.models.files import unreadable
+
 SCHEMA = "cbalab/instance@1"
 
 #: Largest GPU count accepted anywhere (cluster.gpus, jobs[].gpus, options[].gpus): 2^31 − 1.  No cluster comes
@@ -670,7 +672,7 @@ def load(path: str | Path) -> Instance:
         line, column = _line_column(data[: e.start].decode("utf-8", "replace"), e.start)
         raise InstanceError("INSTANCE", str(path), f"not UTF-8 at line {line} column {column}") from None
     except OSError as e:
-        raise InstanceError("INSTANCE", str(path), f"cannot read file: {e.__class__.__name__}") from None
+        raise InstanceError("INSTANCE", str(path), unreadable(e)) from None
     except MemoryError:
         raise InstanceError("INSTANCE", str(path), "out of memory while reading the file") from None
     try:

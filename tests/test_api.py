@@ -79,12 +79,11 @@ def test_frames_are_tidy_and_consistent() -> None:
     assert fair["time_share"].tolist() == pytest.approx([11 / 20] * 5)
 
 
-def test_problem_is_required_when_ambiguous_and_methods_lists_them() -> None:
-    """``lp`` serves both problems, so solve() asks for one; methods() lists every entry with its fields."""
+def test_problem_is_inferred_from_the_instance_and_methods_lists_them() -> None:
+    """``lp`` serves both problems, so solve() takes the instance's; methods() lists every entry with its fields."""
     inst = cbalab.generate("welfare", jobs=6, datasets=2, seed=0)
-    with pytest.raises(ValueError, match="pass problem="):
-        cbalab.solve(inst, "lp")
-    with pytest.raises(ValueError, match="no method"):
+    assert cbalab.solve(inst, "lp").problem is cbalab.Problem.WELFARE
+    with pytest.raises(cbalab.InstanceError, match=r"^method: no such method"):
         cbalab.solve(inst, "nope")
     res = cbalab.solve(inst, "gavel-tput", cache_policy="cba")
     assert res.problem is cbalab.Problem.WELFARE
@@ -114,3 +113,100 @@ def test_facade_works_beside_a_users_models_package(tmp_path: Path) -> None:
     code = "import cbalab; r = cbalab.solve(cbalab.generate('cost', jobs=5, datasets=2), 'cba'); print(r.status)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip() == "optimal"
+
+
+def test_regression_issue23_api_solve_infers_the_problem_and_words_its_errors() -> None:
+    """Issue 23 item 1: cbalab.solve takes the problem from the instance; its errors name the argument, say the
+    problem in words (no raw enum) and offer the closest method names."""
+    cost = cbalab.generate("cost", jobs=8, datasets=2, seed=1)
+    welfare = cbalab.generate("welfare", jobs=6, datasets=2, seed=1)
+    assert cbalab.solve(cost, "milp").problem is cbalab.Problem.COST
+    assert cbalab.solve(welfare, "milp").problem is cbalab.Problem.WELFARE
+    with pytest.raises(cbalab.InstanceError) as info:
+        cbalab.solve(cost, "autocba")
+    assert str(info.value).startswith("method: 'autocba' is a welfare method, but the instance poses the cost")
+    assert "Problem." not in str(info.value)
+    with pytest.raises(cbalab.InstanceError, match="did you mean 'milp'"):
+        cbalab.solve(cost, "mlip")
+    with pytest.raises(cbalab.InstanceError, match=r"^problem: must be cost or welfare"):
+        cbalab.solve(cost, "cba", problem="speed")
+    both = cbalab.build_instance(
+        [{"id": "a", "dataset": "x", "gpus": 1, "io_gbps": 0.1, "options": [dict(gpus=1, io_gbps=0.1, utility=1)]}],
+        [{"id": "x", "size_gb": 10.0}],
+        cache_gb=5.0,
+        prices=(1.0, 0.01, 1.0),
+    )
+    with pytest.raises(cbalab.InstanceError, match=r"^problem: method 'lp' solves both problems"):
+        cbalab.solve(both, "lp")
+    assert cbalab.solve(both, "lp", problem="welfare").problem is cbalab.Problem.WELFARE
+
+
+def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is_optimal() -> None:
+    """Issue 23 item 4: cbalab.methods() says what ``exact`` means and has an ``optimal_on`` column; CBA, not
+    exact, is proven optimal on continuous P1, and every method claiming continuous P1 answers optimal there."""
+    table = cbalab.methods()
+    assert list(table.columns) == list(table.attrs["columns"])
+    assert "HiGHS" in table.attrs["columns"]["exact"] and "gap 0" in table.attrs["columns"]["exact"]
+    cba = table.set_index(["problem", "name"]).loc[("cost", "cba")]
+    assert not cba["exact"] and "continuous P1" in cba["optimal_on"] and "Theorem 1" in cba["optimal_on"]
+    claimed = table[(table["problem"] == "cost") & table["optimal_on"].str.startswith("continuous P1")]
+    assert {"cba", "lp", "flow", "cba-keep"} <= set(claimed["name"])
+    for seed in range(3):
+        inst = cbalab.generate("cost", jobs=30, datasets=6, seed=seed)  # continuous, no bandwidth cap
+        for name in claimed["name"]:
+            assert cbalab.solve(inst, name).status is cbalab.Status.OPTIMAL, (seed, name)
+    assert set(table[table["exact"]]["name"]) == {m.name for m in registry.select(exact=True)}
+
+
+def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 item 4: ``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
+    from cbalab.experiments.cli import main
+
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "exact: solved by HiGHS at MIP gap 0" in out
+    assert "optimal on: continuous P1 (Theorem 1)" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def _overprinted(fig: object) -> list[str]:
+    """The visible tick labels of ``fig`` that overlap their neighbour once drawn."""
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    bad = []
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        for axis, labels in ((ax.xaxis, ax.get_xticklabels()), (ax.yaxis, ax.get_yticklabels())):
+            shown = [t for t in labels if axis.get_visible() and t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in shown]
+            bad += [a.get_text() for a, b, c in zip(shown, boxes, boxes[1:]) if b.overlaps(c)]
+    return bad
+
+
+@pytest.mark.parametrize(("jobs", "datasets"), [(24, 24), (200, 40), (10_000, 1_000)])
+def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int) -> None:
+    """Issue 23 item 5: Result.plot at 24, 200 and 10,000 jobs: no tick label overprints another; past
+    LABELLED_JOBS there is no per-job bar or name, and the aggregate panels still carry the allocation's numbers
+    (the cached bytes shaded, every job's rate on the sorted line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cbalab.api import LABELLED_DATASETS, LABELLED_JOBS
+
+    res = cbalab.solve(cbalab.generate("cost", jobs=jobs, datasets=datasets, seed=0), "cba")
+    ax = res.plot()
+    datasets_ax, jobs_ax = ax.figure.axes[0], ax.figure.axes[1]
+    assert _overprinted(ax.figure) == []
+    ds, jf = res.datasets_frame(), res.jobs_frame()
+    if jobs <= LABELLED_JOBS:
+        assert len(jobs_ax.patches) == 2 * jobs and len(jobs_ax.get_yticklabels()) == jobs
+    else:
+        assert len(jobs_ax.patches) == 0 and not any("(" in t.get_text() for t in jobs_ax.get_yticklabels())
+        np.testing.assert_allclose(jobs_ax.lines[0].get_ydata(), np.sort(jf["rate_gbps"].to_numpy())[::-1])
+    if datasets > LABELLED_DATASETS:
+        read = ds[ds["demand_gbps"] > 0]
+        shaded = sum(p.get_width() for p in datasets_ax.patches if hasattr(p, "get_width"))
+        assert shaded == pytest.approx(float(np.minimum(read["cache_gb"], read["size_gb"]).sum()))
+        assert len(datasets_ax.get_xticklabels()) < 20
+    plt.close("all")

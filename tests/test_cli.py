@@ -237,3 +237,50 @@ def test_console_script_subprocess(instance_file: Path, tmp_path: Path) -> None:
     assert "jobs[0].io_gbps" in res.stderr and "-1" in res.stderr
     assert "Traceback" not in res.stderr
     assert res.stdout == ""
+
+
+def test_regression_issue23_every_file_error_has_one_wording_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 6: a missing instance and a missing trace (and a folder in the place of either) read alike:
+    ``OPTION: no such file (got "PATH")``, one line, exit 2; so do the --out refusals."""
+    absent = tmp_path / "absent"
+    cases = [
+        (["solve", f"{absent}.json", "--method", "cba"], f'INSTANCE: no such file (got "{absent}.json")'),
+        (["simulate", "--trace", f"{absent}.csv", "--policy", "cba"], f'--trace: no such file (got "{absent}.csv")'),
+        (["solve", str(tmp_path), "--method", "cba"], f'INSTANCE: is a folder, not a file (got "{tmp_path}")'),
+        (
+            ["simulate", "--trace", str(tmp_path), "--policy", "cba"],
+            f'--trace: is a folder, not a file (got "{tmp_path}")',
+        ),
+        (["compare", f"{absent}.json"], f'INSTANCE: no such file (got "{absent}.json")'),
+        (["paper", "--results", str(absent)], f'--results: no such folder (got "{absent}")'),
+    ]
+    for argv, message in cases:
+        code, out, err = run_main(argv, capsys)
+        assert (code, out, err) == (2, "", f"cbalab: error: {message}\n"), argv
+
+
+def _philly() -> str:
+    from cbalab.experiments.data import data_path
+
+    return str(data_path("philly"))
+
+
+def test_regression_issue23_window_says_the_traces_span_when_it_selects_almost_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 23 item 6: ``--window 0:20000`` on Philly replays its one job and says so with the trace's span on
+    stderr; a window that selects nothing is exit 2 naming --window, with the span."""
+    args = ["simulate", "--trace", _philly(), "--policy", "cba", "--quiet", "--no-timing"]
+    code, out, err = run_main([*args, "--window", "0:20000"], capsys)
+    assert code == 0 and json.loads(out)["jobs"] == 1
+    assert err == (
+        "cbalab: note: --window 0:20000 selects 1 of the trace's 82,247 jobs, whose submissions span "
+        "0 s to 9,408,690 s (108.9 d)\n"
+    )
+    code, out, err = run_main([*args, "--window", "1:20000"], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("cbalab: error: --window: selects none of the trace's 82,247 jobs, whose submissions span")
+    code, out, err = run_main([*args, "--window", "0:1000000"], capsys)
+    assert code == 0 and json.loads(out)["jobs"] > 10 and err == ""

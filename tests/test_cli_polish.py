@@ -48,7 +48,7 @@ def test_every_option_has_help_and_shows_its_default() -> None:
 
 def test_defaults_shown_are_the_real_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     text = _subparsers()["compare"].format_help()
-    assert "(default: 200)" in text and "(default: 40)" in text and "(default: cost)" in text
+    assert "(default: 200)" in text and "(default: 40)" in text and "cost for a generated one" in text
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,21 +76,89 @@ def test_solve_infers_the_problem_of_a_one_problem_method(
     assert doc["problem"] == problem and doc["method"] == method
 
 
-def test_solve_asks_for_the_problem_when_the_method_serves_two(
-    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+def _both(files: dict[str, Path], tmp_path: Path) -> Path:
+    """An instance whose jobs carry both problems' fields: the welfare file with fixed gpus/io_gbps added."""
+    doc = json.loads(files["welfare"].read_text())
+    for job in doc["jobs"]:
+        job.update(gpus=job["options"][0]["gpus"], io_gbps=job["options"][0]["io_gbps"])
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_solve_asks_for_the_problem_only_when_method_and_instance_share_two(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["solve", str(files["cost"]), "--method", "milp"]) == 2
+    both = _both(files, tmp_path)
+    assert main(["solve", str(both), "--method", "milp"]) == 2
     err = capsys.readouterr().err
-    assert "--problem" in err and "'milp'" in err and "cost and welfare" in err
-    assert main(["solve", str(files["cost"]), "--method", "milp", "--problem", "cost"]) == 0
+    assert err.startswith("cbalab: error: --problem:") and "'milp' solves both problems" in err
+    assert main(["solve", str(both), "--method", "milp", "--problem", "cost"]) == 0
+    assert json.loads(capsys.readouterr().out)["problem"] == "cost"
 
 
 def test_solve_unknown_method_names_the_known_ones(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", str(files["cost"]), "--method", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "--method" in err and "'nope'" in err and "cba" in err and "autocba" in err
+    assert "--method" in err and '"nope"' in err and "cba" in err and "autocba" in err
     assert main(["solve", str(files["cost"]), "--method", "autocba", "--problem", "cost"]) == 2
-    assert "no method 'autocba' for problem 'cost'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'autocba' is a welfare method; it does not solve the cost problem" in err
+
+
+@pytest.mark.parametrize("method", ["lp", "milp"])
+def test_regression_issue23_solve_infers_the_problem_from_the_instance(
+    method: str, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 1: ``solve w.json --method lp`` on a welfare file solves the welfare problem, on a cost
+    file the cost problem, with no --problem."""
+    for problem in ("cost", "welfare"):
+        assert main(["solve", str(files[problem]), "--method", method]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert (doc["problem"], doc["method"]) == (problem, method)
+
+
+def test_regression_issue23_a_method_of_the_other_problem_says_so_in_words(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 1: autocba on a cost file says it is a welfare method and the file has no options (one line,
+    exit 2, no raw enum); cba on a welfare file says the converse."""
+    assert main(["solve", str(files["cost"]), "--method", "autocba"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cbalab: error: --method: 'autocba' is a welfare method")
+    assert "poses the cost problem" in err and "no options" in err and "Problem." not in err
+    assert main(["solve", str(files["welfare"]), "--method", "cba"]) == 2
+    err = capsys.readouterr().err
+    assert "'cba' is a cost method" in err and "no fixed gpus/io_gbps" in err
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("cbba", "cba"), ("autocb", "autocba"), ("gavel-tputt", "gavel-tput")])
+def test_regression_issue23_unknown_method_gets_did_you_mean(
+    typo: str, meant: str, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 1: a misspelt method offers the closest names instead of listing all of them."""
+    assert main(["solve", str(files["cost"]), "--method", typo]) == 2
+    err = capsys.readouterr().err
+    assert f"did you mean '{meant}'" in err and f'"{typo}"' in err
+    assert "utility-greedy-tuned" not in err
+
+
+def test_regression_issue23_compare_runs_the_instances_problem(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 1: ``compare w.json`` (a welfare file) runs every welfare method; a file posing both needs
+    --problem; --problem welfare on a cost file names the missing field."""
+    from cbalab.algorithms import registry
+
+    assert main(["compare", str(files["welfare"])]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("every welfare method")
+    assert set(_table(out)) == set(registry.names("welfare"))
+    assert max(len(line) for line in out.splitlines()[1:]) <= 100  # the first line holds the path
+    assert main(["compare", str(_both(files, tmp_path))]) == 2
+    assert capsys.readouterr().err.startswith("cbalab: error: --problem: the instance poses both problems")
+    assert main(["compare", str(files["cost"]), "--problem", "welfare"]) == 2
+    assert "jobs[0].options" in capsys.readouterr().err
 
 
 def _table(out: str) -> dict[str, list[str]]:
@@ -100,7 +168,7 @@ def _table(out: str) -> dict[str, list[str]]:
     rows = {}
     for line in lines[start:]:
         cells = line.split()
-        if len(cells) >= 9:
+        if len(cells) >= 9 and cells[1] in {str(s) for s in cbalab.Status}:
             rows[cells[0]] = cells[1:]
     return rows
 

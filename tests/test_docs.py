@@ -8,7 +8,9 @@ cannot: the section numbers and equation tags that docstrings cite as ``docs/mod
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +99,48 @@ def test_every_proof_has_a_page() -> None:
         page = DOCS / "proofs" / proof.name
         assert page.exists(), page
         assert f"{{include}} ../../proofs/{proof.name}" in page.read_text()
+
+
+def test_regression_issue23_math_and_scripts_are_served_locally(site: Path) -> None:
+    """Issue 23 item 8: no page loads a script from the network; MathJax is the site's own copy
+    (sphinx-mathjax-offline), so formulas render offline."""
+    pages = [p for p in site.rglob("*.html") if "_static" not in p.parts]
+    for page in pages:
+        sources = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page.read_text())
+        remote = [s for s in sources if s.startswith(("http:", "https:", "//"))]
+        assert remote == [], (page, remote)
+    model = (site / "model.html").read_text()
+    mathjax = [s for s in re.findall(r'<script[^>]*\bsrc="([^"]+)"', model) if "mathjax" in s]
+    assert mathjax and (site / mathjax[0].split("?")[0]).is_file()
+
+
+def test_regression_issue23_lab_code_wraps_or_scrolls(site: Path) -> None:
+    """Issue 23 item 8: the labs' code cells and outputs wrap, other code blocks scroll; every lab page has it."""
+    css = (site / "_static" / "code.css").read_text()
+    assert re.search(r"div\.cell div\.cell_input pre,\s*div\.cell div\.cell_output pre \{\s*white-space: pre-wrap", css)
+    assert re.search(r"div\.highlight,[^{]*\{[^}]*overflow-x: auto", css)
+    for lab in (site / "tutorials" / "lab").glob("*.html"):
+        assert "_static/code.css" in lab.read_text(), lab
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_regression_issue23_model_md_math_renders_in_chromium_without_network(site: Path, tmp_path: Path) -> None:
+    """Issue 23 item 8: docs/model.md opened in headless Chromium, in a network namespace of its own (no network)
+    where unshare allows: every formula becomes a MathJax container, no raw \\( ... \\) is left."""
+    browser = _chromium()
+    assert browser is not None
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    cmd += ["--disable-background-networking", f"--user-data-dir={tmp_path}", "--virtual-time-budget=15000"]
+    cmd += ["--dump-dom", (site / "model.html").as_uri()]
+    isolated = shutil.which("unshare") is not None and os.geteuid() == 0
+    proc = subprocess.run(
+        ["unshare", "-n", "--", *cmd] if isolated else cmd, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    source = MODEL.read_text()
+    assert proc.stdout.count("<mjx-container") >= source.count("$$") // 2 + 25
+    assert "\\(" not in proc.stdout and "\\[" not in proc.stdout

@@ -450,7 +450,7 @@ def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_s
     code, out, err = cli(
         capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(missing)
     )
-    assert code == 2 and out == "" and "--out: the folder" in err and "does not exist" in err
+    assert code == 2 and out == "" and "--out: no such folder" in err
     code, out, err = cli(
         capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(tmp_path)
     )
@@ -462,7 +462,7 @@ def test_regression_issue9_8_simulate_out_onto_a_file_is_refused_before_the_repl
     blocker = tmp_path / "taken"
     blocker.write_text("x")
     code, out, err = cli(capsys, "simulate", "--generate", "5", "--policy", "cba", "--quiet", "--out", str(blocker))
-    assert code == 2 and out == "" and "exists and is not a folder" in err
+    assert code == 2 and out == "" and "--out: is a file, not a folder" in err
 
 
 def test_regression_issue9_9_negative_submit_times_are_accepted_as_written(tmp_path, capsys) -> None:

@@ -125,7 +125,7 @@ def test_stale_generated_file_is_reported(paper_copy: Path) -> None:
 def test_bad_folder_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A --results folder that does not exist exits 2 naming the option and the value."""
     assert main(["paper", "--paper", str(PAPER), "--results", str(tmp_path / "nowhere"), "--check"]) == 2
-    assert "--results: no folder" in capsys.readouterr().err
+    assert "--results: no such folder" in capsys.readouterr().err
 
 
 def test_formatting() -> None:

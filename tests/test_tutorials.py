@@ -12,6 +12,7 @@ import ast
 import importlib.util
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -198,3 +199,32 @@ def test_lab03_stalls_under_a_cap() -> None:
     assert stalls["cba"] == 0.0
     assert stalls.idxmax() == "io-only" and stalls["io-only"] > 1.0
     assert worst == "in-1"
+
+
+@pytest.mark.parametrize("name", ["lab01", "lab02", "lab03"])
+def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: str, tmp_path: Path) -> None:
+    """Issue 23 item 8: ``python tutorials/solutions/labNN.py`` prints one line per check, each exercise's number
+    among them, every one "ok", and exits 0 (it printed nothing before)."""
+    path = TUTORIALS / "solutions" / f"{name}.py"
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    exercises = [n for n in dir(_solutions(name)) if n.startswith("exercise")]
+    assert len(lines) >= len(exercises) >= 4
+    assert all(line.startswith("ok  ") for line in lines), proc.stdout
+    numbers = {line.split()[1] for line in lines}
+    assert numbers == {f"{i}." for i in range(1, len(exercises) + 1)}
+
+
+def test_regression_issue23_jupyter_lab_comes_with_the_dev_install() -> None:
+    """Issue 23 item 8: the README's ``.venv/bin/jupyter lab`` works from ``pip install -e ".[dev]"``: JupyterLab is
+    in the dev extra and the command runs."""
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(re.match(r"jupyterlab\b", requirement) for requirement in dev)
+    assert ".venv/bin/jupyter lab" in (ROOT / "README.md").read_text()
+    proc = subprocess.run(
+        [sys.executable, "-m", "jupyter", "lab", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and re.match(r"\d+\.\d+", proc.stdout.strip()), proc.stderr

@@ -8,7 +8,6 @@ thresholds that more than one section, and the claims, judge by.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -88,7 +87,9 @@ def load_results(results_dir: Path, name: str) -> Results:
         runs = pd.read_csv(csv, keep_default_na=True)
     except (ValueError, pd.errors.ParserError) as e:
         raise ResultsUnusableError(f"{name}/runs.csv cannot be read: {e}") from None
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    from cbalab.experiments.runner import read_meta  # the one reader of meta.json: a broken one is named
+
+    meta = read_meta(meta_path) or {}
     failed = 0
     if "error" in runs:
         bad = runs["error"].astype(object).fillna("").astype(str) != ""

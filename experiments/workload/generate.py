@@ -128,7 +128,7 @@ def _utility_shares(utility_mix: str | Mapping[str, float]) -> dict[str, float]:
     shares = {str(k): float(v) for k, v in utility_mix.items()}
     unknown = sorted(set(shares) - set(SHAPES))
     if unknown:
-        raise InstanceError(f"utility_mix.{unknown[0]}", shares[unknown[0]], f"unknown shape; known: {SHAPES}")
+        raise InstanceError("utility_mix", unknown[0], f"unknown utility shape; known: {', '.join(SHAPES)}")
     total = sum(shares.values())
     if not all(math.isfinite(v) and v >= 0 for v in shares.values()) or total <= 0:
         raise InstanceError("utility_mix", shares, "shares must be >= 0 with a positive sum")

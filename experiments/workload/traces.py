@@ -10,6 +10,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from cbalab.models.files import unreadable
 from cbalab.models.instance import MAX_COUNT, InstanceError
 
 #: The Philly trace's columns (docs/interface.md, "Traces and simulation output").
@@ -72,8 +73,10 @@ def load_trace(path: str | Path) -> pd.DataFrame:
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
-        raise InstanceError("trace", str(path), f"cannot read the file: {e.__class__.__name__}: {e}") from None
+    except OSError as e:
+        raise InstanceError("trace", str(path), unreadable(e)) from None
+    except (EOFError, UnicodeDecodeError, csv.Error) as e:
+        raise InstanceError("trace", str(path), f"cannot be read ({e.__class__.__name__}: {e})") from None
     except MemoryError:
         raise InstanceError("trace", str(path), "out of memory while reading the file") from None
     if header is None:

@@ -109,3 +109,42 @@ def exercise5_only_demand_matters() -> Check:
     a = cbalab.solve(merged, "cba").datasets_frame()["cache_gb"]
     b = cbalab.solve(toy_cluster(), "cba").datasets_frame()["cache_gb"]
     return Check(0.0, float((a - b).abs().max()))
+
+
+def checks() -> list[tuple[str, bool, str]]:
+    """Every exercise's check as (what, whether it holds, the numbers), with the tolerances of
+    tests/test_tutorials.py: what ``python tutorials/solutions/lab01.py`` prints."""
+
+    def close(what: str, check: Check, rel: float) -> tuple[str, bool, str]:
+        ok = abs(check.by_code - check.by_hand) <= rel * abs(check.by_hand)
+        return what, ok, f"by hand {check.by_hand:.6g}, by code {check.by_code:.6g}"
+
+    partial, io, certificate = exercise2_partial_cache()
+    smallest, status_below = exercise4_smallest_cap()
+    only_demand = exercise5_only_demand_matters()
+    return [
+        close("1. the price p_c* below which Kinetics is cached ($/GB-h)", exercise1_threshold_price(), 1e-9),
+        close("2. Kinetics' partial cache (GB)", partial, 1e-12),
+        close("2. the IO bill ($/h)", io, 1e-12),
+        ("2. CBA's certificate: bound - cost = 0", abs(certificate.by_code) <= 1e-9, f"{certificate.by_code:.3g}"),
+        close("3. Kinetics' cache forced by B = 0.6 GB/s (GB)", exercise3_forced_cache(), 1e-9),
+        close("4. the smallest feasible B (GB/s)", smallest, 1e-9),
+        ("4. just below it CBA says infeasible", status_below == "infeasible", status_below),
+        (
+            "5. one ImageNet job for three keeps every cache",
+            only_demand.by_code == 0.0,
+            f"largest change {only_demand.by_code}",
+        ),
+    ]
+
+
+def main() -> int:
+    """Print every check, one line each; exit status 1 if one fails."""
+    results = checks()
+    for what, ok, numbers in results:
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}: {numbers}")
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -154,3 +154,59 @@ def exercise4_certificate(budgets: tuple[float, ...] = tuple(np.arange(1.0, 31.0
     frame["true_gap"] = frame["milp"] - frame["autocba"]
     frame["certified_gap"] = frame["certificate"] - frame["autocba"]
     return frame
+
+
+def checks() -> list[tuple[str, bool, str]]:
+    """Every exercise's check as (what, whether it holds, the numbers), with the tolerances of
+    tests/test_tutorials.py: what ``python tutorials/solutions/lab02.py`` prints."""
+    envelope_frame = exercise1_envelope()
+    binary = float(envelope_frame.loc[envelope_frame["y"] != 0.5, "width"].abs().max())
+    half = envelope_frame[envelope_frame["y"] == 0.5]
+    widest = half.loc[half["width"].idxmax()]
+    greedy = exercise2_repaired_greedy()
+    naive_ok = bool(np.allclose(greedy["naive"], 4.0 / (3.0 * greedy.index.to_numpy(float))))
+    bind = exercise3_gpus_bind(8)
+    certificate = exercise4_certificate()
+    tol = 1e-6
+    brackets = bool(
+        (certificate["autocba"] <= certificate["milp"] + tol).all()
+        and (certificate["milp"] <= certificate["certificate"] + tol).all()
+    )
+    return [
+        ("1. the envelope holds y h everywhere", bool(envelope_frame["holds_product"].all()), "all 33 points"),
+        ("1. its width is 0 for binary y", binary <= 1e-15, f"largest width {binary:.3g}"),
+        (
+            "1. for y = 0.5 it is widest, 0.5, at h = 0.5",
+            abs(widest["width"] - 0.5) < 1e-12 and abs(widest["h"] - 0.5) < 1e-12,
+            f"width {widest['width']:.3g} at h = {widest['h']:.3g}",
+        ),
+        (
+            "2. the repaired greedy reaches >= 1/2",
+            bool((greedy["repaired"] >= 0.5).all()),
+            f"worst {greedy['repaired'].min():.3g}",
+        ),
+        ("2. the naive greedy reaches exactly 4/(3m)", naive_ok, f"at m = 1000: {greedy['naive'].iloc[-1]:.3g}"),
+        (
+            "3. per-dollar greedy gets n = 8, AutoCBA the optimum",
+            abs(bind["naive"] - 8.0) < 1e-9 and abs(bind["autocba"] - bind["optimum"]) < 1e-6,
+            f"naive {bind['naive']:.6g}, autocba {bind['autocba']:.6g}, optimum {bind['optimum']:.6g}",
+        ),
+        ("4. AutoCBA <= MILP <= certificate at every budget", brackets, f"{len(certificate)} budgets"),
+        (
+            "4. the certified gap is never below the true gap",
+            bool((certificate["certified_gap"] >= certificate["true_gap"] - tol).all()),
+            f"largest true gap {certificate['true_gap'].max():.3g}",
+        ),
+    ]
+
+
+def main() -> int:
+    """Print every check, one line each; exit status 1 if one fails."""
+    results = checks()
+    for what, ok, numbers in results:
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}: {numbers}")
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

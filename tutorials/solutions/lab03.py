@@ -116,3 +116,48 @@ def exercise4_stalls() -> tuple[pd.Series, str]:
     jobs = replay("io-only", warmup=False, bandwidth_gbps=0.3).jobs
     worst = str(jobs.loc[np.argmax(jobs["stall_s"].to_numpy()), "job_id"])
     return stalls, worst
+
+
+def checks() -> list[tuple[str, bool, str]]:
+    """Every exercise's check as (what, whether it holds, the numbers), with the tolerances of
+    tests/test_tutorials.py: what ``python tutorials/solutions/lab03.py`` prints."""
+    sequence = exercise1_sequence_of_p1()
+    drift = float((sequence["series"] - sequence["snapshot"]).abs().max())
+    by_hand, by_code, above = exercise2_imagenet_threshold()
+    bills = exercise3_cba_cheapest_instant()
+    cheapest = bool((bills["cba"] <= bills.min(axis=1) * (1 + 1e-9)).all())
+    stalls, worst = exercise4_stalls()
+    return [
+        (
+            "1. the replay's target cache is CBA on each snapshot",
+            drift <= 1e-9 * max(1.0, sequence["series"].max()),
+            f"{len(sequence)} events, largest difference {drift:.3g} GB",
+        ),
+        (
+            "2. ImageNet is cached from R* = d p_c / p_b (GB/s)",
+            abs(by_code - by_hand) <= 1e-9 * by_hand,
+            f"by hand {by_hand:.6g}, by code {by_code:.6g}; jobs above: {', '.join(above)}",
+        ),
+        (
+            "3. no policy's IO bill is below CBA's (instant caches)",
+            cheapest,
+            f"at p_c = {', '.join(f'{p:g}' for p in bills.index)}",
+        ),
+        (
+            "4. under B = 0.3 CBA never stalls, io-only most",
+            stalls["cba"] == 0.0 and stalls.idxmax() == "io-only",
+            f"stall hours: cba {stalls['cba']:.3g}, io-only {stalls['io-only']:.3g}; longest stalled: {worst}",
+        ),
+    ]
+
+
+def main() -> int:
+    """Print every check, one line each; exit status 1 if one fails."""
+    results = checks()
+    for what, ok, numbers in results:
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}: {numbers}")
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
