@@ -178,7 +178,7 @@ ABOUT: dict[str, About] = {
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        453.1,
+        722.9,
         2,
         {
             "ratios": (
