@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cbalab.algorithms.cba import Feeding, feed
+from cbalab.models.certify import instance_tolerance, verdict
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
@@ -481,9 +482,11 @@ def cba_integer(inst: Instance) -> Allocation:
     """CBA's rounding for an integer variant of P1 (docs/model.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
 
     ``status`` is ``optimal`` when proven (Theorems I1, I2 and the scan of I4 (ii) are exact, and so is any answer
-    meeting its lower bound), else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, an
-    exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an ``undecided``
-    reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack question).
+    meeting its lower bound within the certification tolerance of docs/model.md (8.2),
+    :func:`cbalab.models.certify.verdict`), else ``feasible``; ``infeasible`` only when proven (the continuous
+    relaxation, an exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an
+    ``undecided`` reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack
+    question).
     ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori additive bound on cost - optimum
     that the variant's theorem gives on this instance (None: none applies).
     """
@@ -495,15 +498,23 @@ def cba_integer(inst: Instance) -> Allocation:
     if ans.cache is None:
         status = "error" if ans.reason and ans.reason.startswith("undecided") else "infeasible"
         return Allocation.none(status, ans.reason or status, bound=bound)
-    io = _io_cost(s, ans.cache, ans.provisioned)
-    proven = io <= ans.io_bound + RTOL * max(1.0, abs(io))
+    cost = gpu + _io_cost(s, ans.cache, ans.provisioned)
+    v = verdict(
+        cost,
+        bound,
+        minimise=True,
+        tol=instance_tolerance(inst, "cost", cost),
+        claimed="optimal",
+        source="the rounding's lower bound",
+    )
     return Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=ans.cache,
         bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
         provisioned_gbps=ans.provisioned,
-        status="optimal" if proven else "feasible",
-        bound=bound,
+        status=v.status,
+        bound=v.bound,
+        reason=v.reason,
         extra={"variant": _variant_name(key), "gap_bound": ans.gap_bound},
     )
 
