@@ -136,7 +136,8 @@ def cba_continuous(inst: Instance) -> Allocation:
     if f.cache_gb is None:
         return Allocation.none("infeasible", f.reason or "infeasible")
     gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
-    cost = gpu_cost + f.io_cost
+    # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.
+    cost = gpu_cost + inst.price_cache * float(f.cache_gb.sum()) + inst.price_bandwidth * float(f.bandwidth_gbps.sum())
     v = verdict(
         cost,
         gpu_cost + f.io_bound,

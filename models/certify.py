@@ -7,7 +7,7 @@ A method may claim ``optimal``; this module decides whether the claim stands.  I
   rescaled to the instance's units; the LP bound; AutoCBA's Lagrangian certificate; CBA's weak dual),
   and no allocation cbalab can write down without a solver beats that bound (:func:`simple_allocation`);
 * the bound meets the score within the tolerance of docs/model.md (8.2),
-  |bound − score| ≤ CERTIFY_RTOL · |score − fixed| + CERTIFY_ATOL · unit, where ``unit`` is the
+  ``abs(bound − score) ≤ CERTIFY_RTOL · abs(score − fixed) + CERTIFY_ATOL · unit``, where ``unit`` is the
   instance's objective unit (:func:`objective_unit`) and ``fixed`` the part of the objective no decision
   changes (:func:`fixed_part`);
 * and the solve ran at MIP gap 0: "within a gap" is not a proof.
@@ -71,6 +71,19 @@ def objective_unit(inst: Instance, problem: str) -> float:
     return gpu_bill if gpu_bill > 0 else 1.0
 
 
+def accepted_limits(inst: Instance) -> Instance:
+    """``inst`` with C, B and the budget as the referee accepts them, ``tolerated(·)`` (docs/model.md (8.1)).
+
+    A bound on this instance bounds every allocation the referee accepts on ``inst``: below 1 GB, 1 GB/s or
+    1 $/h the referee's slack is more than rounding, and a bound for the limits as written can be beaten.
+    """
+    return inst.replace(
+        cache_gb=tolerated(inst.cache_gb),
+        bandwidth_gbps=tolerated(inst.bandwidth_gbps),
+        budget_per_hour=tolerated(inst.budget_per_hour),
+    )
+
+
 def fixed_part(inst: Instance, problem: str) -> float:
     """The part of the objective that no decision changes: P1's GPU bill p_g Σ_j g_j (§4), 0 for welfare."""
     if problem != "cost":
@@ -79,7 +92,7 @@ def fixed_part(inst: Instance, problem: str) -> float:
 
 
 def tolerance(score: float, unit: float, fixed: float = 0.0) -> float:
-    """docs/model.md (8.2): CERTIFY_RTOL · |score − fixed| + CERTIFY_ATOL · unit."""
+    """docs/model.md (8.2): ``CERTIFY_RTOL · abs(score − fixed) + CERTIFY_ATOL · unit``."""
     return CERTIFY_RTOL * abs(score - fixed) + CERTIFY_ATOL * unit
 
 

@@ -108,10 +108,10 @@ MODEL_SHARE = 0.999
 
 
 def tolerated(limit: float, share: float = 1.0) -> float:
-    """The largest total the referee accepts under a limit (C, B or the budget): limit + RTOL·max(1, |limit|).
+    """The largest total the referee accepts under a limit (C, B or the budget): ``limit + RTOL·max(1, abs(limit))``.
 
-    The one budget tolerance of docs/model.md (8.1).  The exact models state their capacity and budget rows
-    with ``share=MODEL_SHARE`` of this slack, so that they optimise over the set the referee accepts.
+    The one budget tolerance of docs/model.md (8.1); ``share`` of the slack only (the exact models' rows use
+    ``MODEL_SHARE``, so that they optimise over the set the referee accepts).
     """
     return float(limit + share * _slack(limit))
 
