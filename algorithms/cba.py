@@ -133,7 +133,7 @@ def cba_continuous(inst: Instance) -> Allocation:
     """
     inst.require_fixed()
     f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE)
-    if f.cache_gb is None:
+    if f.cache_gb is None or f.bandwidth_gbps is None:
         return Allocation.none("infeasible", f.reason or "infeasible")
     gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
     # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.

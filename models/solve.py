@@ -97,7 +97,7 @@ class Outcome:
 class Budget(SolveOptions):
     """SolveOptions plus the moment (``time.perf_counter()``) the call began, so the build counts against the limit.
 
-    ``presolve`` False turns HiGHS's presolve off: the retry of :func:`_exact` when an answer fails the cross-check.
+    ``presolve`` False turns HiGHS's presolve off: the retry of :func:`_exact` when an answer fails certification.
     """
 
     started: float = 0.0

@@ -317,7 +317,7 @@ def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again
     """HiGHS 1.15.1's presolve reduced this 31-row welfare MILP to an empty one, "optimal" at 0 (optimum 54).
 
     Found by tests/test_fuzz.py (cache price 400 $/GB-h, a 160,000 GB dataset) on the single MILP
-    (``sliced=False``; the GPU-count slices of Theorem F4 do not meet the bug).  The cross-check's simple
+    (``sliced=False``; the GPU-count slices of Theorem F4 do not meet the bug).  The certification's simple
     allocation (one job alone) beats the claimed bound, so the MILP is solved again without presolve.
     """
     d = doc()

@@ -15,7 +15,7 @@ or CBA where an answer is feasible.  A no-stall claim (P2: ``milp``,
     nice -n 10 python -m cbalab.experiments.runs.magnitude_fuzz --welfare 2000 --cost 2000 [--seed 0]
 
 prints one line per false optimum, then the counts of statuses per method, the number of false optima and the
-wall time; it exits 1 if it found any.  tests/test_certify.py draws the same cases through hypothesis (its
+wall and CPU time; it exits 1 if it found any.  tests/test_certify.py draws the same cases through hypothesis (its
 size follows the profile).
 """
 
@@ -205,10 +205,14 @@ def false_optima(inst: Instance, problem: str, found: list[Answer]) -> list[str]
     return bad
 
 
-def run(n_welfare: int, n_cost: int, seed: int) -> tuple[int, Counter, float]:
-    """The fuzz: ``n_welfare`` and ``n_cost`` cases from ``seed``; returns (false optima, status counts, seconds)."""
+def run(n_welfare: int, n_cost: int, seed: int) -> tuple[int, Counter, float, float]:
+    """The fuzz: ``n_welfare`` and ``n_cost`` cases from ``seed``.
+
+    Returns the number of false optima, the status counts per (problem, method, status), and the wall and
+    CPU seconds.
+    """
     rng = np.random.default_rng(seed)
-    begin = time.perf_counter()
+    begin, cpu = time.perf_counter(), time.process_time()
     statuses: Counter = Counter()
     bad = 0
     for problem, count in (("welfare", n_welfare), ("cost", n_cost)):
@@ -221,7 +225,7 @@ def run(n_welfare: int, n_cost: int, seed: int) -> tuple[int, Counter, float]:
             for line in false_optima(inst, problem, found):
                 bad += 1
                 print(f"{problem} case {i} units {u}: {line}", flush=True)
-    return bad, statuses, time.perf_counter() - begin
+    return bad, statuses, time.perf_counter() - begin, time.process_time() - cpu
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -231,10 +235,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cost", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    bad, statuses, seconds = run(args.welfare, args.cost, args.seed)
+    bad, statuses, seconds, cpu = run(args.welfare, args.cost, args.seed)
     for (problem, method, status), n in sorted(statuses.items()):
         print(f"{problem:8s} {method:24s} {status:12s} {n}")
-    print(f"{args.welfare} welfare and {args.cost} cost cases: {bad} false optima, {seconds:.0f} s wall")
+    cases = f"{args.welfare} welfare and {args.cost} cost cases"
+    print(f"{cases}: {bad} false optima, {seconds:.0f} s wall, {cpu:.0f} s CPU")
     if bad:
         raise SystemExit(1)
 
