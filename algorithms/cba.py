@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.certify import instance_tolerance, verdict
+from cbalab.models.evaluate import MODEL_SHARE, Allocation, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill, weak_dual
 from cbalab.models.types import SolveOptions
@@ -46,12 +47,19 @@ class Feeding:
     reason: str | None = None
 
 
-def feed(inst: Instance, rates: np.ndarray) -> Feeding:
+def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
     """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
 
     Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
     the instance; prices p_c, p_b.  Theorem 1 of proofs/cba_optimality.md.
+    ``b_share`` of the referee's slack on B (``tolerated``, docs/model.md (8.1)) counts as bandwidth: 0 takes
+    B as written (AutoCBA, which keeps its own margin inside the referee's), ``MODEL_SHARE`` takes B as the
+    referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
+    no allocation passes the referee's B.
     """
+    written = inst
+    if b_share:
+        inst = inst.replace(bandwidth_gbps=tolerated(inst.bandwidth_gbps, b_share))
     d = inst.dataset_size_gb
     R = inst.dataset_demand(rates)
     rho = R / d
@@ -65,9 +73,9 @@ def feed(inst: Instance, rates: np.ndarray) -> Feeding:
     # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
     # against a large Σ R_k (which would cost the small remainders their precision).
     min_remote = float(np.dot(R_s, 1.0 - full / d_s))
-    # The referee's own slack on B (models/evaluate.py): infeasible exactly when no allocation passes it.
-    if min_remote > inst.bandwidth_gbps + RTOL * max(1.0, inst.bandwidth_gbps):
-        return _infeasible(inst, min_remote)
+    # The referee's own slack on B (models/evaluate.tolerated): infeasible exactly when no allocation passes it.
+    if min_remote > tolerated(written.bandwidth_gbps):
+        return _infeasible(written, min_remote)
     if min_remote > inst.bandwidth_gbps:
         # Within the slack: the answer is the fill of C, feasible for B' = min_remote; fill and bound use B'.
         inst = inst.replace(bandwidth_gbps=min_remote)
@@ -116,21 +124,35 @@ def _infeasible(inst: Instance, remote: float) -> Feeding:
 def cba_continuous(inst: Instance) -> Allocation:
     """CBA for continuous cache and bandwidth: feed the jobs' fixed GPUs at least cost.
 
-    Status ``optimal`` when the weak-dual bound meets the cost (Theorem 1),
-    ``infeasible`` with the reason of Theorem 1 (ii) otherwise.
+    B is taken as the referee accepts it (``feed(b_share=MODEL_SHARE)``), as P1's MILP takes it: with B one ulp
+    below Σ r_j, B as written forced a sliver of cache, and io-only, which the referee accepts, was cheaper
+    than CBA's "optimum" (issue 19).
+    Status ``optimal`` when the weak-dual bound meets the cost (Theorem 1) within the certification tolerance
+    of docs/model.md (8.2) (:func:`cbalab.models.certify.verdict`, which also keeps the bound at or below the
+    cost), ``infeasible`` with the reason of Theorem 1 (ii) otherwise.
     """
     inst.require_fixed()
-    f = feed(inst, inst.job_io_gbps)
-    if f.cache_gb is None:
+    f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE)
+    if f.cache_gb is None or f.bandwidth_gbps is None:
         return Allocation.none("infeasible", f.reason or "infeasible")
     gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
-    proven = f.io_bound >= f.io_cost - RTOL * max(1.0, abs(f.io_cost))
+    # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.
+    cost = gpu_cost + inst.price_cache * float(f.cache_gb.sum()) + inst.price_bandwidth * float(f.bandwidth_gbps.sum())
+    v = verdict(
+        cost,
+        gpu_cost + f.io_bound,
+        minimise=True,
+        tol=instance_tolerance(inst, "cost", cost),
+        claimed="optimal",
+        source="CBA's weak-dual bound",
+    )
     return Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=f.cache_gb,
         bandwidth_gbps=f.bandwidth_gbps,
-        status="optimal" if proven else "feasible",
-        bound=gpu_cost + f.io_bound,
+        status=v.status,
+        bound=v.bound,
+        reason=v.reason,
     )
 
 

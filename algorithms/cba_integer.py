@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cbalab.algorithms.cba import Feeding, feed
-from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.certify import instance_tolerance, verdict
+from cbalab.models.evaluate import MODEL_SHARE, RTOL, Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
 
@@ -60,18 +61,29 @@ def _setting(inst: Instance) -> _Setting:
     return _Setting(inst, d, R, rho, np.argsort(-rho, kind="stable"), inst.cache_gb, _tier_cap(inst))
 
 
+#: Share of the referee's slack (docs/model.md (8.1)) that :func:`_tol` allows on top of a cap.
+_TOL_SHARE = 0.1
+
+
 def _tier_cap(inst: Instance) -> float:
-    """B̃ = ⌊B/β⌋·β under tiers of size β (B itself without tiers or when B is unlimited); Lemma I0."""
+    """B̃ = ⌊B/β⌋·β under tiers of size β (B itself without tiers or when B is unlimited); Lemma I0.
+
+    B is taken as the referee accepts it, as P1's MILP states it (``tolerated(B, MODEL_SHARE)``,
+    docs/model.md (8.1)); without tiers less the share :func:`_tol` adds on top, so that an answer within
+    ``cap + _tol(cap)`` is one the referee accepts.  Below 1 GB/s that slack is more than rounding: at
+    B = 1.44e-9 GB/s it lets 1.6e-9 GB/s of remote IO through, which the MILP found and CBA called infeasible.
+    """
     step = inst.bandwidth_step_gbps
-    if step is None or not np.isfinite(inst.bandwidth_gbps):
+    if not np.isfinite(inst.bandwidth_gbps):
         return inst.bandwidth_gbps
-    q = inst.bandwidth_gbps / step
-    return float(np.floor(q + RTOL * max(1.0, q))) * step
+    if step is None:
+        return tolerated(inst.bandwidth_gbps, MODEL_SHARE - _TOL_SHARE)
+    return float(np.floor(tolerated(inst.bandwidth_gbps, MODEL_SHARE) / step)) * step
 
 
 def _tol(x: float) -> float:
     """A tenth of the referee's slack at x: anything within it here passes models/evaluate.py."""
-    return 0.1 * RTOL * max(1.0, abs(x)) if np.isfinite(x) else 0.0
+    return _TOL_SHARE * RTOL * max(1.0, abs(x)) if np.isfinite(x) else 0.0
 
 
 def _remote(s: _Setting, cache: np.ndarray) -> float:
@@ -101,7 +113,11 @@ def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
     if need > 0:
         R_s, d_s = s.R[s.order], s.d[s.order]
         cum = np.cumsum(R_s)
-        i = min(int(np.searchsorted(cum, need)), cum.size - 1)
+        # Only read datasets (R_k > 0, a prefix of the ρ order) cut remote IO: rounding in ``need`` against
+        # ``cum`` must not push the fill onto unread ones (it cached a dataset nobody reads and called the
+        # answer optimal, issue 19).
+        read = max(int(np.count_nonzero(R_s > 0)), 1)
+        i = min(int(np.searchsorted(cum, need)), read - 1)
         c_s = np.where(np.arange(cum.size) < i, d_s, 0.0)
         if R_s[i] > 0:
             c_s[i] = min(d_s[i], d_s[i] * (need - (cum[i - 1] if i else 0.0)) / R_s[i])
@@ -481,9 +497,11 @@ def cba_integer(inst: Instance) -> Allocation:
     """CBA's rounding for an integer variant of P1 (docs/model.md §4; proofs/cba_integer_gap.md, Theorems I1-I5).
 
     ``status`` is ``optimal`` when proven (Theorems I1, I2 and the scan of I4 (ii) are exact, and so is any answer
-    meeting its lower bound), else ``feasible``; ``infeasible`` only when proven (the continuous relaxation, an
-    exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an ``undecided``
-    reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack question).
+    meeting its lower bound within the certification tolerance of docs/model.md (8.2),
+    :func:`cbalab.models.certify.verdict`), else ``feasible``; ``infeasible`` only when proven (the continuous
+    relaxation, an exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an
+    ``undecided`` reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack
+    question).
     ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori additive bound on cost - optimum
     that the variant's theorem gives on this instance (None: none applies).
     """
@@ -495,17 +513,24 @@ def cba_integer(inst: Instance) -> Allocation:
     if ans.cache is None:
         status = "error" if ans.reason and ans.reason.startswith("undecided") else "infeasible"
         return Allocation.none(status, ans.reason or status, bound=bound)
-    io = _io_cost(s, ans.cache, ans.provisioned)
-    proven = io <= ans.io_bound + RTOL * max(1.0, abs(io))
-    return Allocation(
+    alloc = Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=ans.cache,
         bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
         provisioned_gbps=ans.provisioned,
-        status="optimal" if proven else "feasible",
-        bound=bound,
         extra={"variant": _variant_name(key), "gap_bound": ans.gap_bound},
     )
+    cost = evaluate(inst, alloc, "cost").cost_total  # the referee's number, which the bound is clipped to
+    v = verdict(
+        cost,
+        bound,
+        minimise=True,
+        tol=instance_tolerance(inst, "cost", cost),
+        claimed="optimal",
+        source="the rounding's lower bound",
+    )
+    alloc.status, alloc.bound, alloc.reason = v.status, v.bound, v.reason
+    return alloc
 
 
 def _variant_name(key: tuple[str, bool]) -> str:

@@ -111,6 +111,20 @@ def _slack(x: float | np.ndarray) -> float | np.ndarray:
     return RTOL * np.maximum(1.0, np.abs(x))
 
 
+#: Share of the referee's slack that a model's row may use (docs/model.md (8.1)): all of it but a thousandth, which
+#: absorbs the rounding of the allocation the referee re-computes from a solution that sits on the row.
+MODEL_SHARE = 0.999
+
+
+def tolerated(limit: float, share: float = 1.0) -> float:
+    """The largest total the referee accepts under a limit (C, B or the budget): ``limit + RTOL·max(1, abs(limit))``.
+
+    The one budget tolerance of docs/model.md (8.1); ``share`` of the slack only (the exact models' rows use
+    ``MODEL_SHARE``, so that they optimise over the set the referee accepts).
+    """
+    return float(limit + share * _slack(limit))
+
+
 class OptionLookup(NamedTuple):
     """Per job, what its option table says about its GPU count: found, r_j(g) in GB/s, U_j(g)."""
 
@@ -206,11 +220,11 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
         )
 
     total_b = float(b.sum())
-    if total_b > inst.bandwidth_gbps + _slack(inst.bandwidth_gbps):
+    if total_b > tolerated(inst.bandwidth_gbps):
         v.append(f"total bandwidth {total_b:.6g} GB/s exceeds the cap B = {inst.bandwidth_gbps:.6g}")
     provisioned = _provisioned(inst, alloc.provisioned_gbps, total_b, v)
     total_c = float(c.sum())
-    if total_c > inst.cache_gb + _slack(inst.cache_gb):
+    if total_c > tolerated(inst.cache_gb):
         v.append(f"total cache {total_c:.6g} GB exceeds the capacity C = {inst.cache_gb:.6g}")
     # time-shared GPUs are a time average (a float, checked with the float slack); whole GPUs are counted exactly
     total_g: float = int(g.sum()) if alloc.time_share is None else float(np.dot(g, share))
@@ -222,7 +236,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     cost_cache = inst.price_cache * total_c
     cost_bw = inst.price_bandwidth * (total_b if provisioned is None else provisioned)
     total = cost_gpu + cost_cache + cost_bw
-    if problem == "welfare" and total > inst.budget_per_hour + _slack(inst.budget_per_hour):
+    if problem == "welfare" and total > tolerated(inst.budget_per_hour):
         v.append(f"cost {total:.6g} $/h exceeds the budget {inst.budget_per_hour:.6g} $/h")
 
     welfare = float(np.dot(util * share, factor)) if welfare_known else None
@@ -314,7 +328,7 @@ def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[
         v.append(f"provisioned_gbps = {claimed:.6g} is not a whole number of {step:g} GB/s tiers")
     if total_b > claimed + _slack(claimed):
         v.append(f"total bandwidth {total_b:.6g} GB/s exceeds the provisioned {claimed:.6g}")
-    if claimed > inst.bandwidth_gbps + _slack(inst.bandwidth_gbps):
+    if claimed > tolerated(inst.bandwidth_gbps):
         v.append(f"provisioned_gbps = {claimed:.6g} exceeds the cap B = {inst.bandwidth_gbps:.6g}")
     return float(claimed)
 

@@ -5,6 +5,8 @@
 - :func:`weak_dual`: the weak-dual value D(λ, μ) of the substituted cost LP, a lower bound on the least IO
   cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2).
 - :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
+- :func:`power_of_two`: the scale the exact models divide an objective or a column by before HiGHS sees it
+  (docs/model.md §8), undone exactly.
 
 The least feeding b_j = r_j (1 − h_k(j)) is :func:`cbalab.models.evaluate.least_feeding`, beside the referee.
 """
@@ -54,3 +56,10 @@ def bandwidth_factor(inst: Instance, need: float, money: float) -> float:
         if inst.price_bandwidth > 0 and math.isfinite(money):
             factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * need))
     return factor
+
+
+def power_of_two(x: float) -> float:
+    """The power of two 2^e with 2^(e−1) ≤ x < 2^e (1 for x ≤ 0 or not finite): a scale undone exactly."""
+    if not (x > 0 and math.isfinite(x)):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(x)[1])

@@ -5,12 +5,17 @@
 * A run that stops on its time limit is ``time_limit`` with its incumbent (if
   any) and HiGHS's dual bound; it is never reported as ``optimal``.
 * Proven infeasibility is an answer (``infeasible`` with a reason), not a crash.
-* ``optimal`` is claimed only when the referee agrees: every exact answer is
-  re-scored by models/evaluate.py and compared with HiGHS's objective and
-  bound and with a simple allocation (:func:`cross_checked`,
-  :func:`simple_allocation`); a disagreement beyond :data:`AGREEMENT_RTOL`
-  is solved once more without presolve, and otherwise downgrades the status,
-  drops the bound and says why.
+* HiGHS sees scaled models (docs/model.md §8): objective divided by the instance's
+  objective unit, bandwidth columns by a reference rate, the rows of C, B and the
+  budget by their limit, which stand in the rows as the referee accepts them
+  (``tolerated``, docs/model.md (8.1)).  Objectives and bounds are unscaled before
+  anything else sees them.
+* ``optimal`` is claimed only when it is certified: every exact answer passes
+  :func:`cbalab.models.certify.certify`, which re-scores it with the referee
+  (models/evaluate.py) and requires HiGHS's bound to meet that score within the
+  tolerance of docs/model.md (8.2), at MIP gap 0; otherwise it is ``feasible``
+  with both numbers in its reason.  A refused ``optimal`` is solved once more
+  without presolve (:func:`_exact`).
 * Magnitudes that HiGHS cannot represent (a matrix entry of 1e15 or more, a
   cost of 1e20 or more, its ``large_matrix_value`` and ``infinite_cost``) are
   refused before solving, as ``error`` naming the field (:func:`beyond_highs`):
@@ -42,10 +47,10 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from cbalab.models.evaluate import Allocation, evaluate, least_feeding
+from cbalab.models.certify import certify
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
-from cbalab.models.kernels import bandwidth_factor
-from cbalab.models.milp.cost import build_cost_model
+from cbalab.models.milp.cost import build_cost_model, cost_scales
 from cbalab.models.milp.welfare import (
     WelfareArrays,
     build_welfare_arrays,
@@ -61,10 +66,6 @@ HIGHS_LARGE_MATRIX_VALUE = 1e15
 
 #: HiGHS's default ``infinite_cost``: an objective coefficient this large or larger is taken as infinite.
 HIGHS_INFINITE_COST = 1e20
-
-#: Largest relative disagreement between the referee's score and HiGHS's objective or bound that still counts as
-#: agreement (HiGHS's tolerances are 1e-7 on rows and the solution is re-fed; 1e-6 leaves room, nothing more).
-AGREEMENT_RTOL = 1e-6
 
 #: Pyomo's change detection is not needed between set_instance and solve (nothing changes): turned off, so that the
 #: solve does not walk the model again.
@@ -96,7 +97,7 @@ class Outcome:
 class Budget(SolveOptions):
     """SolveOptions plus the moment (``time.perf_counter()``) the call began, so the build counts against the limit.
 
-    ``presolve`` False turns HiGHS's presolve off: the retry of :func:`_exact` when an answer fails the cross-check.
+    ``presolve`` False turns HiGHS's presolve off: the retry of :func:`_exact` when an answer fails certification.
     """
 
     started: float = 0.0
@@ -279,149 +280,13 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
     return None
 
 
-def cross_checked(inst: Instance, problem: str, alloc: Allocation, options: SolveOptions) -> Allocation:
-    """``alloc`` with its status and bound kept only if the referee agrees with HiGHS (docs/model.md §4-§5).
-
-    The referee (models/evaluate.py) scores the allocation; its cost (P1) or
-    welfare (P2) must match HiGHS's objective (``extra["highs_objective"]``
-    when the method recorded it) and must not beat HiGHS's bound (a lower
-    bound for cost, an upper bound for welfare), nor may the simple
-    allocation of :func:`simple_allocation`; an ``optimal`` claim must also
-    meet the bound within the MIP gap.  Each comparison allows
-    :data:`AGREEMENT_RTOL` relative (at least 1e-6 absolute).  On a
-    disagreement the model HiGHS solved was not the instance (a coefficient
-    dropped or clipped, a presolve gone wrong): ``optimal`` and ``feasible`` become ``feasible``,
-    the bound is dropped, and the reason gives the numbers and the largest
-    input.  An allocation the referee finds infeasible is left to
-    :func:`cbalab.models.evaluate.result`, which reports it so.
-    """
-    if not alloc.has_allocation:
-        return alloc
-    ev = evaluate(inst, alloc, problem)
-    if not ev.feasible:
-        return alloc
-    score = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
-    sign = 1.0 if problem == "cost" else -1.0  # cost: score >= bound; welfare: score <= bound
-
-    def tol(*xs: float) -> float:
-        return AGREEMENT_RTOL * max(1.0, *(abs(x) for x in xs))
-
-    objective = alloc.extra.get("highs_objective")
-    problems = []
-    if objective is not None and abs(score - objective) > tol(score, objective):
-        problems.append(f"HiGHS's objective is {objective:.9g}")
-    if alloc.bound is not None:
-        if sign * (score - alloc.bound) < -tol(score, alloc.bound):
-            problems.append(f"HiGHS's bound {alloc.bound:.9g} is beaten")
-        elif alloc.status == "optimal" and abs(score - alloc.bound) > options.mip_gap * abs(alloc.bound) + tol(
-            score, alloc.bound
-        ):
-            problems.append(f"HiGHS's bound is {alloc.bound:.9g}")
-        witness = simple_allocation(inst, problem)
-        if witness is not None and sign * (witness[1] - alloc.bound) < -tol(witness[1], alloc.bound):
-            problems.append(f"{witness[0]} scores {witness[1]:.9g}, beyond HiGHS's bound {alloc.bound:.9g}")
-    if not problems:
-        return alloc
-    what = "cost" if problem == "cost" else "welfare"
-    alloc.reason = (
-        f"the referee scores this allocation's {what} at {score:.9g} but {' and '.join(problems)}: HiGHS's answer "
-        f"does not hold for this instance (largest input: {largest_input(inst)}); "
-        f"status downgraded from {alloc.status}, bound dropped"
-    )
-    alloc.status = "feasible" if alloc.status in ("optimal", "feasible") else alloc.status
-    alloc.bound = None
-    return alloc
-
-
-def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
-    """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
-
-    Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
-    Welfare (§5): without cache, options taken greedily (by utility per
-    dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
-    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either
-    is scored by the referee and used only if it finds it feasible.
-    This catches a solver whose bound is self-consistent but wrong, e.g. a
-    presolve that reduces a MILP with optimum 54 to an empty one with
-    optimum 0 (found by tests/test_fuzz.py with HiGHS 1.15.1).
-    """
-    if problem == "cost":
-        if not inst.has_fixed.all():
-            return None
-        cache = np.zeros(inst.n_datasets)
-        alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
-        what = "no cache with every job on remote IO"
-    else:
-        gpus, bw = _greedy_without_cache(inst)
-        alloc = Allocation(gpus, np.zeros(inst.n_datasets), bw)
-        what = f"a greedy choice of {int((gpus > 0).sum())} jobs without cache"
-    ev = evaluate(inst, alloc, problem)
-    if not ev.feasible:
-        return None
-    return what, ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
-
-
-def _greedy_without_cache(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
-    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`.
-
-    Two greedy orders, by utility per dollar and by utility, each taking at
-    most one option per job while G, B and the budget allow; the one with the
-    larger total utility is returned.
-    """
-    g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
-    cost = inst.price_gpu * g + inst.price_bandwidth * r
-    with np.errstate(divide="ignore", invalid="ignore"):
-        density = np.where(cost > 0, u / cost, np.inf)
-    job = inst.option_job()
-    best: tuple[float, np.ndarray, np.ndarray] = (-1.0, np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_jobs))
-    for order in (np.lexsort((-u, -density)), np.lexsort((cost, -u))):
-        gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
-        money, bw_left = inst.budget_per_hour, inst.bandwidth_gbps
-        gpu_left = math.inf if inst.gpus is None else inst.gpus
-        total = 0.0
-        for o in order:
-            j = job[o]
-            if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
-                continue
-            gpus[j], bw[j] = g[o], r[o]
-            money, gpu_left, bw_left, total = money - cost[o], gpu_left - g[o], bw_left - r[o], total + u[o]
-        if total > best[0]:
-            best = (total, gpus, bw)
-    return best[1], best[2]
-
-
-def largest_input(inst: Instance) -> str:
-    """The field and value of the instance's largest number (sizes, rates, utilities, prices, capacities)."""
-    candidates: list[tuple[float, str]] = [
-        (inst.cache_gb, "cluster.cache_gb"),
-        (inst.price_gpu, "prices.gpu_per_hour"),
-        (inst.price_cache, "prices.cache_gb_per_hour"),
-        (inst.price_bandwidth, "prices.bandwidth_gbps_per_hour"),
-    ]
-    for x, name in ((inst.bandwidth_gbps, "cluster.bandwidth_gbps"), (inst.budget_per_hour, "budget_per_hour")):
-        if math.isfinite(x):
-            candidates.append((x, name))
-    ptr, job = inst.option_ptr, inst.option_job()
-    columns: list[tuple[np.ndarray, Callable[[int], str]]] = [
-        (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb"),
-        (np.where(inst.has_fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps"),
-        (inst.option_io_gbps, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].io_gbps"),
-        (inst.option_utility, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].utility"),
-    ]
-    for values, field_of in columns:
-        if values.size:
-            i = int(np.argmax(values))
-            candidates.append((float(values[i]), field_of(i)))
-    value, name = max(candidates)
-    return f"{name} = {value:.6g}"
-
-
 def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[..., Allocation]) -> Allocation:
-    """Run one exact method under this module's rules: clock started, magnitudes checked, answer cross-checked.
+    """Run one exact method under this module's rules: clock started, magnitudes checked, answer certified.
 
-    An ``optimal`` that fails the cross-check is solved once more without
-    HiGHS's presolve (on the same clock); if that answer passes, it is
-    reported with the reason for the retry, otherwise the downgraded first one.
+    ``solve`` certifies its own answer (:func:`cbalab.models.certify.certify`).  A claim of ``optimal``
+    that the certification refused is solved once more without HiGHS's presolve (on the same clock, at
+    MIP gap 0 only); if that answer is certified, it is reported with the reason for the retry, otherwise
+    the first one.
     """
     options = budgeted(options)
     refused = beyond_highs(inst, problem)
@@ -430,10 +295,9 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
     if inst.n_jobs == 0:
         return _no_jobs(inst, problem)
     alloc = solve(inst, options=options)
-    claimed = alloc.status
-    alloc = cross_checked(inst, problem, alloc, options)
-    if claimed == "optimal" and alloc.status != "optimal" and options.presolve:
-        retry = cross_checked(inst, problem, solve(inst, options=replace(options, presolve=False)), options)
+    refused_claim = alloc.extra.get("certificate", {}).get("claimed") == "optimal" and alloc.status != "optimal"
+    if refused_claim and options.presolve and options.mip_gap == 0.0:
+        retry = solve(inst, options=replace(options, presolve=False))
         if retry.status == "optimal":
             retry.reason = f"solved again without HiGHS's presolve, because the first answer failed: {alloc.reason}"
             return retry
@@ -443,8 +307,8 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
 def _no_jobs(inst: Instance, problem: str) -> Allocation:
     """With no job the only allocation is the empty one (no cache, no bandwidth): optimal, its score its bound.
 
-    The models need at least one job (an empty sum makes a capacity row a
-    constant), and nothing is left to decide anyway.
+    The models need at least one job (an empty sum makes a capacity row a constant), and nothing is left to decide
+    anyway.
     """
     alloc = Allocation(np.zeros(0, dtype=np.int64), np.zeros(inst.n_datasets), np.zeros(0), status="optimal")
     ev = evaluate(inst, alloc, problem)
@@ -452,32 +316,55 @@ def _no_jobs(inst: Instance, problem: str) -> Allocation:
     return alloc
 
 
-def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+def _shrink(total: float, top: float) -> float:
+    """The factor ≤ 1 that brings ``total`` to at most ``top``, aiming a relative 1e-12 inside it.
 
-    The returned ``bound`` is HiGHS's proven lower bound on the model it
-    solved; the LP relaxation's bound is also a lower bound on the integer
-    optimum.  Integer variables are rounded to their nearest whole value
-    (HiGHS's integrality tolerance leaves them within 1e-6) and the bandwidth
-    is then set to the least feeding b_j = r_j (1 - h_k(j)) of that cache,
-    which never costs more and keeps every constraint.
+    A repair of HiGHS's row tolerance (1e-7 of a scaled row, more than the referee's 1e-9): the margin keeps
+    the referee's own sum, taken in another order, inside the limit too.
     """
-    model = build_cost_model(inst, relax=relax)
+    return 1.0 if total <= top else max(top, 0.0) / total * (1.0 - 1e-12)
+
+
+def _shrink_into(total: float, limit: float) -> float:
+    """:func:`_shrink` into ``tolerated(limit)``, the most the referee accepts under a limit (docs/model.md (8.1))."""
+    return _shrink(total, tolerated(limit))
+
+
+def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
+    """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as a certified Allocation.
+
+    HiGHS solves the scaled model (``build_cost_model(scaled=True)``, docs/model.md §8), whose objective
+    and bound are multiplied back by the scale M.  The returned ``bound`` is HiGHS's proven lower bound on
+    the model it solved; the LP relaxation's bound is also a lower bound on the integer optimum.  Integer
+    variables are rounded to their nearest whole value (HiGHS's integrality tolerance leaves them within
+    1e-6), a continuous cache that HiGHS's row tolerance left above C is scaled into it, and the bandwidth is
+    then the least feeding b_j = r_j (1 - h_k(j)) of that cache, which never costs more and keeps every
+    constraint.  The answer passes :func:`cbalab.models.certify.certify` (at MIP gap 0 for the LP).
+    """
+    scale = cost_scales(inst).objective
+    model = build_cost_model(inst, relax=relax, scaled=True)
     out = solve_model(model, options)
+    bound = out.bound * scale if out.bound is not None and math.isfinite(out.bound) else None
     if not out.has_solution:
-        return Allocation.none(out.status, out.message, bound=out.bound)
+        return Allocation.none(out.status, out.message, bound=bound)
     cache = np.fromiter((pyo.value(model.cache[k]) for k in range(inst.n_datasets)), dtype=float, count=inst.n_datasets)
     cache = np.maximum(cache, 0.0)
     if inst.cache_granularity == "block":
         cache = inst.block_gb * np.rint(cache / inst.block_gb) if not relax else cache
     elif inst.cache_granularity == "dataset" and not relax:
         cache = np.where(cache > inst.dataset_size_gb / 2, inst.dataset_size_gb, 0.0)
+    else:
+        # c_k = d_k h_k read back as c_k / d_k can fall an ulp short of a whole dataset, and times a rate of 1e7
+        # GB/s that ulp is remote IO the referee sees (against 0 tiers it refused the answer): whole it is.
+        d = inst.dataset_size_gb
+        cache = np.where(cache >= d * (1.0 - 1e-12), np.maximum(cache, d), cache)
+        cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
     provisioned = None
     if inst.bandwidth_step_gbps is not None:
         tiers = float(pyo.value(model.tiers))
         provisioned = inst.bandwidth_step_gbps * (tiers if relax else round(tiers))
-    bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-    return Allocation(
+    objective = out.objective * scale if out.objective is not None else None
+    alloc = Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=cache,
         bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, cache),
@@ -485,7 +372,16 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         status=out.status,
         bound=bound,
         reason=None if out.status == "optimal" else out.message,
-        extra={"highs_objective": out.objective},
+        extra={"highs_objective": objective},
+    )
+    integral = not relax and (inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None)
+    return certify(
+        inst,
+        "cost",
+        alloc,
+        mip_gap=options.mip_gap if integral else 0.0,
+        source="HiGHS's dual bound" if integral else "the LP optimum",
+        model_objective=objective,
     )
 
 
@@ -511,15 +407,13 @@ def solve_arrays(
     options: SolveOptions = SolveOptions(),
     *,
     start: np.ndarray | None = None,
-    cutoff: float | None = None,
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """Maximise an array-form P2 (models/milp/welfare.py) with highspy; same statuses as :func:`solve_model`.
 
     ``start`` is handed to HiGHS as an incumbent (setSolution; HiGHS checks it and drops it if infeasible).
-    ``cutoff`` is a welfare every optimum reaches (that of a known feasible allocation, minus a tolerance),
-    passed as HiGHS's ``objective_bound`` so that nodes whose bound is below it are pruned.  Returns the
-    outcome, the solution vector (None without one) and run facts (build/solve seconds, nodes, whether
-    HiGHS kept the start).
+    HiGHS sees the scaled form; the outcome's objective and bound are in the instance's units (multiplied
+    back by ``arrays.objective_scale``).  Returns the outcome, the solution vector (None without one) and
+    run facts (pass/solve seconds, nodes, whether a start was given).
     """
     t0 = time.perf_counter()
     h = highspy.Highs()
@@ -528,7 +422,7 @@ def solve_arrays(
     if isinstance(options, Budget):  # the clock of the whole call (build included) and the presolve retry
         late = _ran_out(options.started, limit, "building the array model")
         if late is not None:
-            return late, None, {"start_given": start is not None, "cutoff": cutoff}
+            return late, None, {"start_given": start is not None}
         limit = None if limit is None else limit - (t0 - options.started)
         if not options.presolve:
             h.setOptionValue("presolve", "off")
@@ -538,8 +432,6 @@ def solve_arrays(
     h.setOptionValue("threads", options.threads)
     if limit is not None:
         h.setOptionValue("time_limit", float(limit))
-    if cutoff is not None:
-        h.setOptionValue("objective_bound", float(cutoff))
     integrality = arrays.integral.astype(np.int32)  # HighsVarType: 0 continuous, 1 integer
     h.passModel(
         arrays.n_cols,
@@ -558,7 +450,7 @@ def solve_arrays(
         arrays.value,
         integrality,
     )
-    facts: dict = {"start_given": start is not None, "cutoff": cutoff}
+    facts: dict = {"start_given": start is not None}
     if start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(start)
@@ -572,8 +464,9 @@ def solve_arrays(
     facts.update(pass_seconds=t1 - t0, solve_seconds=t2 - t1, nodes=int(info.mip_node_count))
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, dtype=float) if has_solution else None
-    objective = float(info.objective_function_value) if has_solution else None
-    bound = float(info.mip_dual_bound) if arrays.integral.any() else objective
+    scale = arrays.objective_scale
+    objective = float(info.objective_function_value) * scale if has_solution else None
+    bound = float(info.mip_dual_bound) * scale if arrays.integral.any() else objective
     ms = highspy.HighsModelStatus
     if status == ms.kOptimal:
         return (
@@ -588,9 +481,6 @@ def solve_arrays(
             facts,
         )
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
-        if cutoff is not None:
-            facts["cut_off"] = True
-            return Outcome("error", None, None, f"HiGHS found nothing above the cutoff {cutoff}", False), None, facts
         return (
             Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({status.name})", False),
             None,
@@ -628,16 +518,21 @@ def solve_sliced(
     slices n = ⌊n̂⌋, ⌊n̂⌋ − 1, … and ⌊n̂⌋ + 1, … are visited outwards.  In each, the slice's LP optimum L(n)
     is solved first; since L is concave in n, once L(n) is at most the incumbent's welfare (or the LP is
     infeasible) every slice further out is closed too and that side stops.  Otherwise the slice's MILP is
-    solved at the same MIP gap with the incumbent's welfare as HiGHS's objective bound, so HiGHS only
-    looks for something better.  After :data:`SINGLE_SLICES` slices on one side, the rest of it is solved
-    as one range.  ``start`` (a feasible solution vector, e.g. AutoCBA's) is the first incumbent.
+    solved at the same MIP gap.  After :data:`SINGLE_SLICES` slices on one side, the rest of it is solved
+    as one range.  ``start`` (a solution vector, e.g. AutoCBA's allocation by ``start_point``) becomes the
+    first incumbent only if it meets every row and bound of the model (``WelfareArrays.fits``): a point
+    the model forbids, such as a stalled allocation, must not close a slice.  It is handed to HiGHS as well.
 
-    Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed; on the time limit
-    ``time_limit`` with the bound max(incumbent, the open slice's bound, L at each side's frontier).
+    Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed, with the bound max(incumbent,
+    HiGHS's dual bound of every slice solved); as with HiGHS itself, at a MIP gap above 0 that means only
+    "within the gap", which the certification step of the callers refuses as a proof
+    (:func:`cbalab.models.certify.verdict`).  On the time limit ``time_limit`` with the bound max(incumbent,
+    the open slice's bound, L at each side's frontier).
     """
     options = budgeted(options)
     full = with_gpu_count(arrays, gpus)
-    facts: dict = {"form": "sliced", "start_given": start is not None, "slices": []}
+    fits = start is not None and full.fits(start)
+    facts: dict = {"form": "sliced", "start_given": start is not None, "start_fits": fits, "slices": []}
     t0 = time.perf_counter()
     lp, x_lp, _ = solve_arrays(with_slice(full, 0.0, np.inf, relax=True), options)
     facts["lp_seconds"] = time.perf_counter() - t0
@@ -646,8 +541,9 @@ def solve_sliced(
     n_hat = float(gpus @ arrays.y(x_lp))
     n_max = float(gpus.sum())
     facts["n_hat"] = n_hat
-    best_x = start
-    best = float(arrays.cost @ start) if start is not None else -math.inf
+    best_x = start if fits else None
+    best = full.welfare(start) if fits and start is not None else -math.inf
+    proven = best  # the largest bound of a slice solved so far
     frontier = {"down": lp.objective, "up": lp.objective}
     open_bound = -math.inf
     nodes = 0
@@ -666,20 +562,23 @@ def solve_sliced(
                 frontier[side] = max(-math.inf if level is None else level, best)
                 break
             if level is None:
-                return _sliced_stop(bound_out, best, best_x, frontier, open_bound, facts)
+                return _sliced_stop(bound_out, best, best_x, frontier, max(open_bound, proven), facts)
             frontier[side] = level
-            cutoff = best if math.isfinite(best) else None
-            out, x, run = solve_arrays(with_slice(full, lo, hi), options, start=best_x, cutoff=cutoff)
+            out, x, run = solve_arrays(with_slice(full, lo, hi), options, start=best_x)
             nodes += int(run.get("nodes", 0))
             record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
-            if out.status == "optimal" and x is not None and out.objective is not None and out.objective > best:
-                best, best_x = out.objective, x
-            elif out.status not in ("optimal", "infeasible", "error"):
+            if out.status == "optimal":
+                slice_bound = out.bound if out.bound is not None else out.objective
+                if slice_bound is not None:
+                    proven = max(proven, slice_bound)
+                if x is not None and out.objective is not None and out.objective > best:
+                    best, best_x = out.objective, x
+            elif out.status not in ("infeasible", "error"):
                 open_bound = out.bound if out.bound is not None else level
                 if x is not None and out.objective is not None and out.objective > best:
                     best, best_x = out.objective, x
-                return _sliced_stop(out, best, best_x, frontier, open_bound, facts)
-            elif out.status == "error" and not run.get("cut_off"):
+                return _sliced_stop(out, best, best_x, frontier, max(open_bound, proven), facts)
+            elif out.status == "error":
                 return out, None, facts
             if lo != hi:
                 break
@@ -688,14 +587,18 @@ def solve_sliced(
     facts["nodes"] = nodes
     if best_x is None:
         return Outcome("infeasible", None, None, "HiGHS proved every GPU-count slice infeasible", False), None, facts
-    return Outcome("optimal", best, best, "HiGHS: optimal in every GPU-count slice", True), best_x, facts
+    message = "HiGHS: optimal in every GPU-count slice"
+    if options.mip_gap > 0:
+        message += f", each only within the MIP gap {options.mip_gap:g}"
+    return Outcome("optimal", best, max(proven, best), message, True), best_x, facts
 
 
 def _sliced_stop(
     out: Outcome, best: float, best_x: np.ndarray | None, frontier: dict, open_bound: float, facts: dict
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """The answer of :func:`solve_sliced` when a HiGHS call stopped early: its status, the incumbent, and a bound
-    valid for every slice (the open one's, and L at each side's frontier, which bounds all slices beyond)."""
+    valid for every slice (the open one's, the solved ones', and L at each side's frontier, which bounds all
+    slices beyond)."""
     found = best_x is not None
     bound = max(best, open_bound, *frontier.values())
     return Outcome(out.status, best if found else None, bound, out.message, found), best_x, facts
@@ -708,18 +611,17 @@ def solve_welfare(
     options: SolveOptions = SolveOptions(),
     form: str = "arrays",
     warm: Allocation | None = None,
-    cutoff: bool = False,
     sliced: bool = True,
 ) -> Allocation:
-    """Solve P2 (docs/model.md §5) exactly (``relax=False``) or its LP relaxation, as an Allocation.
+    """Solve P2 (docs/model.md §5) exactly (``relax=False``) or its LP relaxation, as a certified Allocation.
 
     ``form="arrays"`` (the default) builds the array form of models/milp/welfare.py and solves it with
     highspy; ``form="pyomo"`` builds P2 as docs/model.md §5 writes it through Pyomo (the reference the array
     form is checked against, proofs/welfare_milp_forms.md Theorem F1).  ``warm`` (arrays only) is a
-    feasible allocation handed to HiGHS as its first incumbent; with ``cutoff`` its welfare (less a
-    relative 1e-9) also becomes HiGHS's objective bound (without ``sliced``).  ``sliced`` (the default for
-    the MILP) solves it slice by slice of the GPU count, :func:`solve_sliced` (Theorem F4); ``sliced=False``
-    is the single MILP of before.  The run facts go to ``extra["milp"]``.
+    feasible allocation handed to HiGHS as its first incumbent (and to the slices, where it counts only if
+    it meets the model's rows).  ``sliced`` (the default for the MILP) solves it slice by slice of the GPU
+    count, :func:`solve_sliced` (Theorem F4); ``sliced=False`` is the single MILP of before.  The run facts
+    go to ``extra["milp"]``.
 
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
@@ -736,7 +638,8 @@ def solve_welfare(
     Either way :func:`_fed_within_limits` then repairs floating-point excess
     (HiGHS's 1e-7 feasibility tolerance) so that the referee, which checks to
     1e-9, sees the capacities and the budget met; the repair factor is kept
-    in ``extra["bandwidth_repair"]``.  Non-continuous instances raise
+    in ``extra["bandwidth_repair"]``.  The answer then passes
+    :func:`cbalab.models.certify.certify`.  Non-continuous instances raise
     InstanceError (models/milp/welfare.py).
     """
     t0 = time.perf_counter()
@@ -754,22 +657,13 @@ def solve_welfare(
         arrays = build_welfare_arrays(inst, relax=relax)
         t1 = time.perf_counter()
         start = None
-        level = None
         if warm is not None and warm.gpus is not None and warm.cache_gb is not None:
             start = start_point(inst, arrays, warm.gpus, warm.cache_gb)
-            if cutoff:
-                value = float(arrays.cost @ start)
-                level = value - 1e-9 * max(1.0, abs(value))
         if sliced and not relax:
             out, x, run_facts = solve_sliced(arrays, inst.option_gpus, options, start=start)
         else:
-            out, x, run_facts = solve_arrays(arrays, options, start=start, cutoff=level)
-        facts.update(run_facts, build_seconds=t1 - t0)
-        if out.status == "error" and level is not None and x is None:
-            # Nothing strictly above the warm start's welfare less 1e-9: the warm start is optimal to that
-            # tolerance, which is not a proof at gap 0; solve again without the cutoff.
             out, x, run_facts = solve_arrays(arrays, options, start=start)
-            facts.update(run_facts, resolved_without_cutoff=True)
+        facts.update(run_facts, build_seconds=t1 - t0)
         if x is not None:
             y, h = arrays.y(x), arrays.h(x)
     else:
@@ -793,26 +687,39 @@ def solve_welfare(
             "LP relaxation: bound is the relaxation optimum; the allocation keeps only the jobs whose LP choice is "
             f"whole ({jobs.size} of {inst.n_jobs})"
         )
-    else:
-        alloc.status = out.status
-        alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-        alloc.reason = None if out.status == "optimal" else out.message
-    return alloc
+        return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
+    alloc.status = out.status
+    alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
+    alloc.reason = None if out.status == "optimal" else out.message
+    alloc.extra["highs_objective"] = out.objective
+    return certify(
+        inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
+    )
 
 
 def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit: np.ndarray) -> Allocation:
     """Cache c = d h and least feeding b_j = r_j (1 − h_k(j)), scaled into C, B and the budget if rounding broke them.
 
-    Scaling the cache down or the bandwidth down by a factor 1 − ε stalls jobs
-    by at most ε (docs/model.md §5 scoring); ε is the solver's feasibility slack.
+    The limits are the referee's, ``tolerated(·)`` (docs/model.md (8.1)), which the model's rows allow too.
+    Scaling the cache down or the bandwidth down by a factor 1 − ε stalls jobs by at most ε (docs/model.md §5
+    scoring); ε is the solver's feasibility slack.
     """
-    d = inst.dataset_size_gb
-    cache = d * hit
-    if cache.sum() > inst.cache_gb:
-        cache *= inst.cache_gb / cache.sum()
-    bw = least_feeding(inst, rates, cache)
-    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
-    factor = bandwidth_factor(inst, float(bw.sum()), money)
+    cache = inst.dataset_size_gb * hit
+    cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
+    return _bandwidth_within(inst, gpus, cache, least_feeding(inst, rates, cache))
+
+
+def _bandwidth_within(inst: Instance, gpus: np.ndarray, cache: np.ndarray, bw: np.ndarray) -> Allocation:
+    """The allocation with ``bw`` scaled by one factor into tolerated(B) and into the money tolerated(Budget) leaves.
+
+    The factor is kept in ``extra["bandwidth_repair"]``.
+    """
+    total = float(bw.sum())
+    factor = _shrink_into(total, inst.bandwidth_gbps)
+    if inst.price_bandwidth > 0 and math.isfinite(inst.budget_per_hour):
+        spent = inst.price_gpu * float(gpus.sum()) + inst.price_cache * float(cache.sum())
+        left = tolerated(inst.budget_per_hour) - spent
+        factor = min(factor, _shrink(inst.price_bandwidth * total, left))
     return Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw * factor, extra={"bandwidth_repair": factor})
 
 
@@ -825,7 +732,7 @@ def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allo
     """Registered method ``milp`` for the welfare problem: the proven optimum of P2 (docs/model.md §5).
 
     Solved by GPU-count slices (:func:`solve_sliced`, Theorem F4).  The retry of :func:`_exact` (presolve
-    off, after an answer failed the cross-check) solves the single MILP instead: on badly scaled instances
+    off, after an answer failed the certification) solves the single MILP instead: on badly scaled instances
     (tests/test_hardening.py, a 64e6 $/h cache coefficient) HiGHS without presolve wrongly declared a
     slice infeasible, and the single MILP without presolve is the path that found the optimum there.
     """
@@ -846,9 +753,10 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     above (proofs/welfare_milp_forms.md, Theorem F3); it is solved by GPU-count slices like P2 (Theorem F4,
     :func:`solve_sliced`).  The allocation gives each chosen job the model's
     bandwidth b_j = r_o (s_o − z_o); where s_o or h_k(o) is whole, z_o = s_o h_k(o) and the referee feeds
-    the job at exactly s_o.  The answer is ``optimal`` only when the welfare the referee will score
-    (Σ U_o min(1, b_j / (r_o (1 − h)))) reaches the relaxation's proven optimum; else ``feasible`` with
-    that optimum as ``bound``.
+    the job at exactly s_o.  The answer is certified (:func:`cbalab.models.certify.certify`) against the
+    relaxation's bound: ``optimal`` only when the welfare the referee scores (Σ U_o min(1, b_j / (r_o (1 − h))))
+    meets it; else ``feasible`` with that bound.  When it does not, the certified no-stall optimum P2 is tried
+    against the same bound (P2 ≤ P2s ≤ the relaxation).
     """
     arrays = build_welfare_arrays(inst, stall=True)
     out, x, facts = solve_sliced(arrays, inst.option_gpus, options)
@@ -862,41 +770,30 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     jobs = o_job[chosen]
     r = inst.option_io_gbps[chosen]
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)
-    rates = np.zeros(inst.n_jobs)
     gpus[jobs] = inst.option_gpus[chosen]
-    rates[jobs] = r
     cache = inst.dataset_size_gb * h
-    if cache.sum() > inst.cache_gb:
-        cache *= inst.cache_gb / cache.sum()
+    cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
     bw = np.zeros(inst.n_jobs)
     bw[jobs] = np.maximum(r * (s[chosen] - np.minimum(z[chosen], s[chosen])), 0.0)
-    money = inst.budget_per_hour - inst.price_gpu * float(gpus.sum()) - inst.price_cache * float(cache.sum())
-    factor = bandwidth_factor(inst, float(bw.sum()), money)
-    bw *= factor
-    alloc = Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw, extra={"bandwidth_repair": factor})
-    scored = float(evaluate(inst, alloc, "welfare").welfare or 0.0)  # the referee's score, not the model's
-    alloc.extra.update(milp=facts, relaxation_objective=out.objective, scored_welfare=scored)
+    alloc = _bandwidth_within(inst, gpus, cache, bw)
+    alloc.extra.update(milp=facts, relaxation_objective=out.objective)
+    alloc.status = out.status
     alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-    best = out.objective
-    exact = out.status == "optimal" and best is not None and scored >= best - 1e-6 * max(1.0, abs(best))
-    if out.status == "optimal" and best is not None and not exact:
-        # P2 ≤ P2s ≤ the relaxation (Theorem F3): a P2 optimum that reaches the relaxation's optimum is P2s-optimal.
-        p2 = solve_welfare(inst, relax=False, options=options)
-        p2_score = evaluate(inst, p2, "welfare").welfare if p2.status == "optimal" else None
-        if p2_score is not None and p2_score >= best - 1e-6 * max(1.0, abs(best)):
-            p2.bound = best
-            p2.extra.update(milp=facts, relaxation_objective=best, scored_welfare=p2_score, p2_milp=p2.extra["milp"])
+    alloc.reason = None if out.status == "optimal" else out.message
+    alloc = certify(inst, "welfare", alloc, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
+    if out.status != "optimal" or alloc.status == "optimal" or options.mip_gap > 0:
+        return alloc
+    # P2 ≤ P2s ≤ the relaxation (Theorem F3): a P2 optimum that reaches the relaxation's bound is P2s-optimal.
+    p2 = solve_welfare(inst, relax=False, options=options)
+    if p2.status == "optimal":
+        p2.bound = alloc.extra["certificate"]["bound"]
+        p2 = certify(inst, "welfare", p2, source="the P2s relaxation's bound")
+        if p2.status == "optimal":
+            p2.extra.update(milp=facts, relaxation_objective=out.objective, p2_milp=p2.extra["milp"])
             p2.reason = "the no-stall optimum P2 reaches the P2s relaxation's optimum: P2s-optimal (Theorem F3)"
             return p2
-    alloc.status = "optimal" if exact else ("feasible" if out.status == "optimal" else out.status)
     alloc.reason = (
-        None
-        if exact
-        else (
-            out.message
-            if out.status != "optimal"
-            else "P2s relaxation optimum not realised: a stalled job reads a partly cached dataset (Theorem F3)"
-        )
+        f"P2s relaxation optimum not realised (Theorem F3: a stalled job reads a partly cached dataset); {alloc.reason}"
     )
     return alloc
 

@@ -9,7 +9,7 @@ import pytest
 
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.workload import generate_cost
-from cbalab.models.evaluate import evaluate
+from cbalab.models.evaluate import MODEL_SHARE, evaluate, tolerated
 from cbalab.models.instance import Instance, InstanceError, build
 from cbalab.models.milp.cost import build_cost_model
 from cbalab.models.milp.cost_highspy import solve_cost_lp
@@ -49,7 +49,8 @@ def test_highspy_lp_matches_the_pyomo_build(inst: Instance) -> None:
 def test_a_slow_job_on_a_huge_dataset_stays_feasible() -> None:
     """r_j / d_k = 1e-11 (below HiGHS's 1e-9 drop threshold) must not make a feasible instance infeasible.
 
-    The GB form of the feeding row had that coefficient; the hit-ratio form has r_j.
+    The GB form of the feeding row had that coefficient; the hit-ratio form has r_j.  B = 0.5e-6 GB/s is taken
+    as the referee accepts it, with 0.999e-9 GB/s of slack (docs/model.md (8.1)), by the LP and CBA alike.
     """
     inst = build(
         dataset_size_gb=np.array([1e5, 10.0]),
@@ -62,7 +63,7 @@ def test_a_slow_job_on_a_huge_dataset_stays_feasible() -> None:
     )
     ours = solve_cost_lp(inst)
     assert ours.optimal, ours.status
-    assert ours.cache_gb[0] >= 0.5 * 1e5 * (1 - 1e-6)
+    assert ours.cache_gb[0] >= (1.0 - tolerated(0.5e-6, MODEL_SHARE) / 1e-6) * 1e5 * (1 - 1e-6)
     assert abs(ours.objective - evaluate(inst, cba(inst), "cost").cost_total) <= 1e-9
 
 

@@ -11,8 +11,8 @@ truncated or sprinkled with bytes.  Every outcome must be one of:
   and whose solve the referee (models/evaluate.py) accepts: the method's
   allocation is feasible (or the method says ``infeasible`` with a reason),
   the result document is strict JSON with no negative GPU count, and an
-  exact method's ``optimal`` agrees with the referee (``cross_checked`` in
-  models/solve.py) and with CBA's cost.
+  exact method's ``optimal`` agrees with the referee (the certification step,
+  models/certify.py) and with CBA's cost.
 
 Mutated traces (the generic CSV of docs/interface.md) likewise give a clean
 TraceError or a replay whose numbers are sane (:func:`mutated_traces`).

@@ -13,6 +13,7 @@ from cbalab.algorithms.autocba.feeder import _Feeder
 from cbalab.algorithms.autocba.greedy import Weights, _Greedy
 from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
 from cbalab.algorithms.cba import feed
+from cbalab.models.certify import accepted_limits, instance_tolerance, verdict
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
@@ -103,7 +104,9 @@ def autocba(
     (the registered method keeps the certificate's bound, which the
     tutorials and examples read).  The answer never
     exceeds the budget, G, C or B and never stalls a job; ``bound`` is the
-    certificate of :func:`welfare_bound` (None if ``certify`` is False).
+    certificate of :func:`welfare_bound` for C, B and the budget as the referee accepts them (None if
+    ``certify`` is False), and the status is ``optimal`` when it meets the welfare within the certification
+    tolerance of docs/model.md (8.2).
     """
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
@@ -157,9 +160,9 @@ def autocba(
         welfare = 0.0
     alloc.extra = {"welfare": welfare, "source": source}
     if certify:
-        cert = welfare_bound(inst)
+        cert = welfare_bound(accepted_limits(inst))  # every allocation the referee accepts (issue 19)
         bound = cert.bound
-        proven = welfare >= bound - 10 * RTOL * max(1.0, abs(bound))
+        proven = _proven(inst, welfare, bound)
         if not proven and exact and inst.n_jobs <= EXACT_JOBS:
             found = exact_search(inst, welfare, np.asarray(cert.multipliers))
             if found.pick is not None:
@@ -174,6 +177,12 @@ def autocba(
         if proven:
             alloc.status = "optimal"
     return alloc
+
+
+def _proven(inst: Instance, welfare: float, bound: float) -> bool:
+    """Whether the certificate ``bound`` meets ``welfare`` by the shared rule (models/certify.py, ``verdict``)."""
+    tol = instance_tolerance(inst, "welfare", welfare)
+    return verdict(welfare, bound, minimise=False, tol=tol, claimed="optimal").status == "optimal"
 
 
 def _picked(inst: Instance, pick: np.ndarray) -> Allocation | None:

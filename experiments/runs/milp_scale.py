@@ -9,7 +9,6 @@ Instance family: ``cbalab generate --kind welfare --jobs N --datasets N/10 --see
 * ``arrays``      the array form of models/milp/welfare.py built from numpy and passed to highspy, one MILP;
 * ``arrays+warm`` the same with AutoCBA's allocation as HiGHS's first incumbent (AutoCBA's time not included;
                   it is the ``autocba`` row);
-* ``arrays+cut``  the warm start and its welfare (less 1e-9 relative) as HiGHS's objective bound;
 * ``sliced``      the array form solved by GPU-count slices (models/solve.py: solve_sliced,
                   proofs/welfare_milp_forms.md Theorem F4): the registered ``milp`` method;
 * ``sliced+warm`` the slices with AutoCBA's allocation as the first incumbent (AutoCBA's time not included);
@@ -47,7 +46,7 @@ from cbalab.models.instance import Instance
 from cbalab.models.solve import solve_welfare, solve_welfare_stall
 from cbalab.models.types import SolveOptions
 
-FORMS = ("autocba", "pyomo", "arrays", "arrays+warm", "arrays+cut", "sliced", "sliced+warm", "stall")
+FORMS = ("autocba", "pyomo", "arrays", "arrays+warm", "sliced", "sliced+warm", "stall")
 JOBS = (100, 300, 1000, 3000)
 #: The size of the quick run (CI): small enough that every form proves its optimum at once.
 QUICK_JOBS = (30,)
@@ -99,17 +98,10 @@ def run_one(params: dict) -> dict:
             alloc = solve_welfare(inst, relax=False, options=options, form="pyomo")
         elif form in ("arrays", "sliced"):
             alloc = solve_welfare(inst, relax=False, options=options, sliced=form == "sliced")
-        elif form in ("arrays+warm", "arrays+cut", "sliced+warm"):
+        elif form in ("arrays+warm", "sliced+warm"):
             warm = _autocba(*key)[0]
             start, cpu = time.perf_counter(), time.process_time()
-            alloc = solve_welfare(
-                inst,
-                relax=False,
-                options=options,
-                warm=warm,
-                cutoff=form == "arrays+cut",
-                sliced=form == "sliced+warm",
-            )
+            alloc = solve_welfare(inst, relax=False, options=options, warm=warm, sliced=form == "sliced+warm")
         elif form == "stall":
             alloc = solve_welfare_stall(inst, options)
         else:
@@ -139,7 +131,7 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     instances where the reference itself proved its optimum).
     """
     df = rows.copy()
-    p2 = df[df["form"].isin(["pyomo", "arrays", "arrays+warm", "arrays+cut", "sliced", "sliced+warm"])]
+    p2 = df[df["form"].isin(["pyomo", "arrays", "arrays+warm", "sliced", "sliced+warm"])]
     p2 = p2[p2["status"] == "optimal"]
     opt = p2.groupby(["jobs", "budget_fraction", "seed"])["welfare"].max().rename("optimum")
     df = df.join(opt, on=["jobs", "budget_fraction", "seed"])

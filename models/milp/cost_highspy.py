@@ -11,7 +11,8 @@ p_b) for every job.  Rows:
 
 * feeding, b_j + r_j h_k(j) ≥ r_j for every job with r_j > 0 (b_j ≥ r_j (1 − h_k(j)));
 * cache capacity, Σ_k d_k h_k ≤ C;
-* bandwidth capacity, Σ_j b_j ≤ B, when B is finite and there is a job.
+* bandwidth capacity, Σ_j b_j ≤ B, when B is finite and there is a job; B as the referee accepts it,
+  ``tolerated(B, MODEL_SHARE)`` (docs/model.md (8.1)), as in build_cost_model and CBA.
 
 The objective offset is the fixed GPU bill p_g Σ_j g_j.  The hit ratio keeps
 the feeding rows' coefficients at r_j: with the cache in GB they would be
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from cbalab.models.evaluate import MODEL_SHARE, tolerated
 from cbalab.models.instance import Instance, InstanceError
 
 
@@ -83,7 +85,7 @@ def build_cost_lp(inst: Instance) -> highspy.HighsLp:
         indices.append(K + np.arange(J, dtype=np.int32))
         values.append(np.ones(J))
         lower.append(np.array([-highspy.kHighsInf]))
-        upper.append(np.array([float(inst.bandwidth_gbps)]))
+        upper.append(np.array([tolerated(inst.bandwidth_gbps, MODEL_SHARE)]))
     lp = highspy.HighsLp()
     lp.num_col_ = K + J
     lp.num_row_ = n_fed + len(starts) - 1

@@ -14,6 +14,9 @@ dataset k:
 * :func:`define_budget`     p_g Σ g_o y_o + p_c Σ c_k + p_b Σ b_j ≤ Budget;
 * :func:`define_welfare`    maximise Σ U_o y_o.
 
+C, B and the budget stand in their rows as the referee accepts them, ``tolerated(·, MODEL_SHARE)`` of
+models/evaluate.py (docs/model.md (8.1)): the model optimises over the allocations the referee accepts.
+
 ``relax=True`` makes y continuous in [0, 1]: the LP relaxation, whose optimum
 is an upper bound on the welfare.  (McCormick is then no longer exact, and
 the relaxation is correspondingly weaker; it is still a valid bound because
@@ -34,7 +37,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyomo.environ as pyo
 
+from cbalab.models.certify import objective_unit
+from cbalab.models.evaluate import MODEL_SHARE, tolerated
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import power_of_two
 
 
 def build_welfare_model(inst: Instance, *, relax: bool = False) -> pyo.ConcreteModel:
@@ -110,9 +116,13 @@ def define_capacity(m: pyo.ConcreteModel, inst: Instance) -> None:
     m.gpus_used = pyo.Expression(expr=pyo.quicksum(float(g[o]) * m.y[o] for o in m.O))
     if inst.gpus is not None:
         m.gpu_capacity = pyo.Constraint(expr=m.gpus_used <= float(inst.gpus))
-    m.cache_capacity = pyo.Constraint(expr=pyo.quicksum(m.cache[k] for k in m.K) <= float(inst.cache_gb))
+    m.cache_capacity = pyo.Constraint(
+        expr=pyo.quicksum(m.cache[k] for k in m.K) <= tolerated(inst.cache_gb, MODEL_SHARE)
+    )
     if math.isfinite(inst.bandwidth_gbps):
-        m.bandwidth_capacity = pyo.Constraint(expr=pyo.quicksum(m.bw[j] for j in m.J) <= float(inst.bandwidth_gbps))
+        m.bandwidth_capacity = pyo.Constraint(
+            expr=pyo.quicksum(m.bw[j] for j in m.J) <= tolerated(inst.bandwidth_gbps, MODEL_SHARE)
+        )
 
 
 def define_budget(m: pyo.ConcreteModel, inst: Instance) -> None:
@@ -123,7 +133,7 @@ def define_budget(m: pyo.ConcreteModel, inst: Instance) -> None:
         + inst.price_bandwidth * pyo.quicksum(m.bw[j] for j in m.J)
     )
     if math.isfinite(inst.budget_per_hour):
-        m.budget = pyo.Constraint(expr=m.spend <= float(inst.budget_per_hour))
+        m.budget = pyo.Constraint(expr=m.spend <= tolerated(inst.budget_per_hour, MODEL_SHARE))
 
 
 def define_welfare(m: pyo.ConcreteModel, inst: Instance) -> None:
@@ -151,6 +161,14 @@ def define_welfare(m: pyo.ConcreteModel, inst: Instance) -> None:
 # The stall-allowed relaxation (``stall=True``) replaces the utility Σ U_o y_o by Σ U_o s_o with a fed
 # fraction s_o ≤ y_o, and the demand r_o y_o by r_o s_o with the cache-served part z_o ≤ s_o (z_o plays
 # w_o's role): proofs/welfare_milp_forms.md, Theorem F3, for what it bounds and when it is exact.
+#
+# HiGHS's tolerances are absolute (1e-7 on a row, 1e-6 on integrality, a MIP gap of 0 in objective units), so
+# the array form is scaled before HiGHS sees it (docs/model.md §8, issue 19): the objective is divided by a
+# power of two near the largest utility of an option that can run (models/certify.py, objective_unit), each
+# b_j is measured in a power of two near its job's largest rate, and the rows of C, B and the budget are
+# divided by their limit.  Scaling rows changes no solution, and powers
+# of two are undone exactly: WelfareArrays.welfare gives the welfare in the instance's units.  Utilities of
+# 1e-8 (welfare 5e-6) then meet the same tolerances as utilities of 1.
 
 
 #: Rows of docs/model.md §5's form that the array form keeps by default (build_welfare_arrays).
@@ -162,8 +180,9 @@ class WelfareArrays:
     """P2 (or its stall relaxation) as maximise cost·x s.t. row_lo ≤ A x ≤ row_hi, col_lo ≤ x ≤ col_hi.
 
     A is row-wise CSR (``start``, ``index``, ``value``).  Columns: y at [0, O), w (or z) at [O, 2O), h at
-    [2O, 2O + K), with ``stall`` the fed fractions s at [2O + K, 3O + K), then b_j if the feeding rows are
-    kept.  ``integral`` marks y.
+    [2O, 2O + K), with ``stall`` the fed fractions s at [2O + K, 3O + K), then b_j / ``bandwidth_scale[j]``
+    if the feeding rows are kept.  ``integral`` marks y.  ``cost`` is the utility divided by
+    ``objective_scale`` (all scales are powers of two; see the comment above).
     """
 
     cost: np.ndarray
@@ -178,6 +197,32 @@ class WelfareArrays:
     n_options: int
     n_datasets: int
     stall: bool
+    objective_scale: float = 1.0
+    bandwidth_scale: np.ndarray | None = None
+
+    def welfare(self, x: np.ndarray) -> float:
+        """The objective of a solution vector in the instance's units (utility/h): U·x, unscaled exactly."""
+        return float(self.cost @ x) * self.objective_scale
+
+    def fits(self, x: np.ndarray, tol: float = 1e-12) -> bool:
+        """Whether ``x`` meets every row and column bound to a relative ``tol`` and is whole where it must be.
+
+        The check a warm start passes before it may count as an incumbent (proofs/welfare_milp_forms.md,
+        Theorem F4 (iii)): the rows already hold the referee's slack, so ``tol`` covers rounding only.
+        """
+        if x.shape != (self.n_cols,) or not np.all(np.isfinite(x)):
+            return False
+        slack_col = tol * np.maximum(1.0, np.abs(x))
+        if np.any(x < self.col_lo - slack_col) or np.any(x > self.col_hi + slack_col):
+            return False
+        whole = x[self.integral]
+        if np.any(np.abs(whole - np.rint(whole)) > tol):
+            return False
+        rows = np.repeat(np.arange(self.row_hi.size), np.diff(self.start))
+        activity = np.bincount(rows, weights=self.value * x[self.index], minlength=self.row_hi.size)
+        size = np.bincount(rows, weights=np.abs(self.value * x[self.index]), minlength=self.row_hi.size)
+        slack_row = tol * np.maximum(1.0, size)
+        return bool(np.all(activity <= self.row_hi + slack_row) and np.all(activity >= self.row_lo - slack_row))
 
     @property
     def n_cols(self) -> int:
@@ -207,19 +252,20 @@ def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     """Per option: can it run alone, unstalled, within G, C, B and the budget? (proofs/welfare_milp_forms.md, F2).
 
     Alone, option o pays p_g g_o + min over h ≤ min(1, C/d) with r_o(1 − h) ≤ B of p_c d h + p_b r_o (1 − h);
-    the minimum is at an end of the feasible h interval (linear cost).  ``slack`` is relative and on the side
-    of keeping: an option is dropped only if it misses a limit by more than it, so a rounding error can never
-    remove a feasible option (the AutoCBA bug of issue 12 was the opposite).
+    the minimum is at an end of the feasible h interval (linear cost).  C, B and the budget are taken as the
+    referee accepts them (``tolerated``, docs/model.md (8.1)), and ``slack`` is relative and on the side of
+    keeping on top: an option is dropped only if it misses a limit by more than it, so a rounding error can
+    never remove a feasible option (the AutoCBA bug of issue 12 was the opposite).
     """
     o_job = inst.option_job()
     d = inst.dataset_size_gb[inst.job_dataset[o_job]]
     r = inst.option_io_gbps
     g = inst.option_gpus.astype(float)
-    h_top = np.minimum(1.0, inst.cache_gb / d)
+    h_top = np.minimum(1.0, tolerated(inst.cache_gb) / d)
     h_low = np.zeros_like(r)
     if math.isfinite(inst.bandwidth_gbps):
         with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(r > 0, 1.0 - inst.bandwidth_gbps / r, 0.0)
+            need = np.where(r > 0, 1.0 - tolerated(inst.bandwidth_gbps) / r, 0.0)
         h_low = np.clip(need, 0.0, None)
     ok = h_low <= h_top + slack
     cheapest = np.full(r.size, np.inf)
@@ -228,7 +274,7 @@ def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
         cost = inst.price_gpu * g + inst.price_cache * d * h + inst.price_bandwidth * r * (1 - h)
         cheapest = np.minimum(cheapest, cost)
     if math.isfinite(inst.budget_per_hour):
-        ok &= cheapest <= inst.budget_per_hour + slack * max(1.0, abs(inst.budget_per_hour))
+        ok &= cheapest <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
     if inst.gpus is not None:
         ok &= g <= inst.gpus
     return ok
@@ -239,7 +285,7 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     g = inst.option_gpus.astype(float)
     ok = np.ones(g.size, dtype=bool)
     if math.isfinite(inst.budget_per_hour):
-        ok &= inst.price_gpu * g <= inst.budget_per_hour + slack * max(1.0, abs(inst.budget_per_hour))
+        ok &= inst.price_gpu * g <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
     if inst.gpus is not None:
         ok &= g <= inst.gpus
     return ok
@@ -255,7 +301,7 @@ def build_welfare_arrays(
     w_o ≤ h_k(o), ``"w_above"`` the rows w_o ≥ h_k(o) + y_o − 1.  All are kept by default, because dropping
     them measured slower although the LP bound is the same: without the feeding rows HiGHS needed > 20 s
     instead of 3 s on a 100-job instance, and without the two McCormick rows its presolve took > 60 s
-    instead of 15 s on a 1,000-job one (2 loaded cores).
+    instead of 15 s on a 1,000-job one (2 loaded cores).  The form is scaled as the comment above says.
     """
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
@@ -274,11 +320,20 @@ def build_welfare_arrays(
         n_cols += n_j
     rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (row, col, val, lo, hi)
     n_rows = 0
+    u_scale = power_of_two(objective_unit(inst, "welfare"))
+    top_rate = np.zeros(n_j)
+    np.maximum.at(top_rate, o_job, r)
+    b_scale = np.array([power_of_two(float(x)) for x in top_rate])  # b_j = b_scale[j] · b'_j
 
     def add(row: np.ndarray, col: np.ndarray, val: np.ndarray, count: int, hi: np.ndarray | float) -> None:
         nonlocal n_rows
         rows.append((row + n_rows, col, val, np.full(count, -np.inf), np.broadcast_to(hi, (count,)).astype(float)))
         n_rows += count
+
+    def add_limit(col: np.ndarray, val: np.ndarray, limit: float) -> None:
+        """One row Σ val·x ≤ tolerated(limit, MODEL_SHARE), divided by the limit (by its largest entry if it is 0)."""
+        scale = limit if limit > 0 else (float(np.abs(val).max()) if val.size and np.abs(val).max() > 0 else 1.0)
+        add(np.zeros(col.size, np.int64), col, val / scale, 1, tolerated(limit, MODEL_SHARE) / scale)
 
     ones = np.ones(n_o)
     add(o_job, y, ones, n_j, 1.0)  # one option per job
@@ -294,20 +349,21 @@ def build_welfare_arrays(
         add(np.r_[y, y, y], np.r_[h0 + o_k, y, w], np.r_[ones, ones, -ones], n_o, 1.0)
     if inst.gpus is not None:
         add(np.zeros(n_o, np.int64), y, g, 1, float(inst.gpus))
-    add(np.zeros(n_k, np.int64), h0 + np.arange(n_k), d, 1, float(inst.cache_gb))
+    add_limit(h0 + np.arange(n_k), d, inst.cache_gb)
     demand_cols, demand_vals = np.r_[s, w], np.r_[r, -r]  # Σ_o r_o (s_o − w_o), s = y without stalls
     keep = demand_vals != 0
     demand_cols, demand_vals = demand_cols[keep], demand_vals[keep]
-    if "feeding" in rows_kept:  # Σ_o r_o (s_o − w_o) − b_j ≤ 0 per job, and the sums run over b
-        add(np.r_[o_job, o_job, jobs], np.r_[s, w, b0 + jobs], np.r_[r, -r, -np.ones(n_j)], n_j, 0.0)
-        demand_cols, demand_vals = b0 + jobs, np.ones(n_j)
+    if "feeding" in rows_kept:  # Σ_o (r_o / ρ_j)(s_o − w_o) − b'_j ≤ 0 per job, b_j = ρ_j b'_j; sums run over b
+        rho = np.r_[r, -r] / b_scale[np.r_[o_job, o_job]]
+        add(np.r_[o_job, o_job, jobs], np.r_[s, w, b0 + jobs], np.r_[rho, -np.ones(n_j)], n_j, 0.0)
+        demand_cols, demand_vals = b0 + jobs, b_scale
     if math.isfinite(inst.bandwidth_gbps) and demand_cols.size:
-        add(np.zeros(demand_cols.size, np.int64), demand_cols, demand_vals, 1, float(inst.bandwidth_gbps))
+        add_limit(demand_cols, demand_vals, inst.bandwidth_gbps)
     if math.isfinite(inst.budget_per_hour):
         spend_cols = np.r_[y, h0 + np.arange(n_k), demand_cols]
         spend_vals = np.r_[inst.price_gpu * g, inst.price_cache * d, inst.price_bandwidth * demand_vals]
         nz = spend_vals != 0
-        add(np.zeros(int(nz.sum()), np.int64), spend_cols[nz], spend_vals[nz], 1, float(inst.budget_per_hour))
+        add_limit(spend_cols[nz], spend_vals[nz], inst.budget_per_hour)
     row = np.concatenate([t[0] for t in rows])
     col = np.concatenate([t[1] for t in rows])
     val = np.concatenate([t[2] for t in rows])
@@ -319,7 +375,7 @@ def build_welfare_arrays(
     start = np.zeros(n_rows + 1, dtype=np.int32)
     np.cumsum(np.bincount(row, minlength=n_rows), out=start[1:])
     cost = np.zeros(n_cols)
-    cost[s] = inst.option_utility
+    cost[s] = inst.option_utility / u_scale
     col_hi = np.ones(n_cols)
     col_hi[b0:] = np.inf
     col_hi[y] = np.where(_stall_fits(inst) if stall else standalone_fits(inst), 1.0, 0.0)
@@ -338,13 +394,16 @@ def build_welfare_arrays(
         n_options=n_o,
         n_datasets=n_k,
         stall=stall,
+        objective_scale=u_scale,
+        bandwidth_scale=b_scale,
     )
 
 
 def start_point(inst: Instance, arrays: WelfareArrays, gpus: np.ndarray, cache_gb: np.ndarray) -> np.ndarray:
     """A solution vector of ``arrays`` for an allocation (options by GPUs, h = min(c, d)/d, w = y h, s = y).
 
-    The warm start handed to HiGHS (issue 12, item 2); HiGHS checks it and ignores it if it is infeasible.
+    The warm start handed to HiGHS (issue 12, item 2); it counts as an incumbent only if it meets the rows
+    (:meth:`WelfareArrays.fits`), and HiGHS checks it too.  Its b_j is the least feeding, in the scaled units.
     """
     x = np.zeros(arrays.n_cols)
     o_job = inst.option_job()
@@ -360,7 +419,8 @@ def start_point(inst: Instance, arrays: WelfareArrays, gpus: np.ndarray, cache_g
         k0 += n_o
     if arrays.n_cols > k0:  # b_j = the least feeding of the chosen option
         remote = chosen * inst.option_io_gbps * (1 - hit[inst.job_dataset[o_job]])
-        x[k0:] = np.bincount(o_job, weights=remote, minlength=inst.n_jobs)
+        scale = arrays.bandwidth_scale if arrays.bandwidth_scale is not None else 1.0
+        x[k0:] = np.bincount(o_job, weights=remote, minlength=inst.n_jobs) / scale
     return x
 
 

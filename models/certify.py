@@ -1,0 +1,300 @@
+"""The one certification step every ``optimal`` passes (docs/model.md §8, "When cbalab says optimal").
+
+A method may claim ``optimal``; this module decides whether the claim stands.  It stands when
+
+* the referee (models/evaluate.py) accepts the allocation, and its score is the objective reported;
+* the method brings a bound on the optimum that does not come from that score (HiGHS's dual bound,
+  rescaled to the instance's units; the LP bound; AutoCBA's Lagrangian certificate; CBA's weak dual),
+  and no allocation cbalab can write down without a solver beats that bound (:func:`simple_allocation`);
+* the bound meets the score within the tolerance of docs/model.md (8.2),
+  ``abs(bound − score) ≤ CERTIFY_RTOL · abs(score − fixed) + CERTIFY_ATOL · unit``, where ``unit`` is the
+  instance's objective unit (:func:`objective_unit`) and ``fixed`` the part of the objective no decision
+  changes (:func:`fixed_part`);
+* and the solve ran at MIP gap 0: "within a gap" is not a proof.
+
+Otherwise the answer is ``feasible`` and its reason gives the referee's score and the bound.  A bound that
+the referee's score (or the simple allocation) beats by more than the tolerance was no bound: it is dropped.
+A bound that exceeds the score within the tolerance is clipped to the score, so that a lower bound never
+exceeds its cost and an upper bound never falls below its welfare.
+
+:func:`verdict` is the rule on two numbers, for a caller whose referee is not :func:`evaluate` (the
+offline optimum P3 is scored by the replay); :func:`certify` applies it to an Allocation of P1 or P2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
+from cbalab.models.instance import Instance
+
+#: Relative part of the certification tolerance (8.2): HiGHS's 1e-7 row tolerances, met again by the
+#: referee after the allocation is repaired into the limits, move a score by a few 1e-7; 1e-6 leaves room.
+CERTIFY_RTOL = 1e-6
+
+#: Absolute part of the certification tolerance (8.2), in units of :func:`objective_unit` (the scale HiGHS
+#: works in after scaling): it decides the optimum 0, where the relative part is 0 too.
+CERTIFY_ATOL = 1e-9
+
+
+def objective_unit(inst: Instance, problem: str) -> float:
+    """The instance's own unit of the objective, at most about the optimum's size (docs/model.md (8.2)).
+
+    Welfare (§5): the largest utility U_o among the options whose GPUs alone fit G and the budget.  Cost
+    (§4): the least IO cost with C and B left out, Σ_k min(p_b R_k, p_c d_k), a lower bound on the optimum's
+    IO cost (Theorem 1's dual at λ = μ = 0); when that is 0, the cost of all-remote IO p_b Σ_k R_k, then of
+    caching everything p_c Σ_k d_k, then the GPU bill, then 1.  HiGHS sees the objective divided by (a power
+    of two near) this unit, and the absolute part of the certification tolerance is measured in it, so that
+    both mean the same at every scale of the numbers.  (The largest single coefficient is no such unit: a
+    job reading 1e15 GB/s from a dataset cached whole costs 33 $/h, not 9e14.)
+    """
+    if problem == "welfare":
+        g = inst.option_gpus.astype(float)
+        runs = np.ones(g.size, dtype=bool)
+        if inst.gpus is not None:
+            runs &= g <= inst.gpus
+        if math.isfinite(inst.budget_per_hour):
+            runs &= inst.price_gpu * g <= tolerated(inst.budget_per_hour)
+        u = np.abs(inst.option_utility[runs])
+        return float(u.max()) if u.size and u.max() > 0 else 1.0
+    demand = inst.dataset_demand(np.where(inst.has_fixed, inst.job_io_gbps, 0.0))
+    remote = inst.price_bandwidth * demand
+    cached = inst.price_cache * inst.dataset_size_gb
+    for unit in (float(np.minimum(remote, cached).sum()), float(remote.sum()), float(cached.sum())):
+        if unit > 0:
+            return unit
+    gpu_bill = fixed_part(inst, problem)
+    return gpu_bill if gpu_bill > 0 else 1.0
+
+
+def accepted_limits(inst: Instance) -> Instance:
+    """``inst`` with C, B and the budget as the referee accepts them, ``tolerated(·)`` (docs/model.md (8.1)).
+
+    A bound on this instance bounds every allocation the referee accepts on ``inst``: below 1 GB, 1 GB/s or
+    1 $/h the referee's slack is more than rounding, and a bound for the limits as written can be beaten.
+    """
+    return inst.replace(
+        cache_gb=tolerated(inst.cache_gb),
+        bandwidth_gbps=tolerated(inst.bandwidth_gbps),
+        budget_per_hour=tolerated(inst.budget_per_hour),
+    )
+
+
+def fixed_part(inst: Instance, problem: str) -> float:
+    """The part of the objective that no decision changes: P1's GPU bill p_g Σ_j g_j (§4), 0 for welfare."""
+    if problem != "cost":
+        return 0.0
+    return inst.price_gpu * float(inst.job_gpus[inst.has_fixed].sum())
+
+
+def tolerance(score: float, unit: float, fixed: float = 0.0) -> float:
+    """docs/model.md (8.2): ``CERTIFY_RTOL · abs(score − fixed) + CERTIFY_ATOL · unit``."""
+    return CERTIFY_RTOL * abs(score - fixed) + CERTIFY_ATOL * unit
+
+
+def instance_tolerance(inst: Instance, problem: str, score: float) -> float:
+    """The certification tolerance (8.2) of a score on ``inst``: :func:`tolerance` with its unit and fixed part."""
+    return tolerance(score, objective_unit(inst, problem), fixed_part(inst, problem))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the certification decided: the status, the bound kept (None: it was no bound) and why, if not optimal."""
+
+    status: str
+    bound: float | None
+    reason: str | None
+
+
+def verdict(
+    score: float,
+    bound: float | None,
+    *,
+    minimise: bool,
+    tol: float,
+    claimed: str,
+    mip_gap: float = 0.0,
+    source: str = "the bound",
+) -> Verdict:
+    """Certify a claim on numbers alone: ``score`` is the referee's objective, ``bound`` the independent bound.
+
+    ``minimise`` says which side the bound is on (a lower bound of a cost, or an upper bound of a
+    welfare); ``tol`` is the tolerance (8.2) of the score (:func:`tolerance`); ``claimed`` the method's
+    status, of which only ``optimal`` is tested (``time_limit``, ``feasible`` stay what they are);
+    ``mip_gap`` the relative gap the solver ran at; ``source`` names the bound in the reason.
+
+    * A bound that is missing or not finite proves nothing: ``optimal`` becomes ``feasible``.
+    * A bound the score beats by more than ``tol`` is no bound: it is dropped and ``optimal`` becomes
+      ``feasible``.
+    * Otherwise the bound is kept, clipped to the score (a lower bound never above the cost, an upper
+      bound never below the welfare), and ``optimal`` stands iff ``mip_gap`` is 0 and the bound meets
+      the score within ``tol``.
+    """
+    downgraded = "feasible" if claimed == "optimal" else claimed
+    if bound is None or not math.isfinite(bound):
+        reason = f"the referee scores {score:.9g} and there is no finite bound" if claimed == "optimal" else None
+        return Verdict(downgraded, None, reason)
+    beyond = score < bound - tol if minimise else score > bound + tol
+    if beyond:
+        reason = (
+            f"the referee scores {score:.9g}, beyond {source} {bound:.9g} by more than the tolerance {tol:.3g} "
+            "(docs/model.md (8.2)): that bound does not hold, so it is dropped"
+        )
+        return Verdict(downgraded, None, reason)
+    kept = min(bound, score) if minimise else max(bound, score)
+    if claimed != "optimal":
+        return Verdict(claimed, kept, None)
+    if mip_gap > 0:
+        reason = (
+            f"solved at MIP gap {mip_gap:g}, which proves only a value within the gap: the referee scores "
+            f"{score:.9g}, {source} is {kept:.9g}"
+        )
+        return Verdict("feasible", kept, reason)
+    if abs(kept - score) > tol:
+        reason = (
+            f"not proven optimal: the referee scores {score:.9g} and {source} is {kept:.9g}, "
+            f"{abs(kept - score):.3g} apart, more than the tolerance {tol:.3g} (docs/model.md (8.2))"
+        )
+        return Verdict("feasible", kept, reason)
+    return Verdict("optimal", kept, None)
+
+
+def certify(
+    inst: Instance,
+    problem: str,
+    alloc: Allocation,
+    *,
+    mip_gap: float = 0.0,
+    source: str = "HiGHS's bound",
+    model_objective: float | None = None,
+) -> Allocation:
+    """``alloc`` with its status and bound decided by the certification step (docs/model.md §8, (8.2)).
+
+    ``alloc.status`` is the method's claim and ``alloc.bound`` its independent bound, in the instance's
+    units (a lower bound for ``problem == "cost"``, P1, an upper bound for welfare, P2 or P2s).  The
+    referee scores the allocation; an allocation it rejects is returned as it is (models/evaluate.py's
+    ``result`` reports it ``infeasible``).  Before :func:`verdict` decides, two pieces of evidence that
+    the solver solved another model than the instance drop the bound: ``model_objective`` (the solver's
+    own value of its incumbent) disagreeing with the score, and :func:`simple_allocation` beating the
+    bound.  The numbers go to ``alloc.extra["certificate"]``; a claim that does not stand gets the reason.
+    """
+    if not alloc.has_allocation:
+        return alloc
+    ev = evaluate(inst, alloc, problem)
+    if not ev.feasible:
+        return alloc
+    minimise = problem == "cost"
+    score = ev.cost_total if minimise else float(ev.welfare or 0.0)
+    tol = instance_tolerance(inst, problem, score)
+    claimed = alloc.status
+    bound = alloc.bound
+    problems = []
+    if model_objective is not None and abs(score - model_objective) > tol:
+        problems.append(f"the solver's objective is {model_objective:.9g}")
+    if bound is not None and math.isfinite(bound):
+        witness = simple_allocation(inst, problem)
+        if witness is not None and (witness[1] < bound - tol if minimise else witness[1] > bound + tol):
+            problems.append(f"{witness[0]} scores {witness[1]:.9g}, beyond {source} {bound:.9g}")
+    if problems:
+        what = "cost" if minimise else "welfare"
+        alloc.reason = (
+            f"the referee scores this allocation's {what} at {score:.9g} but {' and '.join(problems)}: the solver's "
+            f"answer does not hold for this instance (largest input: {largest_input(inst)}); "
+            f"status downgraded from {claimed}, bound dropped"
+        )
+        alloc.status = "feasible" if claimed in ("optimal", "feasible") else claimed
+        alloc.bound = None
+    else:
+        v = verdict(score, bound, minimise=minimise, tol=tol, claimed=claimed, mip_gap=mip_gap, source=source)
+        alloc.status, alloc.bound = v.status, v.bound
+        if v.reason is not None:
+            alloc.reason = v.reason if alloc.reason is None else f"{alloc.reason}; {v.reason}"
+    alloc.extra["certificate"] = {"claimed": claimed, "score": score, "bound": bound, "tolerance": tol}
+    return alloc
+
+
+def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
+    """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
+
+    Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
+    Welfare (§5): without cache, options taken greedily (by utility per
+    dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
+    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either
+    is scored by the referee and used only if it finds it feasible.
+    This catches a solver whose bound is self-consistent but wrong, e.g. a
+    presolve that reduces a MILP with optimum 54 to an empty one with
+    optimum 0 (found by tests/test_fuzz.py with HiGHS 1.15.1).
+    """
+    if problem == "cost":
+        if not inst.has_fixed.all():
+            return None
+        cache = np.zeros(inst.n_datasets)
+        alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
+        what = "no cache with every job on remote IO"
+    else:
+        gpus, bw = _greedy_without_cache(inst)
+        alloc = Allocation(gpus, np.zeros(inst.n_datasets), bw)
+        what = f"a greedy choice of {int((gpus > 0).sum())} jobs without cache"
+    ev = evaluate(inst, alloc, problem)
+    if not ev.feasible:
+        return None
+    return what, ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
+
+
+def _greedy_without_cache(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """GPUs and bandwidth per job of the greedy no-cache welfare allocation of :func:`simple_allocation`.
+
+    Two greedy orders, by utility per dollar and by utility, each taking at
+    most one option per job while G, B and the budget allow; the one with the
+    larger total utility is returned.
+    """
+    g, r, u = inst.option_gpus, inst.option_io_gbps, inst.option_utility
+    cost = inst.price_gpu * g + inst.price_bandwidth * r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = np.where(cost > 0, u / cost, np.inf)
+    job = inst.option_job()
+    best: tuple[float, np.ndarray, np.ndarray] = (-1.0, np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_jobs))
+    for order in (np.lexsort((-u, -density)), np.lexsort((cost, -u))):
+        gpus, bw = np.zeros(inst.n_jobs, dtype=np.int64), np.zeros(inst.n_jobs)
+        money, bw_left = inst.budget_per_hour, inst.bandwidth_gbps
+        gpu_left = math.inf if inst.gpus is None else inst.gpus
+        total = 0.0
+        for o in order:
+            j = job[o]
+            if u[o] <= 0 or gpus[j] > 0 or cost[o] > money or g[o] > gpu_left or r[o] > bw_left:
+                continue
+            gpus[j], bw[j] = g[o], r[o]
+            money, gpu_left, bw_left, total = money - cost[o], gpu_left - g[o], bw_left - r[o], total + u[o]
+        if total > best[0]:
+            best = (total, gpus, bw)
+    return best[1], best[2]
+
+
+def largest_input(inst: Instance) -> str:
+    """The field and value of the instance's largest number (sizes, rates, utilities, prices, capacities)."""
+    candidates: list[tuple[float, str]] = [
+        (inst.cache_gb, "cluster.cache_gb"),
+        (inst.price_gpu, "prices.gpu_per_hour"),
+        (inst.price_cache, "prices.cache_gb_per_hour"),
+        (inst.price_bandwidth, "prices.bandwidth_gbps_per_hour"),
+    ]
+    for x, name in ((inst.bandwidth_gbps, "cluster.bandwidth_gbps"), (inst.budget_per_hour, "budget_per_hour")):
+        if math.isfinite(x):
+            candidates.append((x, name))
+    ptr, job = inst.option_ptr, inst.option_job()
+    columns: list[tuple[np.ndarray, Callable[[int], str]]] = [
+        (inst.dataset_size_gb, lambda k: f"datasets[{k}].size_gb"),
+        (np.where(inst.has_fixed, inst.job_io_gbps, 0.0), lambda j: f"jobs[{j}].io_gbps"),
+        (inst.option_io_gbps, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].io_gbps"),
+        (inst.option_utility, lambda o: f"jobs[{job[o]}].options[{o - ptr[job[o]]}].utility"),
+    ]
+    for values, field_of in columns:
+        if values.size:
+            i = int(np.argmax(values))
+            candidates.append((float(values[i]), field_of(i)))
+    value, name = max(candidates)
+    return f"{name} = {value:.6g}"
