@@ -632,8 +632,10 @@ def solve_welfare(
     relaxation's optimum as ``bound`` (an upper bound on the welfare optimum)
     and, as its allocation, rounds down: it keeps only the jobs whose LP
     choice is already whole (y_o = 1), fed from the LP's cache.  Rounding
-    down only removes GPUs and demand, so the allocation is feasible; its
-    status is ``feasible``, never ``optimal``.
+    down only removes GPUs and demand, so the allocation is feasible.  When
+    the relaxation is whole (every job's y all 0 or one 1) the rounding is the
+    relaxation's optimum itself, so it may be ``optimal``: the certification
+    step decides, as for every exact answer (its welfare must meet the bound).
 
     Either way :func:`_fed_within_limits` then repairs floating-point excess
     (HiGHS's 1e-7 feasibility tolerance) so that the referee, which checks to
@@ -681,11 +683,19 @@ def solve_welfare(
     alloc = _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0))
     alloc.extra["milp"] = facts
     if relax:
-        alloc.status = "feasible" if out.status == "optimal" else out.status
+        job = inst.option_job()
+        fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
+        n_frac = int(fractional.sum())
+        alloc.status = out.status if n_frac == 0 else ("feasible" if out.status == "optimal" else out.status)
         alloc.bound = out.objective if out.status == "optimal" else None
         alloc.reason = (
-            "LP relaxation: bound is the relaxation optimum; the allocation keeps only the jobs whose LP choice is "
-            f"whole ({jobs.size} of {inst.n_jobs})"
+            "LP relaxation: bound is the relaxation optimum; "
+            + (
+                f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
+                if n_frac == 0
+                else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
+                f"({jobs.size} run)"
+            )
         )
         return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
     alloc.status = out.status

@@ -154,13 +154,29 @@ def test_lp_bound_dominates_milp_and_its_allocation_is_feasible(inst: Instance) 
     """The LP relaxation's optimum bounds the MILP optimum; its rounded-down allocation is feasible and below it."""
     lp = welfare_lp(inst)
     milp = welfare_milp(inst)
-    assert lp.status == "feasible"
+    assert lp.status in ("feasible", "optimal")
     ev_lp = evaluate(inst, lp, "welfare")
     ev_milp = evaluate(inst, milp, "welfare")
     assert ev_lp.feasible, ev_lp.violations
     tol = 1e-6 * max(1.0, ev_milp.welfare)
     assert lp.bound >= ev_milp.welfare - tol
     assert ev_lp.welfare <= ev_milp.welfare + tol
+
+
+def test_regression_issue23_welfare_lp_is_optimal_when_its_relaxation_is_whole() -> None:
+    """An unbinding budget makes the LP whole (every job at its best option): lp is optimal, meeting its bound and
+    the MILP, and its reason counts whole choices (running or not); a binding one leaves a fractional job, which
+    is counted as dropped, and lp stays feasible."""
+    inst = generate_welfare(30, 5, seed=2).replace(budget_per_hour=math.inf, gpus=None)
+    lp, milp = welfare_lp(inst), welfare_milp(inst)
+    assert lp.status == "optimal" and milp.status == "optimal"
+    assert evaluate(inst, lp, "welfare").welfare == pytest.approx(lp.bound, rel=1e-9)
+    assert lp.bound == pytest.approx(milp.bound, rel=1e-6)
+    assert "it is whole" in lp.reason and "30 of 30 jobs run" in lp.reason
+    tight = generate_welfare(60, 6, seed=0)
+    rounded = welfare_lp(tight)
+    assert rounded.status == "feasible"
+    assert "the allocation drops the 1 of 60 jobs whose LP choice is fractional" in rounded.reason
 
 
 def test_milp_on_generated_100_jobs_is_proven_and_feasible() -> None:

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
+from cbalab.models.certify import tolerance
 from cbalab.models.instance import InstanceError
 
 #: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
@@ -412,13 +413,11 @@ def define_cost(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster) -> None:
 
 # ------------------------------------------------------------------------------------------------ solving
 
-#: The certification rule of P3, the same rule as the other exact methods' (an independent bound must meet the
-#: cost of a checked feasible point within a relative and an absolute tolerance; the constants are to be one at
-#: merge): ``optimal`` only when abs(cost − bound) ≤ CERT_RTOL · abs(cost) + CERT_ATOL, where ``cost`` is re-computed
-#: from a point that meets every row (:func:`settle`) and ``bound`` is the numpy Lagrangian of HiGHS's duals
-#: (HiGHS's dual bound, rescaled, for the integer variants).  CERT_ATOL is in $.
-CERT_RTOL = 1e-6
-CERT_ATOL = 1e-15
+#: The certification rule of P3 is the one of every exact method (docs/model.md (8.2), models/certify.py): an
+#: independent bound must meet the cost of a checked feasible point within CERTIFY_RTOL of the cost plus
+#: CERTIFY_ATOL of the objective's unit; P3's unit is the cost itself (a schedule's IO bill in $ has no fixed
+#: part and no scale of its own).  ``cost`` is re-computed from a point that meets every row (:func:`settle`) and
+#: ``bound`` is the numpy Lagrangian of HiGHS's duals (HiGHS's dual bound, rescaled, for the integer variants).
 
 #: A settled point meets a row when its violation is at most FEAS_RTOL · (abs(side) + Σ_j abs(a_ij x_j)) + FEAS_ATOL:
 #: the repair of :func:`settle` leaves only rounding, so this is a check of the repair, not a slack HiGHS may use.
@@ -436,10 +435,10 @@ MAX_SCALED_COST = 1e15
 
 
 def certified(cost: float | None, bound: float | None) -> bool:
-    """Whether ``bound`` meets ``cost`` by the rule of :data:`CERT_RTOL` and :data:`CERT_ATOL` (both finite)."""
+    """Whether ``bound`` meets ``cost`` by the certification rule (8.2), the cost its own unit (both finite)."""
     if cost is None or bound is None or not (math.isfinite(cost) and math.isfinite(bound)):
         return False
-    return abs(cost - bound) <= CERT_RTOL * abs(cost) + CERT_ATOL
+    return abs(cost - bound) <= tolerance(cost, unit=abs(cost))
 
 
 class Deadline:
@@ -1041,7 +1040,7 @@ def _solve_matrix(
     wall: float | None = None,
     built: Matrix | None = None,
 ) -> DynamicResult:
-    """Solve the whole P3 matrix with highspy and certify the answer (:data:`CERT_RTOL`).
+    """Solve the whole P3 matrix with highspy and certify the answer (:func:`certified`).
 
     HiGHS's tolerances are absolute, so the objective is divided before HiGHS
     sees it by a value near the optimum (:func:`_scale`): first the closed-form
