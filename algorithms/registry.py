@@ -10,7 +10,9 @@ An entry's properties are fields: the problem it answers, whether it is exact
 (HiGHS, gap 0), its kind (a plain method, a cost method that also serves as a
 cache policy feeding a GPU scheduler, or a GPU scheduler), whether it may be
 solved on dataset-aggregated demand (it depends on the running jobs only
-through R_k, docs/model.md §4) and whether it takes a cache policy.
+through R_k, docs/model.md §4), whether it takes a cache policy, and how a
+replay runs it online (algorithms/online.py): every entry is an online policy,
+re-solved at every event unless ``online`` names its stateful class.
 :func:`select` queries them; :func:`run` is the one way to call a method: it
 times the call and has the answer scored by the referee (models/evaluate.py).
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from cbalab.algorithms.online import OnlinePolicy, Resolved
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
 from cbalab.models.types import Problem, SolveOptions
@@ -42,7 +45,11 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class Method:
-    """One registered entry: its CLI name, the problem it answers, where its function lives, and its properties."""
+    """One registered entry: its CLI name, the problem it answers, where its function lives, and its properties.
+
+    ``online`` ("module:Class", or None) is the entry's stateful online form; ``restart_aware`` says that the
+    elastic replay hands it restart-aware utilities (docs/model.md §6b, "Reallocation is not free").
+    """
 
     name: str
     problem: Problem
@@ -53,13 +60,17 @@ class Method:
     aggregable: bool = False
     takes_cache_policy: bool = False
     online: str | None = None
+    restart_aware: bool = False
 
-    def online_policy(self) -> Callable[[], Any]:
-        """The class of the entry's stateful online form (``online`` as "module:Class"): the simulator makes one
-        object per replay and calls its ``decide(instance, now_s, filled_gb)`` at every event (docs/model.md §6)."""
-        module, name = str(self.online).split(":")
-        cls: Callable[[], Any] = getattr(importlib.import_module(module), name)
-        return cls
+    def online_policy(self, options: SolveOptions) -> OnlinePolicy:
+        """A fresh online form of the entry for one replay (algorithms/online.py): its ``online`` class made with
+        ``options``, else the static function re-solved at every event (:class:`~cbalab.algorithms.online.Resolved`).
+        """
+        if self.online is None:
+            return Resolved(self.function(), options)
+        module, name = self.online.split(":")
+        cls: Callable[[SolveOptions], OnlinePolicy] = getattr(importlib.import_module(module), name)
+        return cls(options)
 
     def function(self) -> MethodFunction:
         """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
@@ -81,6 +92,7 @@ def register(
     kind: Kind = Kind.METHOD,
     aggregable: bool = False,
     online: str | None = None,
+    restart_aware: bool = False,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once."""
     key = (Problem(problem), name)
@@ -96,6 +108,7 @@ def register(
         aggregable=aggregable,
         takes_cache_policy=kind == Kind.GPU_SCHEDULER,
         online=online,
+        restart_aware=restart_aware,
     )
 
 
@@ -171,7 +184,12 @@ register(
     exact=True,
 )
 register(
-    "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
+    "autocba",
+    "welfare",
+    "cbalab.algorithms.autocba:autocba",
+    "AutoCBA greedy + CBA feeding, Lagrangian certificate",
+    online="cbalab.algorithms.autocba.online:OnlineAutoCBA",
+    restart_aware=True,
 )
 for _name, _module, _summary in (
     ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput, whole options (normalised throughput)"),

@@ -30,7 +30,7 @@ from cbalab.models.types import Problem, SolveOptions, Status
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from cbalab.experiments.simulate import SimResult
+    from cbalab.experiments.replay import SimResult
     from cbalab.models.solve import Outcome
 
 
@@ -366,7 +366,7 @@ class ReplayResult:
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
-        from cbalab.experiments.simulate import SimResult
+        from cbalab.experiments.replay import SimResult
 
         return SimResult(self.jobs, self.timeseries, dict(self.summary)).write(out_dir)
 
@@ -424,7 +424,7 @@ def simulate(
     problem: str = "cost",
     budget_per_hour: float | None = None,
     budget_fraction: float = 0.5,
-    cache_policy: str = "silod",
+    cache_policy: str | None = None,
     utility_mix: str = "mixed",
 ) -> ReplayResult:
     """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
@@ -441,7 +441,8 @@ def simulate(
     ``problem="welfare"`` is the elastic replay (docs/model.md §6b): every job
     gets a seeded utility table (``utility_mix``), and ``policy`` (``autocba``,
     ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
-    versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
+    versions, fed by ``cache_policy``, None: ``silod``; autocba sets its caches
+    itself and takes none) chooses GPUs, cache and bandwidth under
     ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
     """
     import tempfile
@@ -515,15 +516,18 @@ def _simulate_elastic(
     gpu_type: str | None,
     budget_per_hour: float | None,
     budget_fraction: float,
-    cache_policy: str,
+    cache_policy: str | None,
     utility_mix: str,
 ) -> ReplayResult:
     """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
-    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+    from cbalab.experiments.elastic import ElasticConfig, replay
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    if policy not in POLICIES:
-        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {', '.join(POLICIES)}")
+    try:
+        registry.get(Problem.WELFARE, policy)
+    except KeyError:
+        known = ", ".join(registry.names(Problem.WELFARE))
+        raise ValueError(f"policy: {policy!r} is not a welfare policy; known: {known}") from None
     elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
     cfg = ElasticConfig(
         policy=policy,

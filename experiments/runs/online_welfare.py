@@ -47,7 +47,7 @@ import pandas as pd
 
 from cbalab.algorithms import registry
 from cbalab.experiments.data import data_path
-from cbalab.experiments.elastic import SCHEDULERS, ElasticConfig, replay
+from cbalab.experiments.elastic import ElasticConfig, replay
 from cbalab.experiments.plotting import figure, save, style
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, load_trace
 from cbalab.experiments.workload.elastic import UtilityMix, elastic
@@ -79,7 +79,8 @@ KEYS = (
 
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs of the experiment (module docstring), each a dict of :func:`run_one` parameters."""
-    naive = [s for s in SCHEDULERS if not s.endswith("-tuned")]
+    schedulers = (m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
+    naive = [s for s in schedulers if not s.endswith("-tuned")]
     rows: list[dict] = []
 
     def add(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
@@ -152,7 +153,7 @@ def run_one(params: dict) -> dict:
     policy = params["policy"]
     cfg = ElasticConfig(
         policy=policy,
-        cache_policy=params["cache_policy"] if policy != "autocba" else "silod",
+        cache_policy=params["cache_policy"] if registry.get("welfare", policy).takes_cache_policy else None,
         prices=prices,
         budget_fraction=float(params["budget_fraction"]),
         restart_delay_s=float(params["restart_delay_s"]),
@@ -164,10 +165,10 @@ def run_one(params: dict) -> dict:
         **params,
         "trace": path,
         "jobs": s["jobs"],
-        "welfare": s["welfare"],
-        "welfare_total": s["welfare_total"],
-        "welfare_rate_mean": s["welfare_rate_mean"],
-        "welfare_horizon_s": s["welfare_horizon_s"],
+        "welfare": s["welfare"]["horizon"],
+        "welfare_total": s["welfare"]["replay"],
+        "welfare_rate_mean": s["welfare"]["rate_mean"],
+        "welfare_horizon_s": s["welfare"]["horizon_s"],
         "budget_per_hour": s["budget_per_hour"],
         "spend": s["spend"],
         "spend_per_hour_max": s["spend_per_hour_max"],
