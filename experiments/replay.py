@@ -197,7 +197,7 @@ def run(strategy: Strategy, *, period_s: float | None = None, progress: bool = F
     wall = time.perf_counter()
     s = strategy
     check_period(period_s, s.submit)
-    tick = s.t + period_s if period_s is not None else math.inf
+    tick = s.t + max(period_s, resolution(s.t)) if period_s is not None else math.inf
     bar = _progress(s.n, progress, s.label)
     idle = 0
     stuck_at: float | None = None

@@ -178,7 +178,7 @@ class Replay:
     """
 
     problem = "cost"
-    cache_policy = None  # every cost policy decides the caches itself
+    cache_policy: str | None = None  # every cost policy decides the caches itself
     label = "replay"
 
     def __init__(self, workload: Workload, cfg: SimConfig, online: OnlinePolicy | None = None) -> None:

@@ -398,7 +398,7 @@ class _Moves:
         self.cols[jobs] = options
         self.refresh(np.asarray(jobs, dtype=np.int64))
 
-    def exchange(self, room: float, room_g: int, room_b: float) -> tuple[float, int, float] | None:
+    def exchange(self, room: float, room_g: float, room_b: float) -> tuple[float, float, float] | None:
         """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains.
 
         Downgrades are taken in increasing utility lost per unit of cost saved until they free what the
