@@ -211,7 +211,6 @@ class ElasticReplay:
         self.job_ids = jobs["job_id"].to_numpy(dtype=object)
         self.dataset_ids = tuple(workload.datasets["dataset"])
         self.t0 = float(self.submit.min()) if n else 0.0
-        self._check_fits()
         # per-job state (global positions); col indexes [wait, option 0, option 1, ...]
         self.rem = workload.work.astype(float).copy()
         self.col = np.zeros(n, dtype=np.int64)
@@ -247,6 +246,7 @@ class ElasticReplay:
         self.decisions = 0
         self.full_runs = 0
         self.full_improved = 0
+        self._check_fits()
         # One online policy per replay (algorithms/online.py), found in the registry.
         self.policy = self.method.online_policy(SolveOptions(cache_policy=self.cache_policy, mip_gap=cfg.reopt_gap))
 
@@ -256,36 +256,17 @@ class ElasticReplay:
         The one "fits alone" rule (algorithms/autocba/limits.py, docs/model.md §5): alone, its dataset takes the
         cheapest feeding cache that leaves at most B remote; the error names the limit the smallest option exceeds.
         """
-        w = self.w
         if self.n == 0:
             return
-        valid = w.valid
-        ptr = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int64)
-        inst = Instance(
-            gpus=self.G,
-            cache_gb=float(self.cfg.cache_gb),
-            bandwidth_gbps=self.B,
-            price_gpu=self.p_g,
-            price_cache=self.p_c,
-            price_bandwidth=self.p_b,
-            dataset_ids=self.dataset_ids,
-            dataset_size_gb=self.d,
-            job_ids=tuple(self.job_ids),
-            job_dataset=self.kj,
-            job_gpus=np.full(self.n, -1, dtype=np.int64),
-            job_io_gbps=np.full(self.n, np.nan),
-            option_ptr=ptr,
-            option_gpus=w.gpus[valid].astype(np.int64),
-            option_io_gbps=w.rate[valid].astype(float),
-            option_utility=np.ones(int(ptr[-1])),
-            budget_per_hour=self.budget,
-        )
+        every = np.arange(self.n)
+        U, Gm, Rm = self._matrices(every)
+        inst, _ = self._instance(every, np.where(np.isfinite(U), 1.0, U), Gm, Rm)  # every option offered
         ok = fits_alone(inst, 1e-9, absolute=False)
         fits = np.bincount(inst.option_job(), weights=ok, minlength=self.n) > 0
         if fits.all():
             return
         j = int(np.flatnonzero(~fits)[0])
-        rows = np.arange(ptr[j], ptr[j + 1])
+        rows = np.arange(inst.option_ptr[j], inst.option_ptr[j + 1])
         o = int(rows[np.argmin(inst.option_gpus[rows])])
         _, remote = standalone_cost(inst)
         g = int(inst.option_gpus[o])
@@ -295,9 +276,7 @@ class ElasticReplay:
             what, limit = "bandwidth_gbps", self.B
         else:
             what, limit = "budget_per_hour", self.budget
-        raise InstanceError(
-            f"jobs[{w.jobs['job_id'].iloc[j]}]", g, f"its smallest option alone exceeds {what} = {limit:.6g}"
-        )
+        raise InstanceError(f"jobs[{self.job_ids[j]}]", g, f"its smallest option alone exceeds {what} = {limit:.6g}")
 
     # ------------------------------------------------------------------ the steps of the engine's loop
     def next_event(self) -> float:
