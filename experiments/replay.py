@@ -55,7 +55,7 @@ TIMING_KEYS = ("wall_seconds", "seconds")
 
 
 def resolution(t: float) -> float:
-    """The clock's resolution at time ``t`` (seconds): 4 ulp of max(1, |t|), below which a slot would not end."""
+    """The clock's resolution at time ``t`` (seconds): 4 ulp of max(1, abs(t)), below which a slot would not end."""
     return 4.0 * math.ulp(max(1.0, abs(t)))
 
 
