@@ -408,3 +408,34 @@ def test_cli_simulate_welfare(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "5", *both])
     assert exc.value.code == 2
+
+
+def test_regression_issue20_online_autocba_uses_the_one_fits_alone_rule(monkeypatch) -> None:
+    """Online AutoCBA had its own copy of "fits alone"; it now takes AutoCBA's (algorithms/autocba/limits.py)
+    through the certificate's tables, so a rule that admits nothing leaves every job waiting."""
+    from cbalab.algorithms.autocba import certificate
+
+    inst = build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0, 0]),
+        cache_gb=10.0,
+        prices=FREE_IO,
+        gpus=8,
+        budget_per_hour=100.0,
+        options=(np.array([0, 2, 4]), np.array([1, 2, 1, 2]), np.zeros(4), np.array([1.0, 1.5, 2.0, 3.0])),
+    )
+    state = State(inst, np.zeros(1))
+    assert OnlineAutoCBA(SolveOptions()).decide(state, 0.0).gpus.tolist() == [2, 2]
+    monkeypatch.setattr(certificate, "fits_alone", lambda inst, slack: np.zeros(inst.option_gpus.size, dtype=bool))
+    assert OnlineAutoCBA(SolveOptions()).decide(state, 0.0).gpus.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("policy", ["milp", "lp"])
+def test_regression_issue20_any_registered_welfare_method_replays(policy: str) -> None:
+    """The replay finds its policy in the registry (no policy table): an exact method is re-solved at every
+    event, and the MILP's certificate is its optimum at every event."""
+    w = elastic(assign(generate_trace(8, 3), 3, n_datasets=4), 3)
+    res = replay(w, ElasticConfig(policy=policy, gpus=16, cache_gb=40.0, budget_fraction=0.5))
+    assert res.summary["unfinished_jobs"] == 0 and res.summary["cache_policy"] is None
+    if policy == "milp":
+        assert res.summary["certified_gap_max"] < 1e-6
