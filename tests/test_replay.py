@@ -22,7 +22,10 @@ from cbalab.experiments import elastic as elastic_module
 from cbalab.experiments import replay as engine
 from cbalab.experiments import simulate as simulate_module
 from cbalab.experiments.cli import main
+from cbalab.experiments.workload import assign, generate_trace
+from cbalab.experiments.workload.elastic import elastic
 from cbalab.models.files import sha256_file
+from cbalab.models.instance import InstanceError
 
 #: More engine steps than any replay in this file needs: a replay that takes more is spinning.
 STEPS = 20_000
@@ -81,6 +84,30 @@ def test_regression_issue20_a_stuck_welfare_replay_with_a_period_ends_reported_a
     code, out, _ = cli(capsys, *[a for a in argv if a not in ("--period", "3600")])
     plain = json.loads(out)
     assert plain["stuck_at_s"] is not None and plain["unfinished_jobs"] == ticking["unfinished_jobs"]
+
+
+@pytest.mark.usefixtures("bounded")
+@pytest.mark.parametrize("problem", ["cost", "welfare"])
+@pytest.mark.parametrize("bandwidth", [0.0, 0.05])
+@pytest.mark.parametrize("period", [60.0, 3600.0])
+@pytest.mark.parametrize("warmup", [True, False])
+def test_regression_issue20_replays_with_a_period_end(
+    problem: str, bandwidth: float, period: float, warmup: bool
+) -> None:
+    """Starved clusters under ticks (random replays spun in 4 of 120): each ends within a bounded number of
+    steps, with a result (stuck or not) or, for the cost problem with B = 0, bad input naming the bandwidth."""
+    w = assign(generate_trace(12, 7), 7, n_datasets=3)
+    cluster = {"cache_gb": 1e6, "bandwidth_gbps": bandwidth, "period_s": period, "warmup": warmup}
+    try:
+        if problem == "cost":
+            summary = simulate_module.simulate(w, simulate_module.SimConfig(**cluster)).summary
+        else:
+            cfg = elastic_module.ElasticConfig(gpus=16, budget_fraction=0.3, **cluster)
+            summary = elastic_module.replay(elastic(w, 7), cfg).summary
+    except InstanceError as e:
+        assert problem == "cost" and bandwidth == 0.0 and e.path == "bandwidth_gbps"
+        return
+    assert (summary["stuck_at_s"] is None) == (summary["unfinished_jobs"] == 0)
 
 
 @pytest.mark.usefixtures("bounded")
