@@ -6,9 +6,10 @@ keeps the allocation between events and repairs it:
 
 1. **Warm start.**  The jobs keep their options; a new job starts waiting;
    options that do not fit alone (algorithms/autocba/limits.py, AutoCBA's
-   step 1) are never taken.  The options are fed at least cost by CBA's closed form on the per-dataset
-   demands (algorithms.cba.feed on a K-job aggregate instance: the least
-   feeding cost depends on the jobs only through R_k, docs/model.md §4).
+   step 1) are never taken.  The options are fed at least cost by CBA's
+   closed form on the per-dataset demands (algorithms.cba.feed on a K-job
+   aggregate instance: the least feeding cost depends on the jobs only
+   through R_k, docs/model.md §4).
 2. **Fill.**  While money, GPUs and remote IO are left, the job move of best
    utility per unit of marginal cost is taken, as AutoCBA's greedy does: the
    marginal cost of moving job j from option o to o' is p_g Δg + p_b Δr (1 −
