@@ -33,11 +33,9 @@ Costs are integrated exactly over the slots: GPUs (p_g per busy GPU), cache
 bandwidth (p_b per GB/s bought).  A dataset's cache and bandwidth cost is
 shared among its running jobs in proportion to their rates r_j.
 
-:class:`Replay` is the cost problem's strategy of the one replay engine
-(experiments/replay.py), which owns the event loop, the clock, stuck
-detection, progress, the writer and the summary: the outputs are the files of
-docs/interface.md, "Replay outputs": jobs.csv, timeseries.csv and
-summary.json (schema ``cbalab/simulation@1``, ``problem: "cost"``).
+The outputs are the files of docs/interface.md, "Traces and simulation
+output": jobs.csv, timeseries.csv and summary.json (schema
+``cbalab/simulation@1``).
 """
 
 from __future__ import annotations
@@ -166,7 +164,9 @@ class _Policy:
 
 
 class Replay:
-    """One replay of a workload on a cluster: the cost problem's strategy of experiments/replay.py.
+    """One replay of a workload on a cluster: the cost problem's strategy of the one replay engine,
+    experiments/replay.py, which owns the event loop, the clock, stuck detection, progress, the writer and the
+    summary (docs/interface.md, "Replay outputs", ``problem: "cost"``).
 
     The engine repeats, until every job has left: :meth:`next_event` (the
     earliest departure, cache reaching its target or arrival), :meth:`advance`
