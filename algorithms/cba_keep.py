@@ -20,8 +20,9 @@ advance.  That is ski rental, and cba-keep plays its deterministic strategy
    not all fit, the keeps closest to expiry go first.
 
 The policy sees only the past and the present: the filled cache per dataset
-and the time of each call, which the simulator hands to :meth:`CbaKeep.decide`.
-Called as a static method (``cba_keep(inst, options)``, no history) it is CBA.
+and the time of each call, which the replay hands to :meth:`CbaKeep.decide`
+(the online protocol of algorithms/online.py).  Called as a static method
+(``cba_keep(inst, options)``, no history) it is CBA.
 
 Cost per event: one CBA solve, O(K log K + J), plus O(K log K) for the keeps.
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from cbalab.algorithms.cba import cba, feed
+from cbalab.algorithms.online import State
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import Instance
 from cbalab.models.types import SolveOptions
@@ -71,8 +73,8 @@ class CbaKeep:
         self.lull_level = np.zeros(K)
         self.predicted = np.full(K, np.inf)
 
-    def decide(self, inst: Instance, now_s: float, filled_gb: np.ndarray) -> Allocation:
-        """Targets for the running jobs of ``inst`` at time ``now_s`` given the filled cache per dataset.
+    def decide(self, state: State, now: float) -> Allocation:
+        """Targets for the running jobs of ``state.instance`` at time ``now`` given the filled cache per dataset.
 
         Rent accrues over [last call, now) at the rate fixed at the last call:
         p_c e_k − p_b R_k e_k / d_k $/h (the kept bytes' rent net of the remote
@@ -81,28 +83,29 @@ class CbaKeep:
         cache and ends when CBA's target is back at that level; its length is
         the prediction for k's next lull.
         """
+        inst = state.instance
         K = inst.n_datasets
         d = inst.dataset_size_gb
         if self.keep.size != K:
             self._resize(K)
-        if self.last_s is not None and now_s > self.last_s:
-            self.rent += self.rate * (now_s - self.last_s) / 3600.0
-        self.last_s = now_s
+        if self.last_s is not None and now > self.last_s:
+            self.rent += self.rate * (now - self.last_s) / 3600.0
+        self.last_s = now
         static = feed(inst, inst.job_io_gbps)
         if static.cache_gb is None:
             self._resize(K)
             return Allocation.none("infeasible", static.reason or "infeasible")
         base = static.cache_gb
-        filled = np.minimum(np.asarray(filled_gb, dtype=float), d)
+        filled = np.minimum(np.asarray(state.filled_gb, dtype=float), d)
         p_c, p_b = inst.price_cache, inst.price_bandwidth
         # Lulls: the ones that end now teach the prediction; new ones start where CBA drops a filled cache.
         open_ = ~np.isnan(self.lull_start)
         back = open_ & (base >= self.lull_level * (1 - 1e-9))
-        self.predicted = np.where(back, now_s - self.lull_start, self.predicted)
+        self.predicted = np.where(back, now - self.lull_start, self.predicted)
         self.lull_start = np.where(back, np.nan, self.lull_start)
         excess = np.maximum(filled - base, 0.0)
         start = np.isnan(self.lull_start) & (excess > 0)
-        self.lull_start = np.where(start, now_s, self.lull_start)
+        self.lull_start = np.where(start, now, self.lull_start)
         self.lull_level = np.where(start, filled, self.lull_level)
         t_star = p_b / p_c if p_c > 0 else np.inf
         factor = np.where(self.predicted >= t_star, self.trust, 1.0 / self.trust)

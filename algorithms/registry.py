@@ -13,7 +13,9 @@ answer is proven optimal (``optimal_on``: CBA on continuous P1, Theorem 1), its
 kind (a plain method, a cost method that also serves as a cache policy feeding
 a GPU scheduler, or a GPU scheduler), whether it may be
 solved on dataset-aggregated demand (it depends on the running jobs only
-through R_k, docs/model.md §4) and whether it takes a cache policy.
+through R_k, docs/model.md §4), whether it takes a cache policy, and how a
+replay runs it online (algorithms/online.py): every entry is an online policy,
+re-solved at every event unless ``online`` names its stateful class.
 :func:`select` queries them; :func:`run` is the one way to call a method: it
 times the call and has the answer scored by the referee (models/evaluate.py).
 """
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from cbalab.algorithms.online import OnlinePolicy, Resolved
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
 from cbalab.models.types import Problem, SolveOptions
@@ -45,7 +48,11 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class Method:
-    """One registered entry: its CLI name, the problem it answers, where its function lives, and its properties."""
+    """One registered entry: its CLI name, the problem it answers, where its function lives, and its properties.
+
+    ``online`` ("module:Class", or None) is the entry's stateful online form; ``restart_aware`` says that the
+    elastic replay hands it restart-aware utilities (docs/model.md §6b, "Reallocation is not free").
+    """
 
     name: str
     problem: Problem
@@ -57,13 +64,17 @@ class Method:
     takes_cache_policy: bool = False
     online: str | None = None
     optimal_on: str = ""
+    restart_aware: bool = False
 
-    def online_policy(self) -> Callable[[], Any]:
-        """The class of the entry's stateful online form (``online`` as "module:Class"): the simulator makes one
-        object per replay and calls its ``decide(instance, now_s, filled_gb)`` at every event (docs/model.md §6)."""
-        module, name = str(self.online).split(":")
-        cls: Callable[[], Any] = getattr(importlib.import_module(module), name)
-        return cls
+    def online_policy(self, options: SolveOptions) -> OnlinePolicy:
+        """A fresh online form of the entry for one replay (algorithms/online.py): its ``online`` class made with
+        ``options``, else the static function re-solved at every event (:class:`~cbalab.algorithms.online.Resolved`).
+        """
+        if self.online is None:
+            return Resolved(self.function(), options)
+        module, name = self.online.split(":")
+        cls: Callable[[SolveOptions], OnlinePolicy] = getattr(importlib.import_module(module), name)
+        return cls(options)
 
     def function(self) -> MethodFunction:
         """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
@@ -86,6 +97,7 @@ def register(
     aggregable: bool = False,
     online: str | None = None,
     optimal_on: str = "",
+    restart_aware: bool = False,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once.
 
@@ -106,6 +118,7 @@ def register(
         takes_cache_policy=kind == Kind.GPU_SCHEDULER,
         online=online,
         optimal_on=optimal_on,
+        restart_aware=restart_aware,
     )
 
 
@@ -191,7 +204,12 @@ register(
     optimal_on="P2s, when the referee realises its relaxation's optimum (Theorem F3)",
 )
 register(
-    "autocba", "welfare", "cbalab.algorithms.autocba:autocba", "AutoCBA greedy + CBA feeding, Lagrangian certificate"
+    "autocba",
+    "welfare",
+    "cbalab.algorithms.autocba:autocba",
+    "AutoCBA greedy + CBA feeding, Lagrangian certificate",
+    online="cbalab.algorithms.autocba.online:OnlineAutoCBA",
+    restart_aware=True,
 )
 for _name, _module, _summary in (
     ("gavel-tput", "gavel_tput", "Gavel max-sum-throughput, whole options (normalised throughput)"),

@@ -32,7 +32,7 @@ from cbalab.models.types import Problem, SolveOptions, Status
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from cbalab.experiments.simulate import SimResult
+    from cbalab.experiments.replay import SimResult
     from cbalab.models.solve import Outcome
 
 
@@ -519,7 +519,7 @@ class ReplayResult:
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
-        from cbalab.experiments.simulate import SimResult
+        from cbalab.experiments.replay import SimResult
 
         return SimResult(self.jobs, self.timeseries, dict(self.summary)).write(out_dir)
 
@@ -577,7 +577,7 @@ def simulate(
     problem: str = "cost",
     budget_per_hour: float | None = None,
     budget_fraction: float = 0.5,
-    cache_policy: str = "silod",
+    cache_policy: str | None = None,
     utility_mix: str = "mixed",
 ) -> ReplayResult:
     """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
@@ -594,7 +594,8 @@ def simulate(
     ``problem="welfare"`` is the elastic replay (docs/model.md §6b): every job
     gets a seeded utility table (``utility_mix``), and ``policy`` (``autocba``,
     ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
-    versions, fed by ``cache_policy``) chooses GPUs, cache and bandwidth under
+    versions, fed by ``cache_policy``, None: ``silod``; autocba sets its caches
+    itself and takes none) chooses GPUs, cache and bandwidth under
     ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
 
     Every argument is checked before the replay: a bad one raises InstanceError naming it (``trace`` of
@@ -677,12 +678,10 @@ def _replay_arguments(
     ``amounts`` and the ``optional`` ones that are given finite numbers >= 0 (``period_s`` > 0);
     ``prices`` None or three such numbers.
     """
-    from cbalab.experiments.elastic import POLICIES
     from cbalab.experiments.workload.synthetic import finite, price_triple, whole
 
     prob = parse_problem(problem)
-    known = list(POLICIES) if prob == Problem.WELFARE else registry.names(Problem.COST)
-    check_policy(policy, prob, known)
+    check_policy(policy, prob, registry.names(prob))
     if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
         raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
     if isinstance(trace, numbers.Integral):
@@ -716,7 +715,7 @@ def _simulate_elastic(
     gpu_type: str | None,
     budget_per_hour: float | None,
     budget_fraction: float,
-    cache_policy: str,
+    cache_policy: str | None,
     utility_mix: str,
 ) -> ReplayResult:
     """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""

@@ -30,6 +30,7 @@ from cbalab.models.instance import Instance, InstanceError, load
 from cbalab.models.types import Problem
 
 if TYPE_CHECKING:
+    from cbalab.experiments.replay import SimResult
     from cbalab.experiments.workload import Workload
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -298,26 +299,66 @@ def _replay_workload(args: argparse.Namespace) -> Workload:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/simulate.py).
+    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/replay.py).
 
-    ``--problem welfare`` is the elastic replay instead (experiments/elastic.py, docs/model.md §6b).
+    ``--problem cost`` (the default) replays fixed-GPU jobs under a cost policy (experiments/simulate.py,
+    docs/model.md §6); ``--problem welfare`` is the elastic replay (experiments/elastic.py, §6b).  An option the
+    problem does not have, a bad ``--policy`` and an ``--out`` that cannot be written are refused before any work.
     """
-    if args.problem == "welfare":
-        return _simulate_welfare(args)
-    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
-    from cbalab.experiments.workload import DEFAULT_PRICES
-
-    check_policy(args.policy, "cost", methods.names("cost"), "--policy")
+    _simulate_options(args)
+    check_policy(args.policy, args.problem, methods.names(args.problem), "--policy")
     _writable_folder("--out", args.out)
+    result: SimResult = _simulate_welfare(args) if args.problem == "welfare" else _simulate_cost(args)
+    if args.no_timing:
+        result.drop_timing()
+    if args.out:
+        result.write(args.out)
+    _emit(result.summary, None)
+    return EXIT_OK
+
+
+#: ``simulate`` options of the welfare problem only (docs/model.md §6b), by their argparse names.
+_WELFARE_OPTIONS = {
+    "cache_policy": "--cache-policy",
+    "budget_per_hour": "--budget-per-hour",
+    "budget_fraction": "--budget-fraction",
+    "restart_delay_s": "--restart-delay-s",
+    "utility_mix": "--utility-mix",
+}
+
+
+def _simulate_options(args: argparse.Namespace) -> None:
+    """BadInputError naming a ``simulate`` option that the chosen problem would otherwise ignore."""
+    if args.problem == "welfare":
+        if args.offline_optimum:
+            raise BadInputError(
+                "--offline-optimum: the offline optimum P3 is a cost-problem bound (docs/model.md §6); "
+                "not available for --problem welfare"
+            )
+        if args.time_limit is not None:
+            raise BadInputError(
+                "--time-limit: it limits the solve of the offline optimum P3, a cost-problem bound; "
+                "not available for --problem welfare"
+            )
+        return
+    for name, option in _WELFARE_OPTIONS.items():
+        if getattr(args, name) is not None:
+            raise BadInputError(f"{option}: a welfare option (docs/model.md §6b); it needs --problem welfare")
+    if args.time_limit is not None and not args.offline_optimum:
+        raise BadInputError("--time-limit: it limits the solve of the offline optimum; it needs --offline-optimum")
+
+
+def _simulate_cost(args: argparse.Namespace) -> SimResult:
+    """The cost replay of experiments/simulate.py, with ``--offline-optimum`` (P3 over its schedule) if asked."""
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
+
     workload = _replay_workload(args)
-    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
-    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
     cfg = SimConfig(
         policy=args.policy,
         gpus=args.gpus,
         cache_gb=args.cache_gb,
         bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=prices,
+        prices=_replay_prices(args),
         warmup=not args.no_warmup,
         period_s=args.period,
         seed=args.seed,
@@ -326,14 +367,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = simulate(workload, cfg)
     if args.offline_optimum:
         result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, args.time_limit)
-        if args.no_timing:
-            del result.summary["offline_optimum"]["seconds"]
-    if args.no_timing:
-        del result.summary["wall_seconds"]
-    if args.out:
-        result.write(args.out)
-    _emit(result.summary, None)
-    return EXIT_OK
+    return result
 
 
 #: ``--window`` prints the trace's span when it selects fewer jobs than this (or refuses, when none).
@@ -351,38 +385,42 @@ def _percent(x: float) -> str:
     return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
 
 
-def _simulate_welfare(args: argparse.Namespace) -> int:
+def _simulate_welfare(args: argparse.Namespace) -> SimResult:
     """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
-    from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
-    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.elastic import ElasticConfig, replay
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    check_policy(args.policy, "welfare", list(POLICIES), "--policy")
-    _writable_folder("--out", args.out)
     base = _replay_workload(args)
-    workload = elastic(base, args.seed, UtilityMix.parse(args.utility_mix), gpu_type=args.gpu_type)
-    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
-    prices = tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given))
+    mix = UtilityMix.parse("mixed" if args.utility_mix is None else args.utility_mix)
+    workload = elastic(base, args.seed, mix, gpu_type=args.gpu_type)
     cfg = ElasticConfig(
         policy=args.policy,
         cache_policy=args.cache_policy,
         gpus=args.gpus,
         cache_gb=args.cache_gb,
         bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=prices,
+        prices=_replay_prices(args),
         budget_per_hour=args.budget_per_hour,
         budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
-        restart_delay_s=args.restart_delay_s,
+        restart_delay_s=0.0 if args.restart_delay_s is None else args.restart_delay_s,
         period_s=args.period,
         warmup=not args.no_warmup,
         seed=args.seed,
         progress=not args.quiet and workload.n >= 10_000,
     )
-    result = replay(workload, cfg)
-    if args.out:
-        result.write(args.out)
-    _emit(result.summary, None)
-    return EXIT_OK
+    return replay(workload, cfg)
+
+
+def _replay_prices(args: argparse.Namespace) -> tuple[float, float, float]:
+    """The replay's (p_g, p_c, p_b): the ones given, the package's defaults for the others."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    return (
+        DEFAULT_PRICES[0] if given[0] is None else given[0],
+        DEFAULT_PRICES[1] if given[1] is None else given[1],
+        DEFAULT_PRICES[2] if given[2] is None else given[2],
+    )
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
@@ -675,8 +713,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--no-warmup", action="store_true", help="instant caches (no warm-up, docs/model.md (6.1))")
     m.add_argument(
         "--cache-policy",
-        default="silod",
-        help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba)",
+        default=None,
+        help="welfare: the cache policy feeding a GPU scheduler (silod, io-only, cache-all, coordl, quiver, cba; "
+        "default: silod; autocba sets its caches itself)",
     )
     budget = m.add_mutually_exclusive_group()
     budget.add_argument(
@@ -692,13 +731,14 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--restart-delay-s",
         type=_delay,
-        default=0.0,
+        default=None,
         help="welfare: pause in seconds when a job's GPUs change, at most 1e12 as trace times (default: 0)",
     )
     m.add_argument(
         "--utility-mix",
-        default="mixed",
-        help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1",
+        default=None,
+        help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1 "
+        "(default: mixed)",
     )
     m.add_argument(
         "--period",
@@ -721,7 +761,8 @@ def parser() -> argparse.ArgumentParser:
         "--time-limit",
         type=_seconds,
         default=None,
-        help="seconds for the offline optimum, from building its schedule to its last HiGHS run (default: none)",
+        help="seconds for the offline optimum (cost, with --offline-optimum), from building its schedule to its last "
+        "HiGHS run (default: none)",
     )
     m.set_defaults(run=cmd_simulate)
 

@@ -5,19 +5,23 @@ their submit times, and at every scheduling event — an arrival, a departure,
 and every ``period_s`` when set — the policy re-decides every active job's
 option (0 = wait), the cache of every dataset and the bandwidth, under the
 cluster's G, C, B and the budget (a spend rate, $/h, that holds at every
-instant).  Policies (``--policy``):
+instant).  The policy (``--policy``) is any registered welfare method
+(algorithms/registry.py), asked through the online protocol of
+algorithms/online.py with the P2 instance of the active jobs now:
 
-* ``autocba``: incremental AutoCBA (algorithms.autocba.online), with a
-  certified gap per re-decision;
-* every registered GPU scheduler (algorithms/registry.py, kind
-  ``gpu-scheduler``: ``gavel-tput``, ``gavel-fair``, ``optimus``, the
-  ``utility-greedy`` ablation and their ``-tuned`` envelopes), the IO-unaware
-  schedulers of docs/model.md §7 (algorithms.baselines.io_unaware), re-run
-  from scratch on the active jobs at every event through their registered
-  function, each fed by a cache policy (``cache_policy``, default ``silod``)
-  and the money left for bandwidth.  Optimus reads each job's remaining work
-  (``Instance.job_work``: remaining samples over the throughput at its
-  smallest option); ``gavel-fair`` shares time.
+* ``autocba``: incremental AutoCBA (its registered online form,
+  algorithms.autocba.online), with a certified gap per re-decision;
+* every registered GPU scheduler (kind ``gpu-scheduler``: ``gavel-tput``,
+  ``gavel-fair``, ``optimus``, the ``utility-greedy`` ablation and their
+  ``-tuned`` envelopes), the IO-unaware schedulers of docs/model.md §7
+  (algorithms.baselines.io_unaware), re-run from scratch on the active jobs
+  at every event through their registered function, each fed by a cache
+  policy (``cache_policy``, default ``silod``, in their
+  :class:`~cbalab.models.types.SolveOptions`) and the money left for
+  bandwidth.  Optimus reads each job's remaining work (``Instance.job_work``:
+  remaining samples over the throughput at its smallest option);
+  ``gavel-fair`` shares time;
+* any other welfare method (``lp``, ``milp``, ...), re-solved at every event.
 
 **Between events** everything is constant, and integrated exactly:
 
@@ -65,11 +69,12 @@ T_g = remaining work / throughput(g) plus the pause (its certificate is for
 that per-event problem; the replay scores the true utilities).  The GPU
 schedulers re-decide restart-unaware, as their rules state.
 
-**Welfare** is reported as the integral over the fixed horizon
-(experiments.workload.elastic.reference_horizon: first submission to the end
-of the reference schedule, the same for every policy), its time average, and
-the integral over the whole replay, beside JCTs and deadline satisfaction
-(§6b explains why all are needed).
+**Welfare** is reported under ``welfare``: ``horizon``, the integral over
+the fixed horizon (experiments.workload.elastic.reference_horizon: first
+submission to the end of the reference schedule, the same for every policy,
+``horizon_s`` long), ``rate_mean``, its time average, and ``replay``, the
+integral over the whole replay (which differs when jobs run past the horizon),
+beside JCTs and deadline satisfaction (§6b explains why all are needed).
 
 Every re-decision's static allocation (options, target cache, least
 bandwidth at that cache, scaled to the money left) is scored by the referee
@@ -78,37 +83,31 @@ the budget; its welfare rate against the policy's certificate gives
 ``certified_gap``, and the rate actually realised at that instant (stalled by
 warm-up, paused by restarts) gives ``realised_gap``.
 
-Outputs (docs/interface.md, "The elastic replay"): jobs.csv, timeseries.csv
-and summary.json (``problem: "welfare"``), written atomically, summary last
-with the sha256 of each file.
+:class:`ElasticReplay` is the welfare problem's strategy of the one replay
+engine (experiments/replay.py), which owns the event loop, the clock, stuck
+detection, progress, the writer and the summary.  Outputs (docs/interface.md,
+"Replay outputs"): jobs.csv, timeseries.csv and summary.json
+(``problem: "welfare"``).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.algorithms.autocba.online import OnlineAutoCBA
+from cbalab.algorithms.autocba.limits import fits_alone, standalone_cost
+from cbalab.algorithms.online import State
+from cbalab.experiments.replay import Report, SimResult, resolution
+from cbalab.experiments.replay import run as run_replay
 from cbalab.experiments.workload import DEFAULT_PRICES
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
-from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.types import SolveOptions
-
-SCHEMA = "cbalab/simulation@1"
-
-#: The GPU schedulers of docs/model.md §7, naive and tuned, as the registry lists them.
-SCHEDULERS = tuple(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))
-#: Every policy ``--policy`` accepts.
-POLICIES = ("autocba", *SCHEDULERS)
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -122,13 +121,15 @@ class ElasticConfig:
     ``budget_per_hour`` wins over ``budget_fraction``, which is a fraction of
     the reference spend (experiments.workload.elastic.reference_spend: the
     peak spend rate of running every job at its reference option from its
-    submission on remote IO).  ``reopt_gap`` is online AutoCBA's trigger for
-    a full re-optimisation; ``referee`` scores every re-decision with
-    models.evaluate.
+    submission on remote IO).  ``cache_policy`` feeds a GPU scheduler (None:
+    ``silod``); a policy that sets its caches itself (``autocba``, ``lp``, ...)
+    takes none.  ``reopt_gap`` is online AutoCBA's trigger for a full
+    re-optimisation (the policy's ``SolveOptions.mip_gap``); ``referee``
+    scores every re-decision with models.evaluate.
     """
 
     policy: str = "autocba"
-    cache_policy: str = "silod"
+    cache_policy: str | None = None
     gpus: int = 768
     cache_gb: float = 500.0
     bandwidth_gbps: float = math.inf
@@ -145,10 +146,19 @@ class ElasticConfig:
 
     def check(self) -> None:
         """InstanceError naming the setting when a value is out of range."""
-        if self.policy not in POLICIES:
-            raise InstanceError("policy", self.policy, f"must be one of {', '.join(POLICIES)}")
-        if self.cache_policy not in registry.cache_policies():
-            raise InstanceError("cache_policy", self.cache_policy, f"must be one of {registry.cache_policies()}")
+        try:
+            method = registry.get("welfare", self.policy)
+        except KeyError as e:
+            raise InstanceError("policy", self.policy, e.args[0]) from None
+        if self.cache_policy is not None:
+            if not method.takes_cache_policy:
+                raise InstanceError(
+                    "cache_policy",
+                    self.cache_policy,
+                    f"{self.policy} sets its caches itself (docs/model.md §5); a cache policy feeds a GPU scheduler",
+                )
+            if self.cache_policy not in registry.cache_policies():
+                raise InstanceError("cache_policy", self.cache_policy, f"must be one of {registry.cache_policies()}")
         if self.gpus < 1:
             raise InstanceError("gpus", self.gpus, "must be >= 1")
         for name, value in (
@@ -168,47 +178,21 @@ class ElasticConfig:
             raise InstanceError("period_s", self.period_s, "must be finite and > 0")
 
 
-@dataclass
-class ElasticResult:
-    """A replay's per-job table, per-event time series and summary (docs/interface.md, "The elastic replay")."""
-
-    jobs: pd.DataFrame
-    timeseries: pd.DataFrame
-    summary: dict = field(default_factory=dict)
-
-    def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, timeseries.csv, then summary.json with their sha256, each atomically."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        files = {}
-        for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
-            atomic_write_csv(out / name, frame)
-            files[name] = {"sha256": sha256_file(out / name)}
-        self.summary["files"] = files
-        atomic_write_json(out / "summary.json", _finite(self.summary))
-        return out
-
-
-def _finite(doc: Any) -> Any:
-    """JSON-safe: NaN and infinities become None (strict JSON refuses them)."""
-    if isinstance(doc, dict):
-        return {k: _finite(v) for k, v in doc.items()}
-    if isinstance(doc, (list, tuple)):
-        return [_finite(v) for v in doc]
-    if isinstance(doc, (float, np.floating)):
-        return float(doc) if math.isfinite(doc) else None
-    if isinstance(doc, np.integer):
-        return int(doc)
-    return doc
-
-
 class ElasticReplay:
-    """One replay; :meth:`run` loops next_event → integrate → depart → admit → reallocate → feed → record."""
+    """One replay: the welfare problem's strategy of experiments/replay.py, whose loop calls next_event → advance
+    → depart → admit → reallocate → feed (which records the slot)."""
+
+    problem = "welfare"
+    label = "elastic replay"
 
     def __init__(self, workload: ElasticWorkload, cfg: ElasticConfig) -> None:
         cfg.check()
         self.w = workload
         self.cfg = cfg
+        self.policy_name = cfg.policy
+        self.seed = cfg.seed
+        self.method = registry.get("welfare", cfg.policy)
+        self.cache_policy = (cfg.cache_policy or "silod") if self.method.takes_cache_policy else None
         self.p_g, self.p_c, self.p_b = (float(p) for p in cfg.prices)
         self.reference = reference_spend(workload, cfg.prices)
         self.budget = float(
@@ -227,7 +211,6 @@ class ElasticReplay:
         self.job_ids = jobs["job_id"].to_numpy(dtype=object)
         self.dataset_ids = tuple(workload.datasets["dataset"])
         self.t0 = float(self.submit.min()) if n else 0.0
-        self._check_fits()
         # per-job state (global positions); col indexes [wait, option 0, option 1, ...]
         self.rem = workload.work.astype(float).copy()
         self.col = np.zeros(n, dtype=np.int64)
@@ -253,7 +236,6 @@ class ElasticReplay:
         self.t = self.t0
         self.nxt = 0
         self.done = 0
-        self.tick = self.t0 + cfg.period_s if cfg.period_s else math.inf
         self.spend_rate = self.gpus_busy = 0.0
         self.io_factor = 1.0
         self.totals = {"welfare": 0.0, "welfare_horizon": 0.0, "spend": 0.0, "gpu_hours": 0.0}
@@ -263,84 +245,42 @@ class ElasticReplay:
         self.spend_max = 0.0
         self.decisions = 0
         self.full_runs = 0
-        self.stuck_at = math.nan
-        self.online = (
-            OnlineAutoCBA(self.d, cfg.cache_gb, self.B, self.G, cfg.prices, self.budget, reopt_gap=cfg.reopt_gap)
-            if cfg.policy == "autocba"
-            else None
-        )
-        if self.online is not None and self.n:
-            U, Gm, Rm = self._matrices(np.arange(self.n))
-            self.alone = self.online.fits_alone(np.where(np.isfinite(U), 0.0, U), Gm, Rm, self.kj)
+        self.full_improved = 0
+        self._check_fits()
+        # One online policy per replay (algorithms/online.py), found in the registry.
+        self.policy = self.method.online_policy(SolveOptions(cache_policy=self.cache_policy, mip_gap=cfg.reopt_gap))
 
     def _check_fits(self) -> None:
-        """Every job must be able to run alone at its smallest option, or no policy could ever finish it.
+        """Every job must be able to run alone at one of its options, or no policy could ever finish it.
 
-        Alone, its cheapest feeding caches h̄ = min(1, C/d_k) of its dataset or none (docs/model.md §5).
+        The one "fits alone" rule (algorithms/autocba/limits.py, docs/model.md §5): alone, its dataset takes the
+        cheapest feeding cache that leaves at most B remote; the error names the limit the smallest option exceeds.
         """
-        w = self.w
         if self.n == 0:
             return
-        rows = np.arange(self.n)
-        small = np.where(w.valid, w.gpus, np.iinfo(np.int64).max).argmin(axis=1)
-        g = w.gpus[rows, small]
-        r = w.rate[rows, small]
-        d = self.d[self.kj]
-        hbar = np.minimum(1.0, self.cfg.cache_gb / d)
-        io = np.minimum(self.p_b * r, self.p_c * d * hbar + self.p_b * r * (1.0 - hbar))
-        remote = r * (1.0 - hbar)
-        for what, bad, limit in (
-            ("gpus", g > self.G, float(self.G)),
-            ("budget_per_hour", self.p_g * g + io > self.budget * (1 + 1e-9), self.budget),
-            ("bandwidth_gbps", remote > self.B * (1 + 1e-9), self.B),
-        ):
-            if bad.any():
-                j = int(np.flatnonzero(bad)[0])
-                raise InstanceError(
-                    f"jobs[{w.jobs['job_id'].iloc[j]}]",
-                    int(g[j]),
-                    f"its smallest option alone exceeds {what} = {limit:.6g}",
-                )
+        every = np.arange(self.n)
+        U, Gm, Rm = self._matrices(every)
+        inst, _ = self._instance(every, np.where(np.isfinite(U), 1.0, U), Gm, Rm)  # every option offered
+        ok = fits_alone(inst, 1e-9, absolute=False)
+        fits = np.bincount(inst.option_job(), weights=ok, minlength=self.n) > 0
+        if fits.all():
+            return
+        j = int(np.flatnonzero(~fits)[0])
+        rows = np.arange(inst.option_ptr[j], inst.option_ptr[j + 1])
+        o = int(rows[np.argmin(inst.option_gpus[rows])])
+        _, remote = standalone_cost(inst)
+        g = int(inst.option_gpus[o])
+        if g > self.G:
+            what, limit = "gpus", float(self.G)
+        elif not remote[o] <= self.B * (1 + 1e-9):
+            what, limit = "bandwidth_gbps", self.B
+        else:
+            what, limit = "budget_per_hour", self.budget
+        raise InstanceError(f"jobs[{self.job_ids[j]}]", g, f"its smallest option alone exceeds {what} = {limit:.6g}")
 
-    # ------------------------------------------------------------------ the loop
-    def run(self) -> ElasticResult:
-        """Replay every job to completion; see the module docstring for the model."""
-        wall = time.perf_counter()
-        bar = _progress(self.n, self.cfg.progress)
-        idle = 0
-        while self.done < self.n:
-            t_next = self.next_event()
-            if not math.isfinite(t_next):
-                # nothing will change: GPUs held with no money or B left to feed them, or every job left waiting
-                self.stuck_at = self.t
-                break
-            self.integrate(t_next - self.t)
-            idle = idle + 1 if t_next == self.t else 0
-            self.t = t_next
-            changed = self.depart()
-            changed |= self.admit()
-            if self.cfg.period_s is not None and self.t >= self.tick:
-                self.tick = self.t + self.cfg.period_s
-                changed = True
-            if changed:
-                self.reallocate()
-            elif idle > self.K + 3 * self.active.size + 2:
-                starved = self.io_factor < 1e-6 or self.t > self.t0 + 1e6 * max(self.horizon, 1.0)
-                if starved and (self.g[self.active] > 0).any():
-                    self.stuck_at = self.t  # starved: GPUs held at a vanishing IO share, progress below the clock
-                    break
-                raise RuntimeError(f"the replay makes no progress at t = {self.t!r} s (a zero-length slot repeats)")
-            self.feed_slot()
-            self.record(changed)
-            if bar is not None and self.done - bar.n >= 500:
-                bar.update(self.done - bar.n)
-        if bar is not None:
-            bar.update(self.done - bar.n)
-            bar.close()
-        return self.result(time.perf_counter() - wall)
-
+    # ------------------------------------------------------------------ the steps of the engine's loop
     def next_event(self) -> float:
-        """The earliest of: an arrival, a departure, a restart ending, a cache reaching its target, a tick."""
+        """The earliest of: an arrival, a departure, a restart ending, a cache reaching its target (inf: none)."""
         t = self.t
         nxt = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
         a = self.active
@@ -356,7 +296,25 @@ class ElasticReplay:
         growing = self.grow > 0
         if growing.any():
             nxt = min(nxt, t + float(((self.target - self.cache)[growing] / self.grow[growing]).min()))
-        return min(nxt, self.tick)
+        return nxt
+
+    def stuck(self) -> None:
+        """Nothing will change (GPUs held with no money or B left to feed them, or every job left waiting): a
+        result on the welfare problem, reported as ``stuck_at_s`` with the unfinished jobs."""
+
+    def idle_limit(self) -> int:
+        """Zero-length slots allowed in a row: one per dataset's cache and three per active job, and two more."""
+        return self.K + 3 * self.active.size + 2
+
+    def starved(self) -> bool:
+        """GPUs held at a vanishing IO share (below 10⁻⁶, or a million horizons on): progress below the clock."""
+        starved = self.io_factor < 1e-6 or self.t > self.t0 + 1e6 * max(self.horizon, 1.0)
+        return bool(starved and (self.g[self.active] > 0).any())
+
+    def advance(self, t_next: float) -> None:
+        """Integrate the slot up to ``t_next`` (:meth:`integrate`) and move the clock there."""
+        self.integrate(t_next - self.t)
+        self.t = t_next
 
     def integrate(self, dt: float) -> None:
         """Advance the slot [t, t + dt) at its constant rates: work, welfare, spend, GPU time, cache fill."""
@@ -385,8 +343,7 @@ class ElasticReplay:
         a = self.active
         if not a.size:
             return False
-        tick = 4.0 * math.ulp(max(1.0, abs(self.t)))
-        limit = np.maximum(_TOL * self.w.work[a], self.speed[a] * tick)
+        limit = np.maximum(_TOL * self.w.work[a], self.speed[a] * resolution(self.t))
         gone = (self.rem[a] <= limit) & (self.speed[a] > 0)
         if not gone.any():
             return False
@@ -419,7 +376,7 @@ class ElasticReplay:
         w = self.w
         delay = self.cfg.restart_delay_s
         u = w.utility(a, self.t, self.rem[a], self.g[a], self.ran[a], delay)
-        if self.online is not None and delay > 0:
+        if self.method.restart_aware and delay > 0:
             # Restart-aware AutoCBA: an option that restarts the job is worth its utility averaged over the
             # job's remaining life with the pause, U(g) · T_g / (T_g + delay), T_g = remaining work / τ(g).
             pays = (w.gpus[a] != self.g[a][:, None]) & self.ran[a][:, None]
@@ -480,36 +437,32 @@ class ElasticReplay:
             return
         U, Gm, Rm = self._matrices(a)
         kj = self.kj[a]
-        inst = keep = None
-        bound = math.nan
-        full = 0
-        share = np.ones(m)
-        if self.online is not None:
-            dec = self.online.decide(U, Gm, Rm, kj, self.col[a], self.alone[a])
-            cols, target, bw = dec.cols, dec.cache_gb, dec.bandwidth_gbps
-            bound, full = dec.bound, int(dec.full)
-            eta = np.minimum(target, self.d) / self.d
-        else:
-            inst, keep = self._instance(a, U, Gm, Rm)
-            method = registry.get("welfare", self.cfg.policy).function()
-            alloc = method(inst, SolveOptions(cache_policy=self.cfg.cache_policy))
-            g = np.asarray(alloc.gpus)
-            if alloc.time_share is not None:
-                share = np.where(g > 0, alloc.time_share, 1.0)
-            match = (Gm == g[:, None]) & keep
-            cols = np.where(g > 0, match.argmax(axis=1), 0)
-            target = np.asarray(alloc.cache_gb, dtype=float)
-            bw = np.asarray(alloc.bandwidth_gbps, dtype=float)
+        inst, keep = self._instance(a, U, Gm, Rm)
+        filled = self.cache if self.cfg.warmup else self.target
+        alloc = self.policy.decide(State(inst, filled.copy(), self._current(a, keep, inst)), self.t)
+        if not alloc.has_allocation:
+            raise RuntimeError(
+                f"{self.cfg.policy} at t = {self.t:.6g} s: no allocation ({alloc.status}: {alloc.reason})"
+            )
+        g = np.asarray(alloc.gpus)
+        share = np.ones(m) if alloc.time_share is None else np.where(g > 0, alloc.time_share, 1.0)
+        match = (Gm == g[:, None]) & keep
+        cols = np.where(g > 0, match.argmax(axis=1), 0)
+        target = np.asarray(alloc.cache_gb, dtype=float)
+        bw = np.asarray(alloc.bandwidth_gbps, dtype=float)
+        hit = np.minimum(target, self.d) / self.d
+        eta = hit  # a policy that feeds its options itself buys the least feeding: its hit ratio is its cache's
+        if self.method.takes_cache_policy:  # a cache policy may hit less than its cache (CoorDL's private slices)
             factor = float(alloc.extra.get("io_factor", 1.0))
             R = np.bincount(kj, weights=Rm[rows, cols] * share, minlength=self.K)
-            wanted = np.bincount(kj, weights=bw / factor, minlength=self.K) if factor > 0 else None
-            hit = np.minimum(target, self.d) / self.d
-            with np.errstate(divide="ignore", invalid="ignore"):
-                eta = hit if wanted is None else np.where(R > 0, np.clip(1.0 - wanted / R, 0.0, hit), hit)
+            if factor > 0:
+                wanted = np.bincount(kj, weights=bw / factor, minlength=self.K)
+                eta = np.where(R > 0, np.clip(1.0 - wanted / R, 0.0, hit), hit)
+        bound = math.nan if alloc.bound is None else float(alloc.bound)
+        full = int(bool(alloc.extra.get("full_reopt", False)))
+        self.full_improved += int(bool(alloc.extra.get("full_reopt_improved", False)))
         static = math.nan
         if self.cfg.referee:
-            if inst is None:
-                inst, keep = self._instance(a, U, Gm, Rm)
             shared = None if (share == 1.0).all() else share
             ev = evaluate(inst, Allocation(Gm[rows, cols], target, bw, time_share=shared), "welfare")
             if not ev.feasible:
@@ -531,6 +484,15 @@ class ElasticReplay:
         gap = max(0.0, 1.0 - static / bound) if bound > 0 else (0.0 if bound == 0 else math.nan)
         self.pending = {"certified_gap": gap, "bound": bound, "static_welfare": static, "full": full}
 
+    def _current(self, a: np.ndarray, keep: np.ndarray, inst: Instance) -> np.ndarray:
+        """Each active job's option row in ``inst`` now (``keep`` maps the matrices' columns to it), −1 while it
+        waits or when its option is no longer offered (U ≤ 0)."""
+        col = self.col[a]
+        rows = np.arange(a.size)
+        rank = np.cumsum(keep, axis=1) - 1
+        held = (col > 0) & keep[rows, col]
+        return np.where(held, inst.option_ptr[:-1] + rank[rows, col], -1)
+
     def _apply(self, a: np.ndarray, cols: np.ndarray, g: np.ndarray) -> None:
         """Adopt the new options: first starts, restarts (a job that has run and changes its count) and pauses."""
         old = self.g[a]
@@ -548,6 +510,11 @@ class ElasticReplay:
         self.ran[first] = True
         self.col[a] = cols
         self.g[a] = g
+
+    def feed(self, decision: bool) -> None:
+        """Feed the new slot (:meth:`feed_slot`) and record it (:meth:`record`)."""
+        self.feed_slot()
+        self.record(decision)
 
     def feed_slot(self) -> None:
         """The slot's feeding at the cache it starts with: bandwidth, stalls, speeds, utility rates, spend rate."""
@@ -643,8 +610,8 @@ class ElasticReplay:
         )
 
     # ------------------------------------------------------------------ outputs
-    def result(self, wall: float) -> ElasticResult:
-        """jobs.csv, timeseries.csv and summary.json contents (docs/interface.md, "The elastic replay")."""
+    def report(self) -> Report:
+        """jobs.csv, timeseries.csv and the welfare problem's summary entries (docs/interface.md, "Replay outputs")."""
         w = self.w
         series = pd.DataFrame(
             self.rows,
@@ -669,8 +636,6 @@ class ElasticReplay:
             ],
         )
         jct = self.finish - self.submit
-        done = np.isfinite(jct)
-        jct_done = jct[done]
         deadline = w.deadline_s
         has_deadline = np.isfinite(deadline)
         met = np.where(has_deadline, self.finish <= deadline, False)
@@ -702,59 +667,47 @@ class ElasticReplay:
         real = real[np.isfinite(real)]
         hours = self.horizon / 3600.0
         n_dl = int(has_deadline.sum())
-        summary = {
-            "schema": SCHEMA,
-            "problem": "welfare",
-            "policy": self.cfg.policy,
-            "cache_policy": self.cfg.cache_policy if self.cfg.policy != "autocba" else "cba",
-            "seed": self.cfg.seed,
-            "jobs": self.n,
-            "welfare": self.totals["welfare_horizon"],
-            "welfare_horizon_s": self.horizon,
-            "welfare_rate_mean": self.totals["welfare_horizon"] / hours if hours > 0 else 0.0,
-            "welfare_total": self.totals["welfare"],
+        entries = {
+            "welfare": {
+                "horizon": self.totals["welfare_horizon"],
+                "horizon_s": self.horizon,
+                "rate_mean": self.totals["welfare_horizon"] / hours if hours > 0 else 0.0,
+                "replay": self.totals["welfare"],
+            },
             "budget_per_hour": self.budget,
             "budget_fraction": None if self.cfg.budget_per_hour is not None else self.cfg.budget_fraction,
             "reference_spend_per_hour": self.reference,
             "spend_per_hour_max": self.spend_max,
             "spend": self.totals["spend"],
-            "gpu_hours": self.totals["gpu_hours"],
-            "makespan_s": float(np.max(self.finish) - self.t0) if done.all() and self.n else None,
-            "mean_jct_s": float(np.mean(jct_done)) if jct_done.size else None,
-            "p50_jct_s": float(np.percentile(jct_done, 50)) if jct_done.size else None,
-            "p99_jct_s": float(np.percentile(jct_done, 99)) if jct_done.size else None,
-            "unfinished_jobs": int((~done).sum()),
-            "stuck_at_s": self.stuck_at,
-            "mean_queue_s": float(np.mean(self.wait_s)) if self.n else 0.0,
             "deadline_jobs": n_dl,
             "deadlines_met": float(met[has_deadline].mean()) if n_dl else None,
             "restarts": int(self.restarts.sum()),
             "restart_delay_s": self.cfg.restart_delay_s,
-            "events": len(self.rows),
             "decisions": self.decisions,
             "full_reopts": self.full_runs,
-            "full_reopts_improved": self.online.full_improved if self.online is not None else 0,
+            "full_reopts_improved": self.full_improved,
             "referee_checks": self.referee_checks,
             "certified_gap_mean": float(gaps.mean()) if gaps.size else None,
             "certified_gap_p99": float(np.percentile(gaps, 99)) if gaps.size else None,
             "certified_gap_max": float(gaps.max()) if gaps.size else None,
             "realised_gap_mean": float(real.mean()) if real.size else None,
-            "wall_seconds": wall,
-            "config": {**asdict(self.cfg), "bandwidth_gbps": None if math.isinf(self.B) else self.B},
-            "workload": {**w.settings, "source": w.jobs.attrs.get("source", "")},
         }
-        return ElasticResult(jobs, series, _finite(summary))
+        return Report(
+            jobs=jobs,
+            timeseries=series,
+            finish_s=self.finish,
+            queue_s=self.wait_s,
+            gpu_hours=self.totals["gpu_hours"],
+            entries=entries,
+            config={
+                **asdict(self.cfg),
+                "cache_policy": self.cache_policy,
+                "bandwidth_gbps": None if math.isinf(self.B) else self.B,
+            },
+            workload={**w.settings, "source": w.jobs.attrs.get("source", "")},
+        )
 
 
-def replay(workload: ElasticWorkload, cfg: ElasticConfig) -> ElasticResult:
-    """Run one elastic replay (:class:`ElasticReplay`)."""
-    return ElasticReplay(workload, cfg).run()
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    """A tqdm bar over the jobs finished, or None when progress is off."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="job", desc="elastic replay", mininterval=0.5)
+def replay(workload: ElasticWorkload, cfg: ElasticConfig) -> SimResult:
+    """Run one elastic replay (:class:`ElasticReplay`) on the engine of experiments/replay.py."""
+    return run_replay(ElasticReplay(workload, cfg), period_s=cfg.period_s, progress=cfg.progress)

@@ -48,24 +48,19 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry as methods
+from cbalab.algorithms.online import OnlinePolicy, State
+from cbalab.experiments.replay import Report, SimResult, resolution
+from cbalab.experiments.replay import run as run_replay
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation
-from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 from cbalab.models.instance import Instance, InstanceError, check
 from cbalab.models.types import SolveOptions
-
-SCHEMA = "cbalab/simulation@1"
-
-#: Policies that depend on the running jobs only through the per-dataset demand R_k (docs/model.md §4).
-AGGREGABLE = frozenset(m.name for m in methods.select("cost", aggregable=True))
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -108,45 +103,17 @@ class SimConfig:
             raise InstanceError("period_s", self.period_s, "must be finite and > 0")
 
 
-@dataclass
-class SimResult:
-    """A replay's per-job table, per-event time series and summary (docs/interface.md)."""
-
-    jobs: pd.DataFrame
-    timeseries: pd.DataFrame
-    summary: dict = field(default_factory=dict)
-
-    def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, timeseries.csv and summary.json into ``out_dir`` (created if missing), each atomically.
-
-        summary.json is written last and records the sha256 of the two tables
-        under ``"files"``, so a reader can tell a complete, matching set from
-        one interrupted half-way; an old summary.json is removed first, so a
-        rerun cut short leaves tables without a summary, never a summary
-        that describes other tables.
-        """
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").unlink(missing_ok=True)  # a rerun cut short leaves no summary of the old run
-        files = {}
-        for name, frame in (("jobs.csv", self.jobs), ("timeseries.csv", self.timeseries)):
-            files[name] = sha256_file(atomic_write_csv(out / name, frame))
-        atomic_write_json(out / "summary.json", {**self.summary, "files": files})
-        return out
-
-
 class _Policy:
-    """Calls a registered cost method on the running jobs; returns (target cache c*_k, bandwidth B*_k per dataset)."""
+    """Asks the online policy for the running jobs' answer; returns (target cache c*_k, bandwidth B*_k per dataset)."""
 
-    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig, online: Any = None) -> None:
+    def __init__(self, name: str, sizes: np.ndarray, cfg: SimConfig, online: OnlinePolicy | None = None) -> None:
         method = methods.get("cost", name)
         self.name = name
-        self.fn = method.function()
-        self.options = SolveOptions()  # every method takes (instance, options); the fast ones ignore them
-        # An online policy (docs/model.md §6) keeps a memory: one object per replay, told the time and the filled
-        # cache at every event; given explicitly (tests, offline scripts) or by the registry entry's ``online``.
-        self.online = online if online is not None else method.online_policy()() if method.online else None
-        self.aggregate = name in AGGREGABLE or self.online is not None
+        # Every policy is online (algorithms/online.py): one object per replay, told the time and the filled cache
+        # at every event; given explicitly (tests, offline scripts) or by the registry entry (``online``, or the
+        # static method re-solved).  Every method takes (instance, options); the fast ones ignore the options.
+        self.online = online if online is not None else method.online_policy(SolveOptions())
+        self.aggregate = method.aggregable or online is not None
         k = sizes.size
         self.base = check(
             Instance(
@@ -177,15 +144,11 @@ class _Policy:
         kj: np.ndarray,
         g: np.ndarray,
         r: np.ndarray,
-        now_s: float = 0.0,
-        filled_gb: np.ndarray | None = None,
+        now_s: float,
+        filled_gb: np.ndarray,
     ) -> Allocation:
-        """The policy's answer for the running jobs ``run`` (None on the aggregate path, which needs only R_k);
-        an online policy also gets the time and the filled cache per dataset."""
-        if self.online is not None:
-            filled = np.zeros(demand.size) if filled_gb is None else filled_gb.copy()
-            decided: Allocation = self.online.decide(self.base.replace(job_io_gbps=demand), now_s, filled)
-            return decided
+        """The policy's answer at ``now_s`` for the running jobs ``run`` (None on the aggregate path, which needs
+        only R_k) given the filled cache per dataset."""
         if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:
@@ -199,28 +162,34 @@ class _Policy:
                 job_io_gbps=r[run],
                 option_ptr=np.zeros(n + 1, dtype=np.int64),
             )
-        alloc = self.fn(inst, self.options)
+        alloc = self.online.decide(State(inst, filled_gb.copy()), now_s)
         if alloc.has_allocation and not self.aggregate:
             alloc.bandwidth_gbps = np.bincount(kj[run], weights=alloc.bandwidth_gbps, minlength=demand.size)
         return alloc
 
 
 class Replay:
-    """One replay of a workload on a cluster: the state of the event loop and its steps as methods.
+    """One replay of a workload on a cluster: the cost problem's strategy of the one replay engine,
+    experiments/replay.py, which owns the event loop, the clock, stuck detection, progress, the writer and the
+    summary (docs/interface.md, "Replay outputs", ``problem: "cost"``).
 
-    :meth:`run` repeats, until every job has left: :meth:`next_event` (the
-    earliest departure, cache reaching its target, arrival or period tick),
-    :meth:`integrate` (costs, work and cache fill over the slot up to it),
-    :meth:`depart` (jobs whose work is done leave), :meth:`admit` (arrivals
-    join the FIFO queue, which starts while its head fits), :meth:`reallocate`
-    (the policy's targets for the running jobs) and :meth:`feed` (the new
-    slot's remote IO, stalls and cost rates).  See the module docstring for
-    the model (docs/model.md §6).
+    The engine repeats, until every job has left: :meth:`next_event` (the
+    earliest departure, cache reaching its target or arrival), :meth:`advance`
+    (costs, work and cache fill over the slot up to it), :meth:`depart` (jobs
+    whose work is done leave), :meth:`admit` (arrivals join the FIFO queue,
+    which starts while its head fits), :meth:`reallocate` (the policy's targets
+    for the running jobs) and :meth:`feed` (the new slot's remote IO, stalls
+    and cost rates).  See the module docstring for the model (docs/model.md §6).
     """
 
-    def __init__(self, workload: Workload, cfg: SimConfig, online: Any = None) -> None:
+    problem = "cost"
+    cache_policy: str | None = None  # every cost policy decides the caches itself
+    label = "replay"
+
+    def __init__(self, workload: Workload, cfg: SimConfig, online: OnlinePolicy | None = None) -> None:
         cfg.check()
-        self.wall = time.perf_counter()
+        self.policy_name = cfg.policy
+        self.seed = cfg.seed
         self.workload = workload
         self.cfg = cfg
         jobs = workload.jobs
@@ -278,43 +247,14 @@ class Replay:
         self.rate_gpu = self.rate_cache = self.rate_bw = 0.0
         self.t = float(self.submit[self.order[0]]) if n else 0.0
         self.nxt = 0
-        self.tick = self.t + cfg.period_s if cfg.period_s else math.inf
+        self.t_dep = math.inf
         self.done = 0
-        self.idle = 0
         self.tick_s = 0.0
         self.any_stall = self.any_grow = self.odd = self.orphan = False
 
-    def run(self) -> SimResult:
-        """Replay every job to its departure; the per-job table, the time series and the summary."""
-        bar = _progress(self.n, self.cfg.progress)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            while self.done < self.n:
-                t_next, t_dep = self.next_event()
-                self.integrate(t_next)
-                changed = self.depart(t_dep)
-                changed = self.admit() or changed
-                if self.cfg.period_s is not None and self.t >= self.tick:
-                    self.tick = self.t + self.cfg.period_s
-                    changed = True
-                if self.idle > self.K + 2 and not changed:
-                    raise RuntimeError(f"the replay makes no progress at t = {self.t!r} s (a zero-length slot repeats)")
-                if changed:
-                    self.reallocate()
-                elif not self.any_grow:
-                    if self.rows:
-                        self.rows.append((self.t, len(self.running), len(self.queue), self.busy, *self.rows[-1][4:]))
-                    continue
-                self.feed()
-                if bar is not None and self.done - bar.n >= 500:
-                    bar.update(self.done - bar.n)
-        if bar is not None:
-            bar.update(self.done - bar.n)
-            bar.close()
-        return self.result()
-
-    def next_event(self) -> tuple[float, float]:
-        """The time of the next event and of the next departure: a departure, a cache reaching its target,
-        an arrival or a period tick, whichever comes first."""
+    def next_event(self) -> float:
+        """The time of the next event, a departure, a cache reaching its target or an arrival, whichever comes
+        first (inf: none can come); the next departure's time is kept for :meth:`depart`."""
         t = self.t
         t_dep = t_warm = math.inf
         if self.running:
@@ -326,14 +266,26 @@ class Replay:
         if self.any_grow:
             t_warm = t + float(np.where(self.grow > 0, (self.target - self.cache) / self.grow, np.inf).min())
         t_arr = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
-        t_next = min(t_dep, t_warm, t_arr, self.tick)
-        if not math.isfinite(t_next):
-            if self.B == 0:  # the user's setting, not a bug: exit 2 naming it
-                raise InstanceError("bandwidth_gbps", 0.0, "no job can progress: jobs need remote IO (warm-up too)")
-            raise RuntimeError("no job can progress (the bandwidth cap B is 0 while jobs need remote IO)")
-        return t_next, t_dep
+        self.t_dep = t_dep
+        return min(t_dep, t_warm, t_arr)
 
-    def integrate(self, t_next: float) -> None:
+    def stuck(self) -> None:
+        """No job can ever progress: on the cost problem only B = 0 does that (a cache fills only by remote
+        reads, docs/model.md (6.1)), the user's setting, not a bug: exit 2 naming it."""
+        if self.B == 0:
+            raise InstanceError("bandwidth_gbps", 0.0, "no job can progress: jobs need remote IO (warm-up too)")
+        raise RuntimeError("no job can progress (the bandwidth cap B is 0 while jobs need remote IO)")
+
+    def idle_limit(self) -> int:
+        """Zero-length slots allowed in a row: one per dataset's cache reaching its target, and two more."""
+        return self.K + 2
+
+    def starved(self) -> bool:
+        """Never: a cost replay's running jobs are always fed (stalled only by B), so repeated zero-length slots
+        are a bug."""
+        return False
+
+    def advance(self, t_next: float) -> None:
         """Integrate the slot [t, t_next) at the rates set at its start, then move the clock to t_next.
 
         Costs accrue exactly (rates are constant within a slot); each dataset's
@@ -362,18 +314,17 @@ class Replay:
                 self.work += dt
             if self.any_grow:
                 self.cache = np.minimum(self.target, self.cache + self.grow * dt)
-        self.idle = self.idle + 1 if t_next == self.t else 0
         self.t = t_next
         # What is left of a fill or of a job's work in less than the clock's resolution at t is done: t + gap
         # would round to t, and the slot would never end.
-        self.tick_s = 4.0 * math.ulp(max(1.0, abs(t_next)))
+        self.tick_s = resolution(t_next)
         if self.any_grow:
             self.cache = np.where(self.grow * self.tick_s >= self.target - self.cache, self.target, self.cache)
 
-    def depart(self, t_dep: float) -> bool:
+    def depart(self) -> bool:
         """Every job whose work clock has reached its target leaves; True if any did."""
         t = self.t
-        if t_dep > t:
+        if self.t_dep > t:
             return False
         heads, work, speed, tick_s = self.heads, self.work, self.speed, self.tick_s
         due = np.flatnonzero(heads - work <= np.maximum(_TOL * np.maximum(1.0, np.abs(heads)), speed * tick_s))
@@ -442,8 +393,15 @@ class Replay:
         self.odd = bool(((demand <= 0) & (count > 0)).any())
         self.orphan = bool(((count == 0) & (self.target > 0)).any())
 
-    def feed(self) -> None:
-        """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates."""
+    def feed(self, decision: bool) -> None:
+        """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates.
+
+        Without a re-decision and with no cache filling nothing changes: the slot repeats the last row's rates.
+        """
+        if not decision and not self.any_grow:
+            if self.rows:
+                self.rows.append((self.t, len(self.running), len(self.queue), self.busy, *self.rows[-1][4:]))
+            return
         target, demand, K = self.target, self.demand, self.K
         if self.cfg.warmup:
             cache = np.where(np.abs(target - self.cache) <= _TOL * np.maximum(1.0, target), target, self.cache)
@@ -478,9 +436,9 @@ class Replay:
             )
         )
 
-    def result(self) -> SimResult:
-        """The per-job table, the per-event series and the summary (schema ``cbalab/simulation@1``)."""
-        cfg, jobs, n = self.cfg, self.workload.jobs, self.n
+    def report(self) -> Report:
+        """The per-job table, the per-event series and the cost problem's summary entries (docs/interface.md)."""
+        cfg, jobs = self.cfg, self.workload.jobs
         start, end, submit, stall, totals = self.start, self.end, self.submit, self.stall, self.totals
         rows, B = self.rows, self.B
 
@@ -519,13 +477,7 @@ class Replay:
             }
         )
         io = totals["cache"] + totals["bandwidth"]
-        summary = {
-            "schema": SCHEMA,
-            "policy": cfg.policy,
-            "seed": cfg.seed,
-            "jobs": n,
-            "makespan_s": float(np.max(end) - np.min(submit)) if n else 0.0,
-            "gpu_hours": totals["gpu_hours"],
+        entries = {
             "stall_hours": float(stall.sum() / 3600.0),
             "cost": {
                 "gpu": totals["gpu"],
@@ -534,24 +486,26 @@ class Replay:
                 "io": io,
                 "total": totals["gpu"] + io,
             },
-            "mean_jct_s": float(np.mean(jct)) if n else 0.0,
-            "p99_jct_s": float(np.percentile(jct, 99)) if n else 0.0,
-            "mean_queue_s": float(np.mean(start - submit)) if n else 0.0,
-            "events": len(rows),
             "infeasible_events": self.infeasible_events,
-            "wall_seconds": time.perf_counter() - self.wall,
-            "config": {**asdict(cfg), "bandwidth_gbps": None if math.isinf(B) else B},
-            "workload": {**self.workload.settings, "source": jobs.attrs.get("source", "")},
         }
-        return SimResult(table, series, summary)
+        return Report(
+            jobs=table,
+            timeseries=series,
+            finish_s=end,
+            queue_s=start - submit,
+            gpu_hours=totals["gpu_hours"],
+            entries=entries,
+            config={**asdict(cfg), "bandwidth_gbps": None if math.isinf(B) else B},
+            workload={**self.workload.settings, "source": jobs.attrs.get("source", "")},
+        )
 
 
-def simulate(workload: Workload, cfg: SimConfig, online: Any = None) -> SimResult:
+def simulate(workload: Workload, cfg: SimConfig, online: OnlinePolicy | None = None) -> SimResult:
     """Replay ``workload`` on the cluster of ``cfg`` under its policy; see the module docstring for the model.
 
-    ``online``, when given, replaces the policy by any object with ``decide(instance, now_s, filled_gb)``
-    (an offline schedule replayed through the simulator's accounting, say)."""
-    return Replay(workload, cfg, online).run()
+    ``online``, when given, replaces the policy by any online policy of algorithms/online.py (an offline
+    schedule replayed through the simulator's accounting, say)."""
+    return run_replay(Replay(workload, cfg, online), period_s=cfg.period_s, progress=cfg.progress)
 
 
 def window(workload: Workload, start_s: float, end_s: float) -> Workload:
@@ -609,12 +563,3 @@ def offline_optimum(
     if result.summary.get("stall_hours", 0.0) > 0:
         doc["message"] += "; jobs stalled in this replay, so the bound covers only policies that do not stall"
     return doc
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    """A tqdm bar over the jobs finished, or None when progress is off."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="job", desc="replay", mininterval=0.5)

@@ -28,9 +28,10 @@ class SolveOptions:
     """How to call a method: ``time_limit`` in seconds (None: none), ``mip_gap`` relative (0: exact).
 
     Exact methods hand ``time_limit``, ``mip_gap`` and ``threads`` to HiGHS;
-    a GPU scheduler feeds its GPUs with the registered cache policy
-    ``cache_policy`` (None: its default, ``silod``).  A fast method may ignore
-    every field.
+    online AutoCBA (algorithms/autocba/online.py) re-optimises from scratch
+    when its certified gap exceeds ``mip_gap``; a GPU scheduler feeds its GPUs
+    with the registered cache policy ``cache_policy`` (None: its default,
+    ``silod``).  A fast method may ignore every field.
     """
 
     time_limit: float | None = None

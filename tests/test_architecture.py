@@ -114,3 +114,81 @@ def test_no_experiments_file_holds_more_than_one_concern() -> None:
 def test_the_paper_reaches_the_experiments_through_the_runner_only() -> None:
     """experiments/paper/ imports no run module: it assembles the sections over runner.EXPERIMENTS, not a list."""
     assert _offences(["experiments/paper"], ("cbalab.experiments.runs",)) == []
+
+
+#: The replay engine and the two problems' strategies (issue 20, "One system").
+REPLAY_MODULES = ("experiments/replay.py", "experiments/simulate.py", "experiments/elastic.py")
+
+
+def _is_replay_loop(node: ast.While) -> bool:
+    """A ``while`` loop that steps a replay: it calls ``next_event`` or runs while ``….done < ….n``."""
+    calls = {n.func.attr for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    test = node.test
+    counts = (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr == "done"
+        and any(isinstance(c, ast.Attribute) and c.attr == "n" for c in test.comparators)
+    )
+    return "next_event" in calls or counts
+
+
+def test_regression_issue20_no_replay_loop_outside_the_engine() -> None:
+    """One event loop (experiments/replay.py): the cost and welfare replays are strategies plugged into it."""
+    loops = []
+    for folder in ("cbalab", *PACKAGES):
+        for path in _sources(folder):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            loops += [
+                f"{path.relative_to(ROOT)}:{n.lineno}"
+                for n in ast.walk(tree)
+                if isinstance(n, ast.While) and _is_replay_loop(n)
+            ]
+    assert [p for p in loops if not p.startswith("experiments/replay.py:")] == []
+    assert loops, "the engine's own loop is found"
+
+
+def _dispatches(tree: ast.AST, names: set[str]) -> list[str]:
+    """Lines that dispatch on a method's name: a comparison with it, or name surgery (``removesuffix("-tuned")``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            if any(isinstance(o, ast.Constant) and o.value in names for o in (node.left, *node.comparators)):
+                found.append(f"{node.lineno}: compares with a method's name")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("removesuffix", "removeprefix", "endswith", "startswith")
+            and any(isinstance(a, ast.Constant) and str(a.value).startswith("-") for a in node.args)
+        ):
+            found.append(f"{node.lineno}: takes a method's name apart ({node.func.attr})")
+    return found
+
+
+def test_regression_issue20_no_policy_table_outside_the_registry() -> None:
+    """The replays find their policies in the registry (algorithms/registry.py): no module-level table of method
+    names, no comparison with a method's name and no name surgery such as ``removesuffix("-tuned")``."""
+    import importlib
+
+    from cbalab.algorithms import registry
+
+    names = {m.name for m in registry.all_methods()}
+    bad = []
+    for rel in REPLAY_MODULES:
+        module = importlib.import_module("cbalab." + rel.removesuffix(".py").replace("/", "."))
+        for key, value in vars(module).items():
+            items = list(value) if isinstance(value, (tuple, list, set, frozenset, dict)) else []
+            if len(items) >= 2 and all(isinstance(v, str) and v in names for v in items):
+                bad.append(f"{rel}: {key} is a table of methods")
+        bad += [f"{rel}:{line}" for line in _dispatches(ast.parse((ROOT / rel).read_text(encoding="utf-8")), names)]
+    assert bad == []
+
+
+def test_the_replay_checks_catch_an_offence() -> None:
+    """The scanners themselves: planted loops and planted dispatches are all found."""
+    planted = ast.parse(
+        "while self.done < self.n:\n    pass\nwhile True:\n    t = self.next_event()\n"
+        "if p == 'autocba':\n    pass\nq = p.removesuffix('-tuned')\n"
+    )
+    assert [_is_replay_loop(n) for n in ast.walk(planted) if isinstance(n, ast.While)] == [True, True]
+    assert len(_dispatches(planted, {"autocba"})) == 2

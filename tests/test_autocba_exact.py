@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cbalab.algorithms.autocba import autocba, welfare_bound
-from cbalab.algorithms.autocba.certificate import _Dual
+from cbalab.algorithms.autocba.certificate import Dual
 from cbalab.algorithms.autocba.exact import exact_search
 from cbalab.algorithms.cba import feed
 from cbalab.models.instance import Instance
@@ -62,7 +62,7 @@ def test_restricted_dual_bounds_the_restricted_optimum(inst: Instance, data: st.
     Jobs are fixed at a drawn choice (an option, or none) in the dual's table exactly as the search does;
     the value at the certificate's multipliers and at zero must be at least the restricted brute force.
     """
-    dual = _Dual(inst)
+    dual = Dual(inst)
     table = dual.U.copy()
     allowed = []
     for j in range(inst.n_jobs):

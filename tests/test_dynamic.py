@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.cba import cba
 from cbalab.algorithms.cba_keep import CbaKeep, cba_keep
+from cbalab.algorithms.online import State
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import Workload, assign, generate_trace
 from cbalab.models.evaluate import Allocation, least_feeding
-from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.instance import InstanceError, build
 from cbalab.models.milp.dynamic import (
     Cluster,
     Schedule,
@@ -165,8 +166,9 @@ class _Script:
     def __init__(self, target) -> None:
         self.target = target
 
-    def decide(self, inst: Instance, now_s: float, filled_gb: np.ndarray) -> Allocation:
-        cache = np.minimum(np.asarray(self.target(now_s), dtype=float), inst.dataset_size_gb)
+    def decide(self, state: State, now: float) -> Allocation:
+        inst = state.instance
+        cache = np.minimum(np.asarray(self.target(now), dtype=float), inst.dataset_size_gb)
         return Allocation(
             gpus=inst.job_gpus.copy(),
             cache_gb=cache,
@@ -384,9 +386,9 @@ def test_cba_keep_without_history_is_cba() -> None:
     )
     np.testing.assert_allclose(cba_keep(inst).cache_gb, cba(inst).cache_gb)
     policy = CbaKeep()
-    first = policy.decide(inst, 0.0, np.zeros(3))
+    first = policy.decide(State(inst, np.zeros(3)), 0.0)
     # Filled caches beyond CBA's targets are kept while free capacity remains, never beyond what is filled.
-    second = policy.decide(inst, 10.0, np.array([10.0, 8.0, 0.0]))
+    second = policy.decide(State(inst, np.array([10.0, 8.0, 0.0])), 10.0)
     assert (second.cache_gb >= first.cache_gb - 1e-12).all()
     assert second.cache_gb.sum() <= inst.cache_gb * (1 + 1e-12)
     assert second.cache_gb[1] <= 8.0 + first.cache_gb[1]

@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cbalab.algorithms import registry
 from cbalab.algorithms.autocba import welfare_bound
+from cbalab.algorithms.autocba.certificate import Dual
 from cbalab.algorithms.autocba.online import OnlineAutoCBA
-from cbalab.experiments.elastic import POLICIES, ElasticConfig, replay
+from cbalab.algorithms.online import State
+from cbalab.experiments.elastic import ElasticConfig, replay
 from cbalab.experiments.workload import Catalog, assign, generate_trace
 from cbalab.experiments.workload.elastic import (
     ELASTIC_SHAPES,
@@ -24,8 +27,11 @@ from cbalab.experiments.workload.elastic import (
 from cbalab.models.evaluate import RTOL
 from cbalab.models.files import sha256_file
 from cbalab.models.instance import InstanceError, build
+from cbalab.models.types import SolveOptions
 
 FREE_IO = (2.5, 0.0, 0.0)
+#: Online AutoCBA and every GPU scheduler of the registry, naive and tuned.
+POLICIES = ["autocba", *(m.name for m in registry.select("welfare", kind=registry.Kind.GPU_SCHEDULER))]
 #: Throughput table of the hand-checked jobs: 1 GPU 100 samples/s, 2 GPUs 180, 4 GPUs 300.
 TPUT = {1: 100.0, 2: 180.0, 4: 300.0}
 
@@ -58,10 +64,10 @@ def test_integrals_exact_single_job() -> None:
     assert job["welfare"] == pytest.approx(3.0, rel=1e-12)
     assert job["queue_s"] == 0.0
     s = res.summary
-    assert s["welfare_total"] == pytest.approx(3.0, rel=1e-12)
-    assert s["welfare_horizon_s"] == 3600.0
-    assert s["welfare"] == pytest.approx(3.0, rel=1e-12)  # finished inside the horizon
-    assert s["welfare_rate_mean"] == pytest.approx(3.0, rel=1e-12)  # over the one-hour horizon
+    assert s["welfare"]["replay"] == pytest.approx(3.0, rel=1e-12)
+    assert s["welfare"]["horizon_s"] == 3600.0
+    assert s["welfare"]["horizon"] == pytest.approx(3.0, rel=1e-12)  # finished inside the horizon
+    assert s["welfare"]["rate_mean"] == pytest.approx(3.0, rel=1e-12)  # over the one-hour horizon
     assert s["spend"] == pytest.approx(5.0 * 2000 / 3600, rel=1e-12)
     assert s["spend_per_hour_max"] == pytest.approx(5.0)
     assert s["restarts"] == 0
@@ -176,8 +182,8 @@ def test_budget_and_gpus_never_exceeded_and_every_job_finishes(policy: str) -> N
     spend = float(np.sum(ts["spend_per_hour"].to_numpy()[:-1] * np.diff(t)) / 3600)
     assert s["spend"] == pytest.approx(spend, rel=1e-9)
     welfare = float(np.sum(ts["welfare_rate"].to_numpy()[:-1] * np.diff(t)) / 3600)
-    assert s["welfare_total"] == pytest.approx(welfare, rel=1e-9)
-    assert s["welfare_total"] == pytest.approx(float(jobs["welfare"].sum()), rel=1e-9)
+    assert s["welfare"]["replay"] == pytest.approx(welfare, rel=1e-9)
+    assert s["welfare"]["replay"] == pytest.approx(float(jobs["welfare"].sum()), rel=1e-9)
 
 
 @pytest.mark.parametrize("policy", [p for p in POLICIES if p != "autocba"])
@@ -210,20 +216,18 @@ def test_regression_issue18_a_price_blind_cache_does_not_eat_the_budget(policy: 
 
 
 def test_online_certificate_is_an_upper_bound_and_matches_theorem_d() -> None:
-    """The online Lagrangian is Theorem D's (proofs/autocba_certificate.md): its bound is ≥ AutoCBA's welfare
-    and within the offline bound's reach; online AutoCBA's decision is no worse than 1 − gap of its bound."""
+    """The online Lagrangian is Theorem D's (proofs/autocba_certificate.md), evaluated by the certificate's own
+    :class:`Dual`: its bound is ≥ AutoCBA's welfare and within the offline bound's reach; online AutoCBA's
+    decision stays within the budget."""
     rng = np.random.default_rng(4)
     m, K = 40, 5
     sizes = rng.uniform(5, 50, K)
     kj = rng.integers(0, K, m)
     g = np.array([1, 2, 4, 8])
     speed = g ** rng.uniform(0.5, 0.95, (m, 1))
-    U = np.hstack([np.zeros((m, 1)), 3.0 * np.sqrt(speed) * rng.uniform(0.5, 2.0, (m, 1))])
-    Gm = np.hstack([np.zeros((m, 1)), np.tile(g, (m, 1))]).astype(np.int64)
-    Rm = np.hstack([np.zeros((m, 1)), 0.05 * speed])
+    U = 3.0 * np.sqrt(speed) * rng.uniform(0.5, 2.0, (m, 1))
+    R = 0.05 * speed
     prices = (2.5, 0.0004 * 30, 0.9 * 30)
-    online = OnlineAutoCBA(sizes, 60.0, math.inf, 50, prices, 80.0)
-    dec = online.decide(U, Gm, Rm, kj, np.zeros(m, dtype=np.int64))
     ptr = np.arange(0, 4 * m + 1, 4)
     inst = build(
         dataset_size_gb=sizes,
@@ -232,17 +236,18 @@ def test_online_certificate_is_an_upper_bound_and_matches_theorem_d() -> None:
         prices=prices,
         gpus=50,
         budget_per_hour=80.0,
-        options=(ptr, Gm[:, 1:].ravel(), Rm[:, 1:].ravel(), U[:, 1:].ravel()),
+        options=(ptr, np.tile(g, m), R.ravel(), U.ravel()),
     )
+    online = OnlineAutoCBA(SolveOptions(mip_gap=0.01))
+    dec = online.decide(State(inst, np.zeros(K)), 0.0)
     offline = welfare_bound(inst).bound
-    assert dec.bound >= dec.welfare
+    assert dec.bound >= dec.extra["welfare"]
     assert dec.bound == pytest.approx(offline, rel=0.02)
-    # The multipliers the online search ends at give Theorem D's value for the offline evaluator too.
-    from cbalab.algorithms.autocba.certificate import _Dual
-
-    assert online.lagrangian(U, Gm, Rm, kj, online.x)[0] == pytest.approx(_Dual(inst)(online.x)[0], rel=1e-9)
-    spend = prices[0] * Gm[np.arange(m), dec.cols].sum() + prices[1] * dec.cache_gb.sum()
-    spend += prices[2] * dec.bandwidth_gbps.sum()
+    # The bound is Theorem D's value at the multipliers the online search ends at (one Lagrangian, plus the margin).
+    dual = Dual(inst)
+    at_x = min(dual(online.x)[0], dual.top)
+    assert dec.bound <= at_x + 2e-9 * (1.0 + abs(at_x))
+    spend = prices[0] * dec.gpus.sum() + prices[1] * dec.cache_gb.sum() + prices[2] * dec.bandwidth_gbps.sum()
     assert spend <= 80.0 * (1 + 1e-9)
 
 
@@ -316,10 +321,8 @@ def test_outputs_are_written_with_checksums(tmp_path) -> None:
     for name in ("jobs.csv", "timeseries.csv"):
         assert summary["files"][name]["sha256"] == sha256_file(tmp_path / name)
     assert summary["problem"] == "welfare"
+    assert set(summary["welfare"]) == {"horizon", "horizon_s", "rate_mean", "replay"}
     for key in (
-        "welfare",
-        "welfare_horizon_s",
-        "welfare_rate_mean",
         "budget_per_hour",
         "spend_per_hour_max",
         "mean_jct_s",
@@ -348,7 +351,7 @@ def test_linear_total_welfare_is_policy_invariant() -> None:
             policy=policy, gpus=16, cache_gb=30.0, prices=(2.5, 0.004, 9.0), budget_fraction=0.3, restart_delay_s=60
         )
         res = replay(w, cfg)
-        assert res.summary["welfare_total"] == pytest.approx(expected, rel=1e-9)
+        assert res.summary["welfare"]["replay"] == pytest.approx(expected, rel=1e-9)
         assert res.summary["restarts"] > 0
 
 
@@ -371,18 +374,18 @@ def test_per_event_optimum_is_not_optimal_over_time() -> None:
     cfg = ElasticConfig(gpus=1, cache_gb=0.0, prices=FREE_IO, budget_per_hour=100.0)
     both = replay(jobs([0.0, 0.0], ["deadline", "linear"], [1.0, 1.5]), cfg)
     assert both.summary["certified_gap_max"] < 1e-7  # optimal at every event (up to the 1e-9 margin)
-    assert both.summary["welfare_total"] == pytest.approx(1.5 + 0.1, rel=1e-12)
+    assert both.summary["welfare"]["replay"] == pytest.approx(1.5 + 0.1, rel=1e-12)
     assert both.summary["deadlines_met"] == 0.0
     assert both.jobs["finish_time_s"].tolist() == pytest.approx([7200.0, 3600.0])
     a_first = replay(jobs([0.0], ["deadline"], [1.0]), cfg)
     b_after = replay(jobs([3600.0], ["linear"], [1.5]), cfg)
     assert a_first.summary["deadlines_met"] == 1.0
-    total = a_first.summary["welfare_total"] + b_after.summary["welfare_total"]
+    total = a_first.summary["welfare"]["replay"] + b_after.summary["welfare"]["replay"]
     assert total == pytest.approx(2.5, rel=1e-12)
-    assert both.summary["welfare_total"] / total == pytest.approx(0.64, rel=1e-12)
+    assert both.summary["welfare"]["replay"] / total == pytest.approx(0.64, rel=1e-12)
     # Over the fixed horizon (1 h, the end of the reference schedule) the per-event optimum is ahead.
-    assert both.summary["welfare_horizon_s"] == 3600.0
-    assert both.summary["welfare"] == pytest.approx(1.5, rel=1e-12)
+    assert both.summary["welfare"]["horizon_s"] == 3600.0
+    assert both.summary["welfare"]["horizon"] == pytest.approx(1.5, rel=1e-12)
 
 
 def test_cli_simulate_welfare(tmp_path, capsys) -> None:
@@ -405,3 +408,34 @@ def test_cli_simulate_welfare(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "5", *both])
     assert exc.value.code == 2
+
+
+def test_regression_issue20_online_autocba_uses_the_one_fits_alone_rule(monkeypatch) -> None:
+    """Online AutoCBA had its own copy of "fits alone"; it now takes AutoCBA's (algorithms/autocba/limits.py)
+    through the certificate's tables, so a rule that admits nothing leaves every job waiting."""
+    from cbalab.algorithms.autocba import certificate
+
+    inst = build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0, 0]),
+        cache_gb=10.0,
+        prices=FREE_IO,
+        gpus=8,
+        budget_per_hour=100.0,
+        options=(np.array([0, 2, 4]), np.array([1, 2, 1, 2]), np.zeros(4), np.array([1.0, 1.5, 2.0, 3.0])),
+    )
+    state = State(inst, np.zeros(1))
+    assert OnlineAutoCBA(SolveOptions()).decide(state, 0.0).gpus.tolist() == [2, 2]
+    monkeypatch.setattr(certificate, "fits_alone", lambda inst, slack: np.zeros(inst.option_gpus.size, dtype=bool))
+    assert OnlineAutoCBA(SolveOptions()).decide(state, 0.0).gpus.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("policy", ["milp", "lp"])
+def test_regression_issue20_any_registered_welfare_method_replays(policy: str) -> None:
+    """The replay finds its policy in the registry (no policy table): an exact method is re-solved at every
+    event, and the MILP's certificate is its optimum at every event."""
+    w = elastic(assign(generate_trace(8, 3), 3, n_datasets=4), 3)
+    res = replay(w, ElasticConfig(policy=policy, gpus=16, cache_gb=40.0, budget_fraction=0.5))
+    assert res.summary["unfinished_jobs"] == 0 and res.summary["cache_policy"] is None
+    if policy == "milp":
+        assert res.summary["certified_gap_max"] < 1e-6

@@ -615,12 +615,12 @@ def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tm
     out = tmp_path / "run"
     assert cli(capsys, "simulate", "--generate", "30", "--policy", "cba", "--quiet", "--out", str(out))[0] == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["files"] == {name: sha256_file(out / name) for name in ("jobs.csv", "timeseries.csv")}
+    assert summary["files"] == {name: {"sha256": sha256_file(out / name)} for name in ("jobs.csv", "timeseries.csv")}
 
-    from cbalab.experiments import simulate as simulate_module
+    from cbalab.experiments import replay as replay_module
 
     calls = {"n": 0}
-    real = simulate_module.atomic_write_csv
+    real = replay_module.atomic_write_csv
 
     def cut_short(path: Path, frame: object) -> Path:
         calls["n"] += 1
@@ -628,12 +628,12 @@ def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tm
             raise KeyboardInterrupt
         return real(path, frame)
 
-    monkeypatch.setattr(simulate_module, "atomic_write_csv", cut_short)
+    monkeypatch.setattr(replay_module, "atomic_write_csv", cut_short)
     code, _, err = cli(capsys, "simulate", "--generate", "31", "--policy", "cba", "--quiet", "--out", str(out))
     assert code == 130 and err == "cbalab: interrupted\n"
     assert not (out / "summary.json").exists()  # the old summary is gone: the folder says it is incomplete
     assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "timeseries.csv"]  # whole files, no temporaries
-    assert sha256_file(out / "jobs.csv") != summary["files"]["jobs.csv"]
+    assert sha256_file(out / "jobs.csv") != summary["files"]["jobs.csv"]["sha256"]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -9,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cbalab.experiments.simulate as sim
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.cli import main
 from cbalab.experiments.simulate import SimConfig, simulate
@@ -145,7 +145,8 @@ def test_aggregated_policies_match_the_per_job_path(monkeypatch: pytest.MonkeyPa
     w = _generated(200, seed=9)
     cfg = SimConfig(policy="cba", gpus=16, cache_gb=40.0, bandwidth_gbps=0.2)
     fast = simulate(w, cfg)
-    monkeypatch.setattr(sim, "AGGREGABLE", frozenset())
+    entry = methods.get("cost", "cba")
+    monkeypatch.setitem(methods._METHODS, (entry.problem, entry.name), dataclasses.replace(entry, aggregable=False))
     slow = simulate(w, cfg)
     for part in ("gpu", "cache", "bandwidth"):
         assert fast.summary["cost"][part] == pytest.approx(slow.summary["cost"][part], rel=1e-9, abs=1e-12)
@@ -204,7 +205,7 @@ def test_summary_is_written_last_with_the_sha256_of_each_table(tmp_path) -> None
     w = assign(generate_trace(60, 4), 4, n_datasets=6)
     out = simulate(w, SimConfig(policy="cba", gpus=32)).write(tmp_path / "run")
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["files"] == {name: sha256_file(out / name) for name in ("jobs.csv", "timeseries.csv")}
+    assert summary["files"] == {name: {"sha256": sha256_file(out / name)} for name in ("jobs.csv", "timeseries.csv")}
     assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "summary.json", "timeseries.csv"]
 
 

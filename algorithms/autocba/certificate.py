@@ -35,7 +35,7 @@ class Certificate:
     evaluations: int
 
 
-class _Dual:
+class Dual:
     """The Lagrangian dual L(μ, ν, λ, β) of P2 (Theorem D of proofs/autocba_certificate.md), vectorised.
 
     For fixed multipliers the relaxed problem separates by dataset; within a
@@ -43,6 +43,12 @@ class _Dual:
     min(1, C/d_k) (the cache one dataset can ever hold), so h ∈ {0, h̄_k}
     suffices, and for fixed h each job takes its best option (or none)
     independently.
+
+    ``U``, ``G`` and ``R`` are the padded option tables (one row per job,
+    column 0 "none" at 0, option o of job j at column o − ptr_j + 1, padding
+    and options that do not fit alone at U = −inf): the one place that turns
+    an instance's options into the tables that the certificate, the exact
+    search and online AutoCBA work on.
     """
 
     def __init__(self, inst: Instance) -> None:
@@ -83,7 +89,7 @@ class _Dual:
         base = utility - (mu * inst.price_gpu + nu) * self.G
         e = mu * inst.price_bandwidth + beta
         f0 = (base - e * self.R).max(axis=1)
-        f1 = (base - e * self.R * self.miss).max(axis=1)
+        f1 = (base - (e * self.miss) * self.R).max(axis=1)
         s0 = np.bincount(inst.job_dataset, weights=f0, minlength=inst.n_datasets)
         held = inst.dataset_size_gb * self.hbar * (mu * inst.price_cache + lam)
         s1 = np.bincount(inst.job_dataset, weights=f1, minlength=inst.n_datasets) - held
@@ -102,7 +108,7 @@ class _Dual:
         e = mu * inst.price_bandwidth + beta
         base = self.U - a * self.G
         v0 = base - e * self.R
-        v1 = base - e * self.R * self.miss
+        v1 = base - (e * self.miss) * self.R
         i1 = v1.argmax(axis=1)
         i0 = v0.argmax(axis=1)
         rows = np.arange(inst.n_jobs)
@@ -141,7 +147,7 @@ def welfare_bound(inst: Instance, *, rounds: int | None = None, steps: int = 30)
     inst.require_options()
     if rounds is None:
         rounds = 8 if inst.option_gpus.size <= 20_000 else 3
-    dual = _Dual(inst)
+    dual = Dual(inst)
     if inst.n_jobs == 0:
         return Certificate(0.0, Multipliers(0.0, 0.0, 0.0, 0.0), 0)
     x = np.zeros(4)

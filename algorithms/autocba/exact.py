@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cbalab.algorithms.autocba.certificate import _Dual
+from cbalab.algorithms.autocba.certificate import Dual
 from cbalab.algorithms.cba import feed
 from cbalab.models.instance import Instance
 
@@ -63,7 +63,7 @@ def exact_search(
     1e-9 for floating point, is at most the incumbent, so a finished search proves that no answer exceeds
     the returned welfare.
     """
-    dual = _Dual(inst)
+    dual = Dual(inst)
     table = dual.U.copy()
     n = inst.n_jobs
     rows = inst.option_job()

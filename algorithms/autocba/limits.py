@@ -41,13 +41,16 @@ def standalone_cost(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
 def fits_alone(inst: Instance, slack: float = 0.0, *, absolute: bool = True) -> np.ndarray:
     """Mask of option rows that fit G, B and the budget when their job runs alone (within ``slack``).
 
+    The one "fits alone" rule of the package's algorithms: AutoCBA's step 1, its certificate, online
+    AutoCBA and the elastic replay's check that every job can run at all use it.
+
     The slack is relative, plus the same amount absolute unless ``absolute`` is False (the greedy's filter:
     a relative slack absorbs the rounding of r (1 − (1 − B/r)) = B (1 + 2e-16), issue 12, without admitting
     an option that costs 1e-30 $/h over a zero budget).
     """
     cost, remote = standalone_cost(inst)
     extra = slack if absolute else 0.0
-    ok = inst.option_utility > 0
+    ok = (inst.option_utility > 0) & np.isfinite(cost)  # +inf: B cannot be met alone, whatever the budget
     if inst.gpus is not None:
         ok &= inst.option_gpus <= inst.gpus
     ok &= remote <= inst.bandwidth_gbps * (1 + slack) + extra

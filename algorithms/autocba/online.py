@@ -4,10 +4,12 @@ Re-running AutoCBA from scratch at each of the ~165,000 events of the Philly
 trace (hundreds of active jobs each) takes hours.  :class:`OnlineAutoCBA`
 keeps the allocation between events and repairs it:
 
-1. **Warm start.**  The jobs keep their options; a new job starts waiting.
-   The options are fed at least cost by CBA's closed form on the per-dataset
-   demands (algorithms.cba.feed on a K-job aggregate instance: the least
-   feeding cost depends on the jobs only through R_k, docs/model.md §4).
+1. **Warm start.**  The jobs keep their options; a new job starts waiting;
+   options that do not fit alone (algorithms/autocba/limits.py, AutoCBA's
+   step 1) are never taken.  The options are fed at least cost by CBA's
+   closed form on the per-dataset demands (algorithms.cba.feed on a K-job
+   aggregate instance: the least feeding cost depends on the jobs only
+   through R_k, docs/model.md §4).
 2. **Fill.**  While money, GPUs and remote IO are left, the job move of best
    utility per unit of marginal cost is taken, as AutoCBA's greedy does: the
    marginal cost of moving job j from option o to o' is p_g Δg + p_b Δr (1 −
@@ -38,88 +40,73 @@ The allocation never exceeds the budget, G, C or B and never stalls a job
 (the feeding is CBA's, within the budget by construction).  What this online
 rule can and cannot guarantee over time is in proofs/online_elastic.md.
 
-A decision takes padded option matrices with column 0 the "wait" option
-(U = 0, g = 0, r = 0) and unavailable options at U = −inf.  Nothing here
-imports Pyomo or the experiments.
+A decision is the online protocol of algorithms/online.py: the state's P2
+instance of the active jobs now and the option each holds, turned into the
+padded option tables of the certificate (algorithms/autocba/certificate.py,
+:class:`~cbalab.algorithms.autocba.certificate.Dual`: column 0 the "wait"
+option, U = 0, g = 0, r = 0, and unavailable options at U = −inf), whose
+Lagrangian is also the one evaluated in step 5.  Nothing here imports Pyomo
+or the experiments.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from cbalab.algorithms.autocba.certificate import Dual
+from cbalab.algorithms.autocba.limits import _SAFE
 from cbalab.algorithms.cba import feed
+from cbalab.algorithms.online import State
+from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.types import SolveOptions
 
-#: Relative slack of a move on the budget, G and B (floating point only: far inside the referee's RTOL).
-_SAFE = 1e-12
 #: A move must gain at least this fraction of its job's largest utility to count, so local search terminates.
 _GAIN = 1e-9
 
 
-@dataclass
-class OnlineDecision:
-    """One re-decision: the chosen column per active job, the target cache per dataset, and its certificate.
-
-    ``cols`` index the padded option matrices (0 = wait).  ``bandwidth_gbps``
-    is the least bandwidth per job at the target cache; ``welfare`` the
-    utility rate Σ U of the chosen options (unstalled), ``bound`` a proven
-    upper bound on the P2 optimum of the active set (Theorem D), ``full``
-    whether a full AutoCBA run was made, ``moves`` the local moves taken.
-    """
-
-    cols: np.ndarray
-    cache_gb: np.ndarray
-    bandwidth_gbps: np.ndarray
-    welfare: float
-    bound: float
-    full: bool
-    moves: int
-
-    @property
-    def gap(self) -> float:
-        """Certified relative gap 1 − welfare / bound (0 when the bound is 0)."""
-        return 0.0 if self.bound <= 0 else max(0.0, 1.0 - self.welfare / self.bound)
-
-
 class OnlineAutoCBA:
-    """Incremental AutoCBA over a stream of decisions on one cluster (see the module docstring)."""
+    """Incremental AutoCBA over a stream of decisions on one cluster (see the module docstring).
+
+    An online policy of algorithms/online.py: one object per replay, made with the replay's options, whose
+    ``mip_gap`` is the certified gap above which a full re-optimisation runs (step 6; the elastic replay's
+    ``reopt_gap``).  The cluster (sizes, C, B, G, prices, budget) is read from the first state it decides.
+    """
 
     def __init__(
         self,
-        sizes: np.ndarray,
-        cache_gb: float,
-        bandwidth_gbps: float,
-        gpus: int,
-        prices: tuple[float, float, float],
-        budget: float,
+        options: SolveOptions | None = None,
         *,
-        reopt_gap: float = 0.01,
         target_gap: float = 0.005,
         cooldown: int = 5000,
         rounds: int = 4,
         exchanges: int = 64,
     ) -> None:
-        self.d = np.asarray(sizes, dtype=float)
-        self.K = self.d.size
-        self.C = float(cache_gb)
-        self.B = float(bandwidth_gbps)
-        self.G = int(gpus)
-        self.p_g, self.p_c, self.p_b = (float(p) for p in prices)
-        self.budget = float(budget)
-        self.reopt_gap = reopt_gap
+        self.reopt_gap = (options if options is not None else SolveOptions()).mip_gap
         self.target_gap = target_gap
         self.cooldown = cooldown
         self.rounds = rounds
         self.exchanges = exchanges
-        self.hbar = np.minimum(1.0, self.C / self.d) if self.C > 0 else np.zeros(self.K)
         self.x = np.zeros(4)
         self.floor = 0.0
         self.since_full = 0
         self.full_runs = 0
         self.full_improved = 0
+        self.aggregate: Instance | None = None
+
+    def _cluster(self, inst: Instance) -> None:
+        """Read the cluster from the first instance and make the K-job aggregate that CBA feeds (step 1)."""
+        if self.aggregate is not None:
+            return
+        self.d = np.asarray(inst.dataset_size_gb, dtype=float)
+        self.K = self.d.size
+        self.C = float(inst.cache_gb)
+        self.B = float(inst.bandwidth_gbps)
+        self.G: float = math.inf if inst.gpus is None else int(inst.gpus)
+        self.p_g, self.p_c, self.p_b = inst.price_gpu, inst.price_cache, inst.price_bandwidth
+        self.budget = float(inst.budget_per_hour)
         ids = tuple(f"d{k}" for k in range(self.K))
         self.aggregate = Instance(
             gpus=None,
@@ -143,72 +130,26 @@ class OnlineAutoCBA:
     # ------------------------------------------------------------------ feeding
     def feed(self, R: np.ndarray) -> tuple[np.ndarray, float, float] | None:
         """CBA's least-cost feeding of the demands R_k: (cache, IO cost $/h, remote GB/s), None if B cannot."""
+        assert self.aggregate is not None  # set by the first decision
         f = feed(self.aggregate, R)
         if f.cache_gb is None or f.bandwidth_gbps is None:
             return None
         return f.cache_gb, f.io_cost, float(f.bandwidth_gbps.sum())
 
-    def fits_alone(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray:
-        """Options a job could run alone within G, B and the budget (the others are in no feasible answer)."""
-        d = self.d[kj][:, None]
-        h_max = self.hbar[kj][:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            h_min = np.where(Rm > 0, np.maximum(0.0, 1.0 - self.B / np.where(Rm > 0, Rm, 1.0)), 0.0)
-        h = np.where(self.p_c * d < self.p_b * Rm, h_max, np.minimum(h_min, h_max))
-        cost = self.p_g * Gm + self.p_c * d * h + self.p_b * Rm * (1.0 - h)
-        ok = (h_min <= h_max + 1e-12) & (Gm <= self.G) & (Rm * (1.0 - h) <= self.B * (1 + 1e-7) + 1e-7)
-        ok &= cost <= self.budget * (1 + 1e-7) + 1e-7
-        ok[:, 0] = True
-        return ok & np.isfinite(U)
-
     # ------------------------------------------------------------------ the certificate
-    def lagrangian(
-        self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray, x: np.ndarray
-    ) -> tuple[float, np.ndarray]:
-        """L(μ, ν, λ, β) of Theorem D (proofs/autocba_certificate.md) and a subgradient; U holds −inf off A."""
-        mu, nu, lam, beta = (float(v) for v in x)
-        a = mu * self.p_g + nu
-        e = mu * self.p_b + beta
-        base = U - a * Gm
-        miss = 1.0 - self.hbar[kj]
-        v0 = base - e * Rm
-        v1 = base - (e * miss)[:, None] * Rm
-        rows = np.arange(U.shape[0])
-        i0 = v0.argmax(axis=1)
-        i1 = v1.argmax(axis=1)
-        s0 = np.bincount(kj, weights=v0[rows, i0], minlength=self.K)
-        held = self.d * self.hbar
-        s1 = np.bincount(kj, weights=v1[rows, i1], minlength=self.K) - held * (mu * self.p_c + lam)
-        h = s1 > s0
-        value = float(np.maximum(s0, s1).sum())
-        rhs = (self.budget, float(self.G), self.C, self.B)
-        for m, r in zip((mu, nu, lam, beta), rhs):
-            if m > 0:
-                value += m * r
-        hj = h[kj]
-        pick = np.where(hj, i1, i0)
-        g = float(Gm[rows, pick].sum())
-        remote = float((Rm[rows, pick] * np.where(hj, miss, 1.0)).sum())
-        cache = float(held[h].sum())
-        spend = self.p_g * g + self.p_c * cache + self.p_b * remote
-        sub = np.array([r - v for r, v in zip(rhs, (spend, g, cache, remote))])
-        return value, sub
-
-    def certify(
-        self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray, welfare: float, *, cold: bool = False
-    ) -> float:
+    def certify(self, dual: Dual, welfare: float, *, cold: bool = False) -> float:
         """A proven upper bound on the active set's P2 optimum, searched from the last multipliers (Theorem D).
 
-        Stops as soon as the gap to ``welfare`` is within ``target_gap``;
-        ``cold`` searches longer (after a full re-optimisation).
+        Evaluates the Lagrangian of algorithms/autocba/certificate.py; stops as soon as the gap to ``welfare``
+        is within ``target_gap``; ``cold`` searches longer (after a full re-optimisation).
         """
-        if U.shape[0] == 0:
+        if dual.U.shape[0] == 0:
             return 0.0
-        top = float(U.max(axis=1).sum())
-        rhs = (self.budget, float(self.G), self.C, self.B)
+        top = dual.top
+        rhs = dual.rhs
         active = [t for t in range(4) if math.isfinite(rhs[t])]
         best_x = self.x.copy()
-        best, sub = self.lagrangian(U, Gm, Rm, kj, best_x)
+        best, sub = dual(best_x)
 
         def good(value: float) -> bool:
             return min(value, top) * (1.0 - self.target_gap) <= welfare
@@ -225,7 +166,7 @@ class OnlineAutoCBA:
                 lo, hi = (0.0, 4.0 * max(float(y[t]), scale)) if cold or y[t] == 0 else (0.5 * y[t], 2.0 * y[t])
                 for _ in range(steps):
                     y[t] = 0.5 * (lo + hi)
-                    value, sub = self.lagrangian(U, Gm, Rm, kj, y)
+                    value, sub = dual(y)
                     if value < best:
                         best, best_x = value, y.copy()
                     if sub[t] >= 0:
@@ -237,24 +178,25 @@ class OnlineAutoCBA:
         return bound + 1e-9 * (1.0 + abs(bound))
 
     # ------------------------------------------------------------------ the decision
-    def decide(
-        self,
-        U: np.ndarray,
-        Gm: np.ndarray,
-        Rm: np.ndarray,
-        kj: np.ndarray,
-        current: np.ndarray,
-        alone: np.ndarray | None = None,
-    ) -> OnlineDecision:
-        """Re-decide the active jobs from their ``current`` columns (module docstring, steps 1-6).
+    def decide(self, state: State, now: float) -> Allocation:
+        """Re-decide the active jobs of ``state.instance`` from the options they hold (module docstring, steps 1-6).
 
-        ``alone`` is :meth:`fits_alone` of these matrices when the caller has it (it depends on U only
-        through its finite entries).
+        Options that do not fit alone are dropped (algorithms/autocba/limits.py, through :class:`Dual`); a job
+        whose option is gone waits.  The answer is fed by CBA within the budget and never stalls; its ``bound``
+        is the certificate and ``extra`` holds ``welfare`` (Σ U of the chosen options), ``full_reopt`` and
+        ``full_reopt_improved`` (whether step 6 ran and whether its answer was adopted) and ``moves``.
         """
-        m = U.shape[0]
-        U = np.where(self.fits_alone(U, Gm, Rm, kj) if alone is None else alone & np.isfinite(U), U, -np.inf)
-        cols = np.asarray(current, dtype=np.int64).copy()
+        inst = state.instance
+        self._cluster(inst)
+        dual = Dual(inst)
+        U, Gm, Rm = dual.U, dual.G, dual.R
+        kj = inst.job_dataset
+        m = inst.n_jobs
         rows = np.arange(m)
+        cols = np.zeros(m, dtype=np.int64)
+        if state.current is not None:
+            held = state.current >= 0
+            cols[held] = state.current[held] - inst.option_ptr[:-1][held] + 1
         cols[~np.isfinite(U[rows, cols])] = 0
         cache, io_cost, remote = self._feasible_start(U, Gm, Rm, kj, cols)
         moves = 0
@@ -269,10 +211,10 @@ class OnlineAutoCBA:
             if not made or same:  # the same cache prices every move as before: nothing more fits
                 break
         welfare = float(U[rows, cols].sum()) if m else 0.0
-        bound = self.certify(U, Gm, Rm, kj, welfare)
-        full = False
+        bound = self.certify(dual, welfare)
+        full = improved = False
         if self._gap(welfare, bound) > self.reopt_gap:  # first suspect the bound: search the multipliers afresh
-            bound = min(bound, self.certify(U, Gm, Rm, kj, welfare, cold=True))
+            bound = min(bound, self.certify(dual, welfare, cold=True))
         gap = self._gap(welfare, bound)
         self.since_full += 1
         if self.since_full >= self.cooldown:
@@ -281,7 +223,7 @@ class OnlineAutoCBA:
             full = True
             self.full_runs += 1
             self.since_full = 0
-            alt = self._full(U, Gm, Rm, kj)
+            alt = self._full(inst, dual)
             if alt is not None:
                 alt_welfare = float(U[rows, alt].sum())
                 if alt_welfare > welfare:
@@ -290,10 +232,18 @@ class OnlineAutoCBA:
                         cols, welfare = alt, alt_welfare
                         cache, io_cost, remote = fed
                         self.full_improved += 1
+                        improved = True
             self.floor = max(self.floor, self._gap(welfare, bound))
         miss = 1.0 - (cache / self.d)[kj]
         bw = Rm[rows, cols] * miss
-        return OnlineDecision(cols, cache, bw, welfare, bound, full, moves)
+        return Allocation(
+            gpus=Gm[rows, cols].astype(np.int64),
+            cache_gb=cache,
+            bandwidth_gbps=bw,
+            status="feasible",
+            bound=bound,
+            extra={"welfare": welfare, "full_reopt": full, "full_reopt_improved": improved, "moves": moves},
+        )
 
     @staticmethod
     def _gap(welfare: float, bound: float) -> float:
@@ -365,10 +315,12 @@ class OnlineAutoCBA:
             exchanges += 1
             made += 1
 
-    def _full(self, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray, kj: np.ndarray) -> np.ndarray | None:
-        """AutoCBA from scratch (algorithms.autocba) on the active set, as columns; None if it finds nothing."""
+    def _full(self, inst: Instance, dual: Dual) -> np.ndarray | None:
+        """AutoCBA from scratch (algorithms.autocba) on the active set's options that fit alone, as columns of
+        ``dual``'s tables; None if it finds nothing."""
         from cbalab.algorithms.autocba.driver import autocba
 
+        U = dual.U
         m = U.shape[0]
         keep = np.isfinite(U) & (U > 0)
         keep[:, 0] = False
@@ -376,33 +328,19 @@ class OnlineAutoCBA:
             return np.zeros(m, dtype=np.int64)
         counts = keep.sum(axis=1)
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        ids = tuple(f"j{i}" for i in range(m))
-        inst = Instance(
-            gpus=self.G,
-            cache_gb=self.C,
-            bandwidth_gbps=self.B,
-            price_gpu=self.p_g,
-            price_cache=self.p_c,
-            price_bandwidth=self.p_b,
-            dataset_ids=self.aggregate.dataset_ids,
-            dataset_size_gb=self.d,
-            job_ids=ids,
-            job_dataset=np.asarray(kj, dtype=np.int64),
-            job_gpus=np.full(m, -1, dtype=np.int64),
-            job_io_gbps=np.full(m, np.nan),
+        sub = inst.replace(
             option_ptr=ptr,
-            option_gpus=Gm[keep].astype(np.int64),
-            option_io_gbps=Rm[keep].astype(float),
-            option_utility=U[keep].astype(float),
-            budget_per_hour=self.budget,
+            option_gpus=dual.G[keep].astype(np.int64),
+            option_io_gbps=dual.R[keep],
+            option_utility=U[keep],
         )
         # A re-plan must stay as fast as before: no partial enumeration (Theorem E's runs cost one greedy per guess).
-        alloc = autocba(inst, certify=False, swaps=0, enumerate_guesses=False)
+        alloc = autocba(sub, certify=False, swaps=0, enumerate_guesses=False)
         if not alloc.has_allocation:
             return None
         g = np.asarray(alloc.gpus)
         cols = np.zeros(m, dtype=np.int64)
-        match = (Gm == g[:, None]) & keep
+        match = (g[:, None] == dual.G) & keep
         has = match.any(axis=1) & (g > 0)
         cols[has] = match[has].argmax(axis=1)
         return cols
@@ -461,7 +399,7 @@ class _Moves:
         self.cols[jobs] = options
         self.refresh(np.asarray(jobs, dtype=np.int64))
 
-    def exchange(self, room: float, room_g: int, room_b: float) -> tuple[float, int, float] | None:
+    def exchange(self, room: float, room_g: float, room_b: float) -> tuple[float, float, float] | None:
         """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains.
 
         Downgrades are taken in increasing utility lost per unit of cost saved until they free what the

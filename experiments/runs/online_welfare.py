@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cbalab.algorithms import registry
 from cbalab.experiments.data import data_path
 from cbalab.experiments.elastic import ElasticConfig, replay
 from cbalab.experiments.methods import CACHE_POLICIES, TUNED, UNTUNED
@@ -166,7 +167,7 @@ def run_one(params: dict) -> dict:
     policy = params["policy"]
     cfg = ElasticConfig(
         policy=policy,
-        cache_policy=params["cache_policy"] if policy != "autocba" else "silod",
+        cache_policy=params["cache_policy"] if registry.get("welfare", policy).takes_cache_policy else None,
         prices=prices,
         budget_fraction=float(params["budget_fraction"]),
         restart_delay_s=float(params["restart_delay_s"]),
@@ -178,10 +179,10 @@ def run_one(params: dict) -> dict:
         **params,
         "trace": path,
         "jobs": s["jobs"],
-        "welfare": s["welfare"],
-        "welfare_total": s["welfare_total"],
-        "welfare_rate_mean": s["welfare_rate_mean"],
-        "welfare_horizon_s": s["welfare_horizon_s"],
+        "welfare": s["welfare"]["horizon"],
+        "welfare_total": s["welfare"]["replay"],
+        "welfare_rate_mean": s["welfare"]["rate_mean"],
+        "welfare_horizon_s": s["welfare"]["horizon_s"],
         "budget_per_hour": s["budget_per_hour"],
         "spend": s["spend"],
         "spend_per_hour_max": s["spend_per_hour_max"],
