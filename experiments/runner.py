@@ -129,8 +129,8 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        401.2,
-        1,
+        253.3,
+        2,
         {
             "headline": (
                 "method",
