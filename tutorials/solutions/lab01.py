@@ -127,7 +127,8 @@ def checks() -> list[tuple[str, bool, str]]:
         close("2. Kinetics' partial cache (GB)", partial, 1e-12),
         close("2. the IO bill ($/h)", io, 1e-12),
         ("2. CBA's certificate: bound - cost = 0", abs(certificate.by_code) <= 1e-9, f"{certificate.by_code:.3g}"),
-        close("3. Kinetics' cache forced by B = 0.6 GB/s (GB)", exercise3_forced_cache(), 1e-9),
+        # CBA meets B as the referee accepts it, B + 1e-9 (docs/model.md (8.1)): the cache is that much smaller
+        close("3. Kinetics' cache forced by B = 0.6 GB/s (GB)", exercise3_forced_cache(), 1e-8),
         close("4. the smallest feasible B (GB/s)", smallest, 1e-9),
         ("4. just below it CBA says infeasible", status_below == "infeasible", status_below),
         (
