@@ -142,10 +142,8 @@ GENERATOR_OPTIONS = {
 
 def _generated(args: argparse.Namespace) -> Instance:
     """The seeded instance of the generator options (experiments/workload/synthetic.py); errors name the option."""
-    from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.synthetic import generate_instance
 
-    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
     try:
         return generate_instance(
             args.kind,
@@ -155,7 +153,7 @@ def _generated(args: argparse.Namespace) -> Instance:
             skew=args.skew,
             cache_fraction=args.cache_fraction,
             bandwidth_fraction=args.bandwidth_fraction,
-            prices=tuple(DEFAULT_PRICES[i] if value is None else value for i, value in enumerate(given)),
+            prices=_given_prices(args),
             variant=args.variant,
             block_gb=args.block_gb,
             tier_fraction=args.tier_fraction,
@@ -358,7 +356,7 @@ def _simulate_cost(args: argparse.Namespace) -> SimResult:
         gpus=args.gpus,
         cache_gb=args.cache_gb,
         bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=_replay_prices(args),
+        prices=_given_prices(args),
         warmup=not args.no_warmup,
         period_s=args.period,
         seed=args.seed,
@@ -399,7 +397,7 @@ def _simulate_welfare(args: argparse.Namespace) -> SimResult:
         gpus=args.gpus,
         cache_gb=args.cache_gb,
         bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=_replay_prices(args),
+        prices=_given_prices(args),
         budget_per_hour=args.budget_per_hour,
         budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
         restart_delay_s=0.0 if args.restart_delay_s is None else args.restart_delay_s,
@@ -411,8 +409,8 @@ def _simulate_welfare(args: argparse.Namespace) -> SimResult:
     return replay(workload, cfg)
 
 
-def _replay_prices(args: argparse.Namespace) -> tuple[float, float, float]:
-    """The replay's (p_g, p_c, p_b): the ones given, the package's defaults for the others."""
+def _given_prices(args: argparse.Namespace) -> tuple[float, float, float]:
+    """(p_g, p_c, p_b) of ``generate`` and ``simulate``: the ones given, the package's defaults for the others."""
     from cbalab.experiments.workload import DEFAULT_PRICES
 
     given = (args.price_gpu, args.price_cache, args.price_bandwidth)
