@@ -184,10 +184,7 @@ def affordable_cache(inst: Instance, cache: np.ndarray, R: np.ndarray, money: fl
         limit = max(money, 0.0) / inst.price_cache if inst.price_cache > 0 else float(x[-1])
         within = x <= limit
         best = float(x[within][int(np.argmin(bill[within]))])
-        i = int(np.searchsorted(x, limit, side="right")) - 1
-        if i < a.size and inst.price_cache * limit + inst.price_bandwidth * (
-            float(R.sum()) - float(np.dot(a[:i], saves[:i])) - saves[i] * (limit - x[i])
-        ) < float(bill[within].min()):
+        if limit < x[-1] and float(np.interp(limit, x, bill)) < float(bill[within].min()):  # bill is linear between
             best = limit
         return prefix_fill(cache, order, best)
     i = int(fits[-1])
