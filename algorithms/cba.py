@@ -28,7 +28,7 @@ from cbalab.models.certify import instance_tolerance, verdict
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill, weak_dual
-from cbalab.models.types import SolveOptions
+from cbalab.models.types import SolveOptions, Status
 
 
 @dataclass
@@ -134,7 +134,7 @@ def cba_continuous(inst: Instance) -> Allocation:
     inst.require_fixed()
     f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE)
     if f.cache_gb is None or f.bandwidth_gbps is None:
-        return Allocation.none("infeasible", f.reason or "infeasible")
+        return Allocation.none(Status.INFEASIBLE, f.reason or "infeasible")
     gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
     # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.
     cost = gpu_cost + inst.price_cache * float(f.cache_gb.sum()) + inst.price_bandwidth * float(f.bandwidth_gbps.sum())

@@ -18,6 +18,8 @@ from cbalab.models.certify import instance_tolerance, verdict
 from cbalab.models.evaluate import MODEL_SHARE, RTOL, Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
+from cbalab.models.result import IntegerFacts
+from cbalab.models.types import Status
 
 # ------------------------------------------------- integer variants (docs/model.md §4, proofs/cba_integer_gap.md)
 #
@@ -502,8 +504,8 @@ def cba_integer(inst: Instance) -> Allocation:
     relaxation, an exact variant, or the Martello-Toth bound of Theorem I3 (iii) says so); ``error`` with an
     ``undecided`` reason when a whole-dataset instance with a bandwidth cap defeats every candidate (a knapsack
     question).
-    ``bound`` is a proven lower bound; ``extra["gap_bound"]`` the a-priori additive bound on cost - optimum
-    that the variant's theorem gives on this instance (None: none applies).
+    ``bound`` is a proven lower bound; ``facts.gap_bound`` (:class:`~cbalab.models.result.IntegerFacts`) the
+    a-priori additive bound on cost - optimum that the variant's theorem gives on this instance (None: none applies).
     """
     s = _setting(inst)
     key = (inst.cache_granularity, inst.bandwidth_step_gbps is not None)
@@ -511,14 +513,14 @@ def cba_integer(inst: Instance) -> Allocation:
     gpu = inst.price_gpu * float(inst.job_gpus.sum())
     bound = gpu + ans.io_bound if np.isfinite(ans.io_bound) else None
     if ans.cache is None:
-        status = "error" if ans.reason and ans.reason.startswith("undecided") else "infeasible"
+        status = Status.ERROR if ans.reason and ans.reason.startswith("undecided") else Status.INFEASIBLE
         return Allocation.none(status, ans.reason or status, bound=bound)
     alloc = Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=ans.cache,
         bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
         provisioned_gbps=ans.provisioned,
-        extra={"variant": _variant_name(key), "gap_bound": ans.gap_bound},
+        facts=IntegerFacts(_variant_name(key), ans.gap_bound),
     )
     cost = evaluate(inst, alloc, "cost").cost_total  # the referee's number, which the bound is clipped to
     v = verdict(

@@ -35,7 +35,8 @@ from cbalab.algorithms.cba import cba, feed
 from cbalab.algorithms.online import State
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import Instance
-from cbalab.models.types import SolveOptions
+from cbalab.models.result import KeepFacts
+from cbalab.models.types import SolveOptions, Status
 
 
 def cba_keep(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -94,7 +95,7 @@ class CbaKeep:
         static = feed(inst, inst.job_io_gbps)
         if static.cache_gb is None:
             self._resize(K)
-            return Allocation.none("infeasible", static.reason or "infeasible")
+            return Allocation.none(Status.INFEASIBLE, static.reason or "infeasible")
         base = static.cache_gb
         filled = np.minimum(np.asarray(state.filled_gb, dtype=float), d)
         p_c, p_b = inst.price_cache, inst.price_bandwidth
@@ -129,6 +130,5 @@ class CbaKeep:
             gpus=inst.job_gpus.copy(),
             cache_gb=cache,
             bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, cache),
-            status="feasible",
-            extra={"kept_gb": float(keep.sum())},
+            facts=KeepFacts(float(keep.sum())),
         )

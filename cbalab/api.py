@@ -21,7 +21,7 @@ import pandas as pd
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.resolve import check_policy, choose_problem, parse_problem
-from cbalab.models.evaluate import Allocation, Evaluation, result
+from cbalab.models.evaluate import Allocation, Evaluation, Scored, score
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
 from cbalab.models.instance import SCHEMA, Instance, InstanceError, from_dict
@@ -231,36 +231,55 @@ class Result:
     ``status`` is the method's claim, demoted to ``infeasible`` when the
     referee finds a violation; ``objective`` is the referee's total cost
     ($/h, cost problem) or welfare (welfare problem); ``bound`` the method's
-    proven bound or None.
+    proven bound or None.  It wraps the referee's typed result
+    (:class:`cbalab.models.evaluate.Scored`), from which the JSON document is written.
     """
 
-    instance: Instance
-    problem: Problem
-    method: str
-    allocation: Allocation
-    evaluation: Evaluation | None
-    document: dict[str, Any]
+    scored: Scored
+
+    @property
+    def instance(self) -> Instance:
+        """The instance that was solved."""
+        return self.scored.instance
+
+    @property
+    def problem(self) -> Problem:
+        """The problem that was solved: ``cost`` (P1) or ``welfare`` (P2)."""
+        return self.scored.problem
+
+    @property
+    def method(self) -> str:
+        """The registered method's name."""
+        return self.scored.method
+
+    @property
+    def allocation(self) -> Allocation:
+        """The method's answer, with its own (untrusted) claims and declared facts (models/result.py)."""
+        return self.scored.allocation
+
+    @property
+    def evaluation(self) -> Evaluation | None:
+        """The referee's verdict on the allocation, or None when the method returned none."""
+        return self.scored.evaluation
 
     @property
     def status(self) -> Status:
-        """The status of the result document."""
-        return Status(self.document["status"])
+        """The method's status, ``infeasible`` when the referee found a violation."""
+        return self.scored.status
 
     @property
     def objective(self) -> float | None:
         """Total cost in $/h (cost problem) or welfare (welfare problem), as the referee computes it."""
-        value = self.document["objective"]
-        return None if value is None else float(value)
+        return self.scored.objective
 
     @property
     def bound(self) -> float | None:
         """The method's proven bound on the optimum (lower for cost, upper for welfare), or None."""
-        value = self.document["bound"]
-        return None if value is None else float(value)
+        return self.scored.bound
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``cbalab/result@1`` document (a copy)."""
-        return dict(self.document)
+        """The ``cbalab/result@1`` document of docs/interface.md."""
+        return self.scored.document()
 
     def jobs_frame(self) -> pd.DataFrame:
         """One row per job: its dataset, GPUs, data rate, bandwidth, hit ratio, stall factor and time share."""
@@ -458,8 +477,7 @@ def solve(
     start = time.perf_counter()
     alloc = entry.function()(instance, opts)
     seconds = time.perf_counter() - start
-    doc, ev = result(instance, prob, method, alloc, seconds)
-    return Result(instance, prob, method, alloc, ev, doc)
+    return Result(score(instance, prob, method, alloc, seconds))
 
 
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:

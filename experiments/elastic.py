@@ -107,6 +107,7 @@ from cbalab.experiments.workload import DEFAULT_PRICES
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.result import IoFeeding, OnlineFacts
 from cbalab.models.types import SolveOptions
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
@@ -453,14 +454,15 @@ class ElasticReplay:
         hit = np.minimum(target, self.d) / self.d
         eta = hit  # a policy that feeds its options itself buys the least feeding: its hit ratio is its cache's
         if self.method.takes_cache_policy:  # a cache policy may hit less than its cache (CoorDL's private slices)
-            factor = float(alloc.extra.get("io_factor", 1.0))
+            factor = alloc.facts.io_factor if isinstance(alloc.facts, IoFeeding) else 1.0
             R = np.bincount(kj, weights=Rm[rows, cols] * share, minlength=self.K)
             if factor > 0:
                 wanted = np.bincount(kj, weights=bw / factor, minlength=self.K)
                 eta = np.where(R > 0, np.clip(1.0 - wanted / R, 0.0, hit), hit)
         bound = math.nan if alloc.bound is None else float(alloc.bound)
-        full = int(bool(alloc.extra.get("full_reopt", False)))
-        self.full_improved += int(bool(alloc.extra.get("full_reopt_improved", False)))
+        online = alloc.facts if isinstance(alloc.facts, OnlineFacts) else None
+        full = int(online is not None and online.full_reopt)
+        self.full_improved += int(online is not None and online.full_reopt_improved)
         static = math.nan
         if self.cfg.referee:
             shared = None if (share == 1.0).all() else share

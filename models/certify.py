@@ -31,6 +31,8 @@ import numpy as np
 
 from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
+from cbalab.models.result import Certificate
+from cbalab.models.types import Status
 
 #: Relative part of the certification tolerance (8.2): HiGHS's 1e-7 row tolerances, met again by the
 #: referee after the allocation is repaired into the limits, move a score by a few 1e-7; 1e-6 leaves room.
@@ -105,7 +107,7 @@ def instance_tolerance(inst: Instance, problem: str, score: float) -> float:
 class Verdict:
     """What the certification decided: the status, the bound kept (None: it was no bound) and why, if not optimal."""
 
-    status: str
+    status: Status
     bound: float | None
     reason: str | None
 
@@ -134,7 +136,7 @@ def verdict(
       bound never below the welfare), and ``optimal`` stands iff ``mip_gap`` is 0 and the bound meets
       the score within ``tol``.
     """
-    downgraded = "feasible" if claimed == "optimal" else claimed
+    downgraded = Status.FEASIBLE if claimed == Status.OPTIMAL else Status(claimed)
     if bound is None or not math.isfinite(bound):
         reason = f"the referee scores {score:.9g} and there is no finite bound" if claimed == "optimal" else None
         return Verdict(downgraded, None, reason)
@@ -146,21 +148,21 @@ def verdict(
         )
         return Verdict(downgraded, None, reason)
     kept = min(bound, score) if minimise else max(bound, score)
-    if claimed != "optimal":
-        return Verdict(claimed, kept, None)
+    if claimed != Status.OPTIMAL:
+        return Verdict(Status(claimed), kept, None)
     if mip_gap > 0:
         reason = (
             f"solved at MIP gap {mip_gap:g}, which proves only a value within the gap: the referee scores "
             f"{score:.9g}, {source} is {kept:.9g}"
         )
-        return Verdict("feasible", kept, reason)
+        return Verdict(Status.FEASIBLE, kept, reason)
     if abs(kept - score) > tol:
         reason = (
             f"not proven optimal: the referee scores {score:.9g} and {source} is {kept:.9g}, "
             f"{abs(kept - score):.3g} apart, more than the tolerance {tol:.3g} (docs/model.md (8.2))"
         )
-        return Verdict("feasible", kept, reason)
-    return Verdict("optimal", kept, None)
+        return Verdict(Status.FEASIBLE, kept, reason)
+    return Verdict(Status.OPTIMAL, kept, None)
 
 
 def certify(
@@ -180,7 +182,7 @@ def certify(
     ``result`` reports it ``infeasible``).  Before :func:`verdict` decides, two pieces of evidence that
     the solver solved another model than the instance drop the bound: ``model_objective`` (the solver's
     own value of its incumbent) disagreeing with the score, and :func:`simple_allocation` beating the
-    bound.  The numbers go to ``alloc.extra["certificate"]``; a claim that does not stand gets the reason.
+    bound.  The numbers go to ``alloc.certificate`` (models/result.py); a claim that does not stand gets the reason.
     """
     if not alloc.has_allocation:
         return alloc
@@ -206,14 +208,14 @@ def certify(
             f"answer does not hold for this instance (largest input: {largest_input(inst)}); "
             f"status downgraded from {claimed}, bound dropped"
         )
-        alloc.status = "feasible" if claimed in ("optimal", "feasible") else claimed
+        alloc.status = Status.FEASIBLE if claimed in (Status.OPTIMAL, Status.FEASIBLE) else claimed
         alloc.bound = None
     else:
         v = verdict(score, bound, minimise=minimise, tol=tol, claimed=claimed, mip_gap=mip_gap, source=source)
         alloc.status, alloc.bound = v.status, v.bound
         if v.reason is not None:
             alloc.reason = v.reason if alloc.reason is None else f"{alloc.reason}; {v.reason}"
-    alloc.extra["certificate"] = {"claimed": claimed, "score": score, "bound": bound, "tolerance": tol}
+    alloc.certificate = Certificate(claimed, score, bound, tol)
     return alloc
 
 

@@ -28,56 +28,19 @@ bandwidth capacities and the budget are hard.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from cbalab.models.instance import Instance
+from cbalab.models.result import Allocation as Allocation  # re-exported: methods import the result from the referee
 from cbalab.models.types import Problem, Status
 
 #: Relative tolerance of every feasibility check (floating-point slack, not modelling slack).
 RTOL = 1e-9
 
-STATUSES = tuple(Status)
 PROBLEMS = tuple(Problem)
-
-
-@dataclass
-class Allocation:
-    """What a method decides, plus its (untrusted) claim about it.
-
-    ``gpus`` per job, ``cache_gb`` per dataset (occupied, paid capacity),
-    ``bandwidth_gbps`` per job, all by position.  ``provisioned_gbps`` is the
-    total bandwidth bought under tiers (None: let the referee round Σ b_j up
-    to whole tiers).  ``status`` is the method's claim (``optimal`` only if
-    proven), ``bound`` a proven bound on the optimum (lower for cost, upper
-    for welfare) or None, ``reason`` why the method found no allocation.
-    When ``status`` is ``infeasible`` or ``error`` the arrays may be None.
-    ``time_share`` is the share of the time each job runs at its ``gpus``
-    (docs/model.md §5, "Time sharing"; None: every job runs all the time); only
-    the welfare problem accepts shares below 1.
-    """
-
-    gpus: np.ndarray | None
-    cache_gb: np.ndarray | None
-    bandwidth_gbps: np.ndarray | None
-    provisioned_gbps: float | None = None
-    status: str = "feasible"
-    bound: float | None = None
-    reason: str | None = None
-    extra: dict = field(default_factory=dict)
-    time_share: np.ndarray | None = None
-
-    @classmethod
-    def none(cls, status: str, reason: str, bound: float | None = None) -> Allocation:
-        """An answer without an allocation (``infeasible`` or ``error``, or a time limit with no incumbent)."""
-        return cls(None, None, None, status=status, reason=reason, bound=bound)
-
-    @property
-    def has_allocation(self) -> bool:
-        """True when the method returned arrays to score."""
-        return self.gpus is not None
 
 
 @dataclass
@@ -333,65 +296,102 @@ def _provisioned(inst: Instance, claimed: float | None, total_b: float, v: list[
     return float(claimed)
 
 
-def result(
-    inst: Instance, problem: str, method: str, alloc: Allocation, seconds: float
-) -> tuple[dict, Evaluation | None]:
-    """The ``cbalab/result@1`` document (docs/interface.md) for a method's answer, scored by :func:`evaluate`.
+@dataclass(frozen=True)
+class Scored:
+    """A method's answer as the referee reports it (docs/interface.md, ``cbalab/result@1``), typed.
+
+    ``status`` is the method's claim, demoted to ``infeasible`` when the referee finds a violation;
+    ``objective`` the referee's total cost ($/h, P1) or welfare (P2), None without a scored allocation;
+    ``bound`` the method's proven bound (None when none or not finite); ``reason`` the method's, or the
+    violations; ``seconds`` the wall time of the method's call; ``evaluation`` the referee's verdict.
+    """
+
+    instance: Instance
+    problem: Problem
+    method: str
+    allocation: Allocation
+    evaluation: Evaluation | None
+    status: Status
+    objective: float | None
+    bound: float | None
+    reason: str | None
+    seconds: float
+
+    def document(self) -> dict[str, Any]:
+        """The ``cbalab/result@1`` document of docs/interface.md (a new dict on each call)."""
+        inst, alloc, ev = self.instance, self.allocation, self.evaluation
+        doc: dict[str, Any] = {
+            "schema": "cbalab/result@1",
+            "problem": str(self.problem),
+            "method": self.method,
+            "status": str(self.status),
+            "objective": self.objective,
+            "bound": self.bound,
+        }
+        if ev is None:
+            doc.update(
+                cost_per_hour=None,
+                welfare=None,
+                gpus=None,
+                cache_gb=None,
+                bandwidth_gbps=None,
+                solve_seconds=self.seconds,
+                reason=self.reason,
+            )
+            return doc
+        assert alloc.cache_gb is not None and alloc.bandwidth_gbps is not None  # scored, so it has arrays
+        doc.update(
+            cost_per_hour={
+                "gpu": ev.cost_gpu,
+                "cache": ev.cost_cache,
+                "bandwidth": ev.cost_bandwidth,
+                "total": ev.cost_total,
+            },
+            welfare=ev.welfare,
+            gpus={jid: int(x) for jid, x in zip(inst.job_ids, np.asarray(alloc.gpus))},
+            cache_gb={k: float(x) for k, x in zip(inst.dataset_ids, alloc.cache_gb)},
+            bandwidth_gbps={jid: float(x) for jid, x in zip(inst.job_ids, alloc.bandwidth_gbps)},
+            solve_seconds=self.seconds,
+            feasible=ev.feasible,
+        )
+        if ev.provisioned_gbps is not None:
+            doc["provisioned_gbps"] = ev.provisioned_gbps
+        if not ev.feasible:
+            doc["violations"] = ev.violations
+        if self.reason:
+            doc["reason"] = self.reason
+        stalled = np.flatnonzero(ev.stall_factor < 1.0)
+        if stalled.size:
+            doc["stall_factor"] = {inst.job_ids[j]: float(ev.stall_factor[j]) for j in stalled}
+        shared = np.flatnonzero(ev.time_share < 1.0)
+        if shared.size:
+            doc["time_share"] = {inst.job_ids[j]: float(ev.time_share[j]) for j in shared}
+        return doc
+
+
+def score(inst: Instance, problem: str, method: str, alloc: Allocation, seconds: float) -> Scored:
+    """A method's answer scored by :func:`evaluate`: the typed result that every report is written from.
 
     An allocation that the referee finds infeasible is reported with status
     ``infeasible``, ``feasible: false`` and its violations: the method failed
     on this instance, whatever it claimed.
     """
-    doc: dict = {"schema": "cbalab/result@1", "problem": problem, "method": method}
+    prob = Problem(problem)
     if not alloc.has_allocation:
-        doc.update(
-            status=alloc.status,
-            objective=None,
-            bound=_num(alloc.bound),
-            cost_per_hour=None,
-            welfare=None,
-            gpus=None,
-            cache_gb=None,
-            bandwidth_gbps=None,
-            solve_seconds=seconds,
-            reason=alloc.reason,
-        )
-        return doc, None
-    assert alloc.cache_gb is not None and alloc.bandwidth_gbps is not None  # has_allocation
+        return Scored(inst, prob, method, alloc, None, alloc.status, None, _num(alloc.bound), alloc.reason, seconds)
     ev = evaluate(inst, alloc, problem)
-    status = alloc.status if ev.feasible else "infeasible"
+    status = alloc.status if ev.feasible else Status.INFEASIBLE
     objective = ev.cost_total if problem == "cost" else ev.welfare
-    doc.update(
-        status=status,
-        objective=objective,
-        bound=_num(alloc.bound),
-        cost_per_hour={
-            "gpu": ev.cost_gpu,
-            "cache": ev.cost_cache,
-            "bandwidth": ev.cost_bandwidth,
-            "total": ev.cost_total,
-        },
-        welfare=ev.welfare,
-        gpus={jid: int(x) for jid, x in zip(inst.job_ids, np.asarray(alloc.gpus))},
-        cache_gb={k: float(x) for k, x in zip(inst.dataset_ids, alloc.cache_gb)},
-        bandwidth_gbps={jid: float(x) for jid, x in zip(inst.job_ids, alloc.bandwidth_gbps)},
-        solve_seconds=seconds,
-        feasible=ev.feasible,
-    )
-    if ev.provisioned_gbps is not None:
-        doc["provisioned_gbps"] = ev.provisioned_gbps
-    if not ev.feasible:
-        doc["violations"] = ev.violations
-        doc["reason"] = "the method's allocation breaks: " + "; ".join(ev.violations)
-    elif alloc.reason:
-        doc["reason"] = alloc.reason
-    stalled = np.flatnonzero(ev.stall_factor < 1.0)
-    if stalled.size:
-        doc["stall_factor"] = {inst.job_ids[j]: float(ev.stall_factor[j]) for j in stalled}
-    shared = np.flatnonzero(ev.time_share < 1.0)
-    if shared.size:
-        doc["time_share"] = {inst.job_ids[j]: float(ev.time_share[j]) for j in shared}
-    return doc, ev
+    reason = alloc.reason if ev.feasible else "the method's allocation breaks: " + "; ".join(ev.violations)
+    return Scored(inst, prob, method, alloc, ev, status, objective, _num(alloc.bound), reason or None, seconds)
+
+
+def result(
+    inst: Instance, problem: str, method: str, alloc: Allocation, seconds: float
+) -> tuple[dict[str, Any], Evaluation | None]:
+    """The ``cbalab/result@1`` document (docs/interface.md) of :func:`score`, and the referee's evaluation."""
+    scored = score(inst, problem, method, alloc, seconds)
+    return scored.document(), scored.evaluation
 
 
 def _num(x: float | None) -> float | None:

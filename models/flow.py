@@ -64,7 +64,7 @@ import numpy as np
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.kernels import weak_dual
-from cbalab.models.types import SolveOptions
+from cbalab.models.types import SolveOptions, Status
 
 
 def _scale(values: list[float]) -> tuple[list[int], int]:
@@ -149,7 +149,7 @@ def cost_flow(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocat
     inst.require_fixed()
     err = scope_error(inst)
     if err is not None:
-        return Allocation.none("error", str(err))
+        return Allocation.none(Status.ERROR, str(err))
     cache = flow_cache(inst)
     R = inst.dataset_demand(inst.job_io_gbps)
     bw = least_feeding(inst, inst.job_io_gbps, cache)
@@ -160,6 +160,6 @@ def cost_flow(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocat
         gpus=inst.job_gpus.copy(),
         cache_gb=cache,
         bandwidth_gbps=bw,
-        status="optimal" if proven else "feasible",
+        status=Status.OPTIMAL if proven else Status.FEASIBLE,
         bound=inst.price_gpu * float(inst.job_gpus.sum()) + io_bound,
     )

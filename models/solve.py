@@ -59,7 +59,8 @@ from cbalab.models.milp.welfare import (
     with_gpu_count,
     with_slice,
 )
-from cbalab.models.types import SolveOptions
+from cbalab.models.result import BandwidthRepair, MilpFacts
+from cbalab.models.types import SolveOptions, Status
 
 #: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
 HIGHS_LARGE_MATRIX_VALUE = 1e15
@@ -84,13 +85,34 @@ _NO_UPDATES = {
 
 @dataclass
 class Outcome:
-    """What HiGHS said: status (optimal/feasible/time_limit/infeasible/error), incumbent, bound, message."""
+    """What HiGHS said: status, incumbent, bound, message; the solver side's record, which :func:`answer` alone
+    turns into the typed result (models/result.py)."""
 
-    status: str
+    status: Status
     objective: float | None
     bound: float | None
     message: str
     has_solution: bool
+
+
+def answer(
+    out: Outcome, alloc: Allocation | None = None, *, scale: float = 1.0, milp: MilpFacts | None = None
+) -> Allocation:
+    """HiGHS's outcome as the typed result: ``alloc`` (None: no allocation) with the outcome's claims.
+
+    Status, objective and bound are HiGHS's, the last two multiplied back by the model's ``scale``
+    (docs/model.md §8; a bound that is not finite is none); the reason is HiGHS's message unless it proved
+    optimality.  The claim is then for :func:`cbalab.models.certify.certify` to judge.
+    """
+    bound = out.bound * scale if out.bound is not None and math.isfinite(out.bound) else None
+    if alloc is None:
+        alloc = Allocation.none(out.status, out.message, bound=bound)
+    else:
+        alloc.status, alloc.bound = out.status, bound
+        alloc.reason = None if out.status == Status.OPTIMAL else out.message
+    alloc.objective = out.objective * scale if out.objective is not None else None
+    alloc.milp = milp
+    return alloc
 
 
 @dataclass(frozen=True)
@@ -159,13 +181,15 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     bound = res.objective_bound
     elapsed = time.perf_counter() - started
     if tc == TerminationCondition.convergenceCriteriaSatisfied:
-        return Outcome("optimal", objective, bound if bound is not None else objective, "HiGHS: optimal", has_solution)
+        return Outcome(
+            Status.OPTIMAL, objective, bound if bound is not None else objective, "HiGHS: optimal", has_solution
+        )
     if tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        return Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({tc.name})", False)
+        return Outcome(Status.INFEASIBLE, None, None, f"HiGHS proved the model infeasible ({tc.name})", False)
     if tc == TerminationCondition.maxTimeLimit or (limit is not None and elapsed >= limit):
         message = f"the time limit of {limit:g} s ran out (model build {built:.3g} s, whole call {elapsed:.3g} s)"
-        return Outcome("time_limit", objective, bound, message, has_solution)
-    status = "feasible" if has_solution else "error"
+        return Outcome(Status.TIME_LIMIT, objective, bound, message, has_solution)
+    status = Status.FEASIBLE if has_solution else Status.ERROR
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
 
 
@@ -175,7 +199,7 @@ def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
     if limit is None or spent < limit:
         return None
     message = f"the time limit of {limit:g} s ran out {step} ({spent:.3g} s), before HiGHS started"
-    return Outcome("time_limit", None, None, message, False)
+    return Outcome(Status.TIME_LIMIT, None, None, message, False)
 
 
 #: Seconds a cancelled HiGHS run is given to stop before the KeyboardInterrupt is raised anyway.
@@ -291,11 +315,12 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
     options = budgeted(options)
     refused = beyond_highs(inst, problem)
     if refused is not None:
-        return Allocation.none("error", refused)
+        return Allocation.none(Status.ERROR, refused)
     if inst.n_jobs == 0:
         return _no_jobs(inst, problem)
     alloc = solve(inst, options=options)
-    refused_claim = alloc.extra.get("certificate", {}).get("claimed") == "optimal" and alloc.status != "optimal"
+    claimed = alloc.certificate.claimed if alloc.certificate is not None else None
+    refused_claim = claimed == Status.OPTIMAL and alloc.status != Status.OPTIMAL
     if refused_claim and options.presolve and options.mip_gap == 0.0:
         retry = solve(inst, options=replace(options, presolve=False))
         if retry.status == "optimal":
@@ -310,7 +335,7 @@ def _no_jobs(inst: Instance, problem: str) -> Allocation:
     The models need at least one job (an empty sum makes a capacity row a constant), and nothing is left to decide
     anyway.
     """
-    alloc = Allocation(np.zeros(0, dtype=np.int64), np.zeros(inst.n_datasets), np.zeros(0), status="optimal")
+    alloc = Allocation(np.zeros(0, dtype=np.int64), np.zeros(inst.n_datasets), np.zeros(0), status=Status.OPTIMAL)
     ev = evaluate(inst, alloc, problem)
     alloc.bound = ev.cost_total if problem == "cost" else float(ev.welfare or 0.0)
     return alloc
@@ -344,9 +369,8 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     scale = cost_scales(inst).objective
     model = build_cost_model(inst, relax=relax, scaled=True)
     out = solve_model(model, options)
-    bound = out.bound * scale if out.bound is not None and math.isfinite(out.bound) else None
     if not out.has_solution:
-        return Allocation.none(out.status, out.message, bound=bound)
+        return answer(out, scale=scale)
     cache = np.fromiter((pyo.value(model.cache[k]) for k in range(inst.n_datasets)), dtype=float, count=inst.n_datasets)
     cache = np.maximum(cache, 0.0)
     if inst.cache_granularity == "block":
@@ -363,17 +387,8 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     if inst.bandwidth_step_gbps is not None:
         tiers = float(pyo.value(model.tiers))
         provisioned = inst.bandwidth_step_gbps * (tiers if relax else round(tiers))
-    objective = out.objective * scale if out.objective is not None else None
-    alloc = Allocation(
-        gpus=inst.job_gpus.copy(),
-        cache_gb=cache,
-        bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, cache),
-        provisioned_gbps=provisioned,
-        status=out.status,
-        bound=bound,
-        reason=None if out.status == "optimal" else out.message,
-        extra={"highs_objective": objective},
-    )
+    fed = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache), provisioned)
+    alloc = answer(out, fed, scale=scale)
     integral = not relax and (inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None)
     return certify(
         inst,
@@ -381,7 +396,7 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         alloc,
         mip_gap=options.mip_gap if integral else 0.0,
         source="HiGHS's dual bound" if integral else "the LP optimum",
-        model_objective=objective,
+        model_objective=alloc.objective,
     )
 
 
@@ -471,7 +486,7 @@ def solve_arrays(
     if status == ms.kOptimal:
         return (
             Outcome(
-                "optimal",
+                Status.OPTIMAL,
                 objective,
                 bound if bound is not None and math.isfinite(bound) else objective,
                 "HiGHS: optimal",
@@ -482,16 +497,20 @@ def solve_arrays(
         )
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         return (
-            Outcome("infeasible", None, None, f"HiGHS proved the model infeasible ({status.name})", False),
+            Outcome(Status.INFEASIBLE, None, None, f"HiGHS proved the model infeasible ({status.name})", False),
             None,
             facts,
         )
     if status == ms.kTimeLimit:
         message = f"HiGHS stopped at the time limit of {options.time_limit} s"
-        return Outcome("time_limit", objective, bound, message, has_solution), x, facts
+        return Outcome(Status.TIME_LIMIT, objective, bound, message, has_solution), x, facts
     return (
         Outcome(
-            "feasible" if has_solution else "error", objective, bound, f"HiGHS stopped: {status.name}", has_solution
+            Status.FEASIBLE if has_solution else Status.ERROR,
+            objective,
+            bound,
+            f"HiGHS stopped: {status.name}",
+            has_solution,
         ),
         x,
         facts,
@@ -554,7 +573,7 @@ def solve_sliced(
             lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
             began = time.perf_counter()
             bound_out, _, _ = solve_arrays(with_slice(full, lo, hi, relax=True), options)
-            record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": bound_out.status}
+            record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": str(bound_out.status)}
             facts["slices"].append(record)
             level = bound_out.objective if bound_out.status == "optimal" else None
             if bound_out.status == "infeasible" or (level is not None and level <= best):
@@ -586,11 +605,15 @@ def solve_sliced(
             single += 1
     facts["nodes"] = nodes
     if best_x is None:
-        return Outcome("infeasible", None, None, "HiGHS proved every GPU-count slice infeasible", False), None, facts
+        return (
+            Outcome(Status.INFEASIBLE, None, None, "HiGHS proved every GPU-count slice infeasible", False),
+            None,
+            facts,
+        )
     message = "HiGHS: optimal in every GPU-count slice"
     if options.mip_gap > 0:
         message += f", each only within the MIP gap {options.mip_gap:g}"
-    return Outcome("optimal", best, max(proven, best), message, True), best_x, facts
+    return Outcome(Status.OPTIMAL, best, max(proven, best), message, True), best_x, facts
 
 
 def _sliced_stop(
@@ -621,7 +644,7 @@ def solve_welfare(
     feasible allocation handed to HiGHS as its first incumbent (and to the slices, where it counts only if
     it meets the model's rows).  ``sliced`` (the default for the MILP) solves it slice by slice of the GPU
     count, :func:`solve_sliced` (Theorem F4); ``sliced=False`` is the single MILP of before.  The run facts
-    go to ``extra["milp"]``.
+    go to ``milp`` (:class:`~cbalab.models.result.MilpFacts`).
 
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
@@ -640,7 +663,7 @@ def solve_welfare(
     Either way :func:`_fed_within_limits` then repairs floating-point excess
     (HiGHS's 1e-7 feasibility tolerance) so that the referee, which checks to
     1e-9, sees the capacities and the budget met; the repair factor is kept
-    in ``extra["bandwidth_repair"]``.  The answer then passes
+    in ``facts`` (:class:`~cbalab.models.result.BandwidthRepair`).  The answer then passes
     :func:`cbalab.models.certify.certify`.  Non-continuous instances raise
     InstanceError (models/milp/welfare.py).
     """
@@ -671,23 +694,20 @@ def solve_welfare(
     else:
         raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")
     if not out.has_solution:
-        alloc = Allocation.none(out.status, out.message, bound=out.bound)
-        alloc.extra = {"milp": facts}
-        return alloc
+        return answer(out, milp=MilpFacts.of(facts, form))
     chosen = np.flatnonzero(y >= (1.0 - 1e-6 if relax else 0.5))
     jobs = inst.option_job()[chosen]
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)
     rates = np.zeros(inst.n_jobs)
     gpus[jobs] = inst.option_gpus[chosen]
     rates[jobs] = inst.option_io_gbps[chosen]
-    alloc = _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0))
-    alloc.extra["milp"] = facts
+    alloc = answer(out, _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0)), milp=MilpFacts.of(facts, form))
     if relax:
         job = inst.option_job()
         fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
         n_frac = int(fractional.sum())
-        alloc.status = out.status if n_frac == 0 else ("feasible" if out.status == "optimal" else out.status)
-        alloc.bound = out.objective if out.status == "optimal" else None
+        alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
+        alloc.bound = out.objective if out.status == Status.OPTIMAL else None
         alloc.reason = (
             "LP relaxation: bound is the relaxation optimum; "
             + (
@@ -698,10 +718,6 @@ def solve_welfare(
             )
         )
         return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
-    alloc.status = out.status
-    alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-    alloc.reason = None if out.status == "optimal" else out.message
-    alloc.extra["highs_objective"] = out.objective
     return certify(
         inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
     )
@@ -722,7 +738,7 @@ def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit:
 def _bandwidth_within(inst: Instance, gpus: np.ndarray, cache: np.ndarray, bw: np.ndarray) -> Allocation:
     """The allocation with ``bw`` scaled by one factor into tolerated(B) and into the money tolerated(Budget) leaves.
 
-    The factor is kept in ``extra["bandwidth_repair"]``.
+    The factor is kept in ``facts``, a :class:`~cbalab.models.result.BandwidthRepair`.
     """
     total = float(bw.sum())
     factor = _shrink_into(total, inst.bandwidth_gbps)
@@ -730,7 +746,7 @@ def _bandwidth_within(inst: Instance, gpus: np.ndarray, cache: np.ndarray, bw: n
         spent = inst.price_gpu * float(gpus.sum()) + inst.price_cache * float(cache.sum())
         left = tolerated(inst.budget_per_hour) - spent
         factor = min(factor, _shrink(inst.price_bandwidth * total, left))
-    return Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw * factor, extra={"bandwidth_repair": factor})
+    return Allocation(gpus=gpus, cache_gb=cache, bandwidth_gbps=bw * factor, facts=BandwidthRepair(factor))
 
 
 def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -771,9 +787,7 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     arrays = build_welfare_arrays(inst, stall=True)
     out, x, facts = solve_sliced(arrays, inst.option_gpus, options)
     if x is None:
-        alloc = Allocation.none(out.status, out.message, bound=out.bound)
-        alloc.extra = {"milp": facts}
-        return alloc
+        return answer(out, milp=MilpFacts.of(facts, "sliced"))
     y, z, h, s = arrays.y(x), arrays.w(x), np.clip(arrays.h(x), 0.0, 1.0), np.clip(arrays.fed(x), 0.0, 1.0)
     chosen = np.flatnonzero(y >= 0.5)
     o_job = inst.option_job()
@@ -785,21 +799,18 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
     bw = np.zeros(inst.n_jobs)
     bw[jobs] = np.maximum(r * (s[chosen] - np.minimum(z[chosen], s[chosen])), 0.0)
-    alloc = _bandwidth_within(inst, gpus, cache, bw)
-    alloc.extra.update(milp=facts, relaxation_objective=out.objective)
-    alloc.status = out.status
-    alloc.bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
-    alloc.reason = None if out.status == "optimal" else out.message
+    milp = replace(MilpFacts.of(facts, "sliced"), relaxation_objective=out.objective)
+    alloc = answer(out, _bandwidth_within(inst, gpus, cache, bw), milp=milp)
     alloc = certify(inst, "welfare", alloc, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
-    if out.status != "optimal" or alloc.status == "optimal" or options.mip_gap > 0:
+    if out.status != Status.OPTIMAL or alloc.status == Status.OPTIMAL or options.mip_gap > 0:
         return alloc
     # P2 ≤ P2s ≤ the relaxation (Theorem F3): a P2 optimum that reaches the relaxation's bound is P2s-optimal.
     p2 = solve_welfare(inst, relax=False, options=options)
-    if p2.status == "optimal":
-        p2.bound = alloc.extra["certificate"]["bound"]
+    if p2.status == Status.OPTIMAL and alloc.certificate is not None:
+        p2.bound = alloc.certificate.bound
         p2 = certify(inst, "welfare", p2, source="the P2s relaxation's bound")
-        if p2.status == "optimal":
-            p2.extra.update(milp=facts, relaxation_objective=out.objective, p2_milp=p2.extra["milp"])
+        if p2.status == Status.OPTIMAL:
+            p2.milp = replace(milp, p2=p2.milp)
             p2.reason = "the no-stall optimum P2 reaches the P2s relaxation's optimum: P2s-optimal (Theorem F3)"
             return p2
     alloc.reason = (

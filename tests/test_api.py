@@ -87,7 +87,7 @@ def test_problem_is_inferred_from_the_instance_and_methods_lists_them() -> None:
         cbalab.solve(inst, "nope")
     res = cbalab.solve(inst, "gavel-tput", cache_policy="cba")
     assert res.problem is cbalab.Problem.WELFARE
-    assert res.allocation.extra["cache_policy"] == "cba"
+    assert res.allocation.facts.cache_policy == "cba"
     table = cbalab.methods()
     assert len(table) == len(registry.all_methods())
     assert set(cbalab.methods("welfare")["name"]) == set(registry.names("welfare"))

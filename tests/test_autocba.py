@@ -255,7 +255,7 @@ def test_autocba_below_milp_below_certificate(
     certificate = welfare_bound(accepted_limits(inst)).bound  # the limits as the referee accepts them
     assert alloc.bound <= certificate * (1 + 1e-12) + 1e-12
     if alloc.bound < certificate * (1 - 1e-9):
-        assert alloc.status == "optimal" and alloc.extra["welfare"] == pytest.approx(alloc.bound, rel=1e-8)
+        assert alloc.status == "optimal" and alloc.objective == pytest.approx(alloc.bound, rel=1e-8)
 
 
 def _instance(sizes, jobs, tables, *, prices, budget, cache=0.0, bandwidth=math.inf, gpus=None) -> Instance:

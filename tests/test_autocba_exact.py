@@ -107,4 +107,4 @@ def test_exact_search_out_of_nodes_claims_nothing() -> None:
     assert _check_feasible(inst, naive) == 11.0 and naive.status == "feasible"
     exact = autocba(inst, swaps=0, enumerate_guesses=False, exact=True)
     assert _check_feasible(inst, exact) == 18.0 and exact.status == "optimal"
-    assert exact.extra["source"] == "exact search"
+    assert exact.facts.source == "exact search"

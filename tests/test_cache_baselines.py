@@ -125,7 +125,7 @@ def test_coordl_slices_are_private_and_split_in_proportion_to_need() -> None:
     # Two jobs on dataset 0 (10 GB), one on dataset 1 (20 GB); C = 15 GB; every job pays alone.
     inst = _inst([10.0, 20.0], [0, 0, 1], [5.0, 5.0, 10.0], cache_gb=15.0, prices=(1.0, 0.01, 1.0))
     alloc = methods.get("cost", "coordl").function()(inst)
-    alpha = alloc.extra["alpha"]
+    alpha = alloc.facts.alpha
     # Σ_k d_k min(1, n_k α) = 10·2α + 20·α = 15  ->  α = 0.375 (dataset 0 not yet full: 2α < 1).
     assert alpha == pytest.approx(0.375)
     assert alloc.cache_gb == pytest.approx([7.5, 7.5])
@@ -139,7 +139,7 @@ def test_coordl_gives_the_capacity_left_by_a_full_dataset_to_others() -> None:
     # Four jobs on a 2 GB dataset fill it at α = 1/4 (disjoint quarters); the rest of C goes to dataset 1.
     inst = _inst([2.0, 20.0], [0, 0, 0, 0, 1], [5.0] * 4 + [10.0], cache_gb=12.0, prices=(1.0, 0.01, 1.0))
     alloc = methods.get("cost", "coordl").function()(inst)
-    assert alloc.extra["alpha"] == pytest.approx(0.5)
+    assert alloc.facts.alpha == pytest.approx(0.5)
     assert alloc.cache_gb == pytest.approx([2.0, 10.0])
     assert alloc.bandwidth_gbps == pytest.approx([3.75] * 4 + [5.0])
     assert evaluate(inst, alloc, "cost").feasible

@@ -329,7 +329,7 @@ def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again
         return solve_welfare(inst, relax=False, options=options, sliced=False)
 
     raw = single(inst, SolveOptions())
-    assert raw.extra["certificate"]["claimed"] == "optimal" and raw.extra["certificate"]["bound"] == 0.0  # HiGHS
+    assert raw.certificate.claimed == "optimal" and raw.certificate.bound == 0.0  # HiGHS
     assert raw.status == "feasible"  # refused by the certification step
     checked = solve_module._exact(inst, "welfare", SolveOptions(), single)
     assert checked.status == "optimal" and evaluate(inst, checked, "welfare").welfare == pytest.approx(54.0, rel=1e-6)

@@ -205,7 +205,7 @@ def test_cba_rounding_feasible_and_within_gap_bound(variant: str, data: st.DataO
     tiers on these instances (I4 (ii), the scan runs; p_b β otherwise, I4 (i)), Δ for whole datasets (I3 (i),
     from the continuous optimum's fractional dataset; with B = ∞ it always exists, I3 (ii)), Δ(B̃) + p_b β for
     whole datasets + tiers (I5).  Theorem I3 itself is stated via the quantity the code reports as
-    ``extra["gap_bound"]`` (Δ on each instance), so for whole datasets that number is also compared with the
+    ``facts.gap_bound`` (Δ on each instance), so for whole datasets that number is also compared with the
     Δ computed here; for the other variants it must not exceed the theorem's gap.  Also: ``optimal`` only when
     the cost is the optimum, ``infeasible`` only when the MILP is, and ``error`` (undecided) only for whole
     datasets under a bandwidth cap with the continuous relaxation feasible (Theorem I3 (iii))."""
@@ -231,7 +231,7 @@ def test_cba_rounding_feasible_and_within_gap_bound(variant: str, data: st.DataO
         assert gap is not None, "Theorem I3 (ii): with B unlimited the rounded-down LP is always feasible"
     if gap is not None:
         assert cost <= opt + gap + TOL * max(1.0, opt)
-    reported = alloc.extra["gap_bound"]
+    reported = alloc.facts.gap_bound
     if variant == "dataset":
         assert (reported is None) == (gap is None)
         if gap is not None:

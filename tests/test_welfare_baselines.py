@@ -79,7 +79,7 @@ def test_the_naive_rule_feeds_every_running_job_in_full(inst: Instance) -> None:
         alloc = methods.get("welfare", name).function()(inst)
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible, ev.violations
-        assert alloc.extra["io_factor"] >= 1.0 - RTOL
+        assert alloc.facts.io_factor >= 1.0 - RTOL
         running = np.asarray(alloc.gpus) > 0
         assert np.all(ev.stall_factor[running] >= 1.0 - 1e-9)
 
@@ -109,7 +109,7 @@ def test_every_cache_policy_feeds_within_budget(inst: Instance, policy: str, spl
         share = np.ones(inst.n_jobs) if alloc.time_share is None else alloc.time_share
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible, ev.violations
-        factor = alloc.extra["io_factor"]
+        factor = alloc.facts.io_factor
         assert 0.0 <= factor <= 1.0
         assert np.all(ev.stall_factor >= factor * (1 - 1e-9))
         if policy in ("silod", "io-only", "cba"):
@@ -231,7 +231,7 @@ def test_utility_greedy_takes_every_top_option_when_nothing_binds() -> None:
     gpus = utility_greedy.allocate(inst, io_unaware.gpu_cap(inst, 1.0)).gpus
     assert gpus.tolist() == [8] * 15
     alloc = utility_greedy.utility_greedy(inst)
-    assert alloc.extra["io_factor"] == 1.0
+    assert alloc.facts.io_factor == 1.0
     assert evaluate(inst, alloc, "welfare").welfare == pytest.approx(inst.option_utility[inst.option_ptr[1:] - 1].sum())
 
 
@@ -243,7 +243,7 @@ def test_regression_issue18_naive_schedulers_buy_io_instead_of_stalling_on_a_tig
         alloc = methods.get("welfare", name).function()(inst)
         ev = evaluate(inst, alloc, "welfare")
         assert ev.feasible
-        assert alloc.extra["io_factor"] >= 1.0 - RTOL and alloc.extra["caps_tried"] > 1
+        assert alloc.facts.io_factor >= 1.0 - RTOL and alloc.facts.caps_tried > 1
         assert ev.stall_factor[np.asarray(alloc.gpus) > 0].min() == 1.0
         assert ev.cost_total <= inst.budget_per_hour * (1 + 1e-9)
         assert ev.welfare <= methods.run(inst, "welfare", f"{name}-tuned")[0]["welfare"] + 1e-9

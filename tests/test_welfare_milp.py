@@ -362,7 +362,7 @@ def test_theorem_f4_slices_have_the_optimum_of_p2(inst: Instance, warm: bool) ->
     """
     alloc = solve_welfare(inst, relax=False, warm=autocba(inst) if warm else None)
     ev = evaluate(inst, alloc, "welfare")
-    assert alloc.status == "optimal" and alloc.extra["milp"]["form"] == "sliced"
+    assert alloc.status == "optimal" and alloc.milp.form == "sliced"
     assert ev.feasible, ev.violations
     assert ev.welfare == pytest.approx(brute_force(inst), rel=1e-6, abs=1e-6)
     stall = build_welfare_arrays(inst, stall=True)

@@ -16,7 +16,8 @@ from cbalab.algorithms.cba import feed
 from cbalab.models.certify import accepted_limits, instance_tolerance, verdict
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
 from cbalab.models.instance import Instance
-from cbalab.models.types import SolveOptions
+from cbalab.models.result import SearchFacts
+from cbalab.models.types import SolveOptions, Status
 
 
 def _weightings(inst: Instance, keep: np.ndarray) -> list[Weights]:
@@ -158,7 +159,7 @@ def autocba(
     if alloc is None:
         alloc = Allocation(np.zeros(inst.n_jobs, np.int64), np.zeros(inst.n_datasets), np.zeros(inst.n_jobs))
         welfare = 0.0
-    alloc.extra = {"welfare": welfare, "source": source}
+    alloc.objective, alloc.facts = welfare, SearchFacts(source)
     if certify:
         cert = welfare_bound(accepted_limits(inst))  # every allocation the referee accepts (issue 19)
         bound = cert.bound
@@ -172,10 +173,10 @@ def autocba(
             if found.proven and welfare >= found.welfare:
                 proven = True
                 bound = min(bound, welfare + 1e-9 * (1.0 + abs(welfare)))
-        alloc.extra = {"welfare": welfare, "source": source, "multipliers": cert.multipliers}
+        alloc.objective, alloc.facts = welfare, SearchFacts(source, cert.multipliers)
         alloc.bound = bound
         if proven:
-            alloc.status = "optimal"
+            alloc.status = Status.OPTIMAL
     return alloc
 
 

@@ -61,6 +61,7 @@ from cbalab.algorithms.cba import feed
 from cbalab.algorithms.online import State
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.result import OnlineFacts
 from cbalab.models.types import SolveOptions
 
 #: A move must gain at least this fraction of its job's largest utility to count, so local search terminates.
@@ -183,8 +184,8 @@ class OnlineAutoCBA:
 
         Options that do not fit alone are dropped (algorithms/autocba/limits.py, through :class:`Dual`); a job
         whose option is gone waits.  The answer is fed by CBA within the budget and never stalls; its ``bound``
-        is the certificate and ``extra`` holds ``welfare`` (Σ U of the chosen options), ``full_reopt`` and
-        ``full_reopt_improved`` (whether step 6 ran and whether its answer was adopted) and ``moves``.
+        is the certificate, its ``objective`` the welfare Σ U of the chosen options and its ``facts``
+        (:class:`~cbalab.models.result.OnlineFacts`) whether step 6 ran and was adopted and the moves made.
         """
         inst = state.instance
         self._cluster(inst)
@@ -240,9 +241,9 @@ class OnlineAutoCBA:
             gpus=Gm[rows, cols].astype(np.int64),
             cache_gb=cache,
             bandwidth_gbps=bw,
-            status="feasible",
+            objective=welfare,
             bound=bound,
-            extra={"welfare": welfare, "full_reopt": full, "full_reopt_improved": improved, "moves": moves},
+            facts=OnlineFacts(full_reopt=full, full_reopt_improved=improved, moves=moves),
         )
 
     @staticmethod

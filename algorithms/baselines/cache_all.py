@@ -22,6 +22,7 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled, whole_first_fit
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.result import CacheRule
 from cbalab.models.types import SolveOptions
 
 
@@ -30,4 +31,4 @@ def cache_all(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocat
     referenced, first = np.unique(inst.job_dataset, return_index=True)
     order = referenced[np.argsort(first, kind="stable")]
     cache = whole_first_fit(inst.dataset_size_gb, order, inst.cache_gb)
-    return feed_unstalled(inst, cache, order="first reference")
+    return feed_unstalled(inst, cache, rule=CacheRule(order="first reference"))

@@ -14,6 +14,7 @@ import numpy as np
 
 from cbalab.models.evaluate import RTOL, Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.result import CacheRule
 
 
 def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
@@ -51,12 +52,14 @@ def granular(inst: Instance, cache: np.ndarray) -> np.ndarray:
     return cache
 
 
-def feed_unstalled(inst: Instance, cache: np.ndarray, job_hit: np.ndarray | None = None, **extra: object) -> Allocation:
+def feed_unstalled(
+    inst: Instance, cache: np.ndarray, job_hit: np.ndarray | None = None, rule: CacheRule | None = None
+) -> Allocation:
     """The Allocation that pays for ``cache`` (rounded to the granularity) and feeds every job unstalled.
 
     ``job_hit`` is each job's own hit ratio when it differs from its
     dataset's shared one (private caches); it is scaled down with the cache
-    when rounding takes capacity away.
+    when rounding takes capacity away.  ``rule`` is what the baseline chose, declared in the answer's ``facts``.
     """
     inst.require_fixed()
     d = inst.dataset_size_gb
@@ -74,6 +77,5 @@ def feed_unstalled(inst: Instance, cache: np.ndarray, job_hit: np.ndarray | None
         gpus=inst.job_gpus.copy(),
         cache_gb=paid,
         bandwidth_gbps=bandwidth,
-        status="feasible",
-        extra=dict(extra),
+        facts=rule,
     )

@@ -33,6 +33,7 @@ import numpy as np
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.result import CacheRule
 from cbalab.models.types import SolveOptions
 
 
@@ -47,7 +48,7 @@ def coordl(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation
     fraction = np.where(n > 0, np.minimum(alpha, 1.0 / np.maximum(n, 1.0)), 0.0)
     cache = d * np.minimum(1.0, n * fraction)
     job_hit = np.where(eligible, fraction[kj], 0.0)
-    return feed_unstalled(inst, cache, job_hit, alpha=alpha)
+    return feed_unstalled(inst, cache, job_hit, CacheRule(alpha=alpha))
 
 
 def _water_level(d: np.ndarray, n: np.ndarray, capacity: float) -> float:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -45,7 +46,8 @@ from cbalab.algorithms import registry
 from cbalab.models.evaluate import RTOL, Allocation, evaluate, least_feeding, option_lookup
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import bandwidth_factor, prefix_fill
-from cbalab.models.types import SolveOptions
+from cbalab.models.result import IoFeeding
+from cbalab.models.types import SolveOptions, Status
 
 #: Fractions of the budget a tuned scheduler may give to GPUs (the rest is held for IO).
 SPLITS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -129,7 +131,7 @@ def feed_within_budget(inst: Instance, schedule: Schedule, policy: str = "silod"
     to buy fit the money left after GPUs (:func:`affordable_cache`); each
     job's unstalled bandwidth, max(the policy's b_j, r_j (1 − h_k(j))) for the
     cache that is left, is then scaled by one common factor so that Σ b ≤ B
-    and the bill stays within the budget.  ``extra`` records that factor
+    and the bill stays within the budget.  ``facts`` (an :class:`IoFeeding`) records that factor
     (``io_factor``, 1: no job stalls) and ``bill_per_hour``, what GPUs, cache
     and the unstalled bandwidth would cost.  ``schedule`` must already respect
     G and the budget (see :func:`gpu_cap`).
@@ -153,8 +155,7 @@ def feed_within_budget(inst: Instance, schedule: Schedule, policy: str = "silod"
         gpus=gpus,
         cache_gb=cache,
         bandwidth_gbps=need * factor,
-        status="feasible",
-        extra={"io_factor": factor, "cache_policy": policy, "bill_per_hour": bill, "bandwidth_need_gbps": total},
+        facts=IoFeeding(io_factor=factor, cache_policy=policy, bill_per_hour=bill, bandwidth_need_gbps=total),
         time_share=None if schedule.share is None else np.asarray(schedule.share, dtype=float),
     )
 
@@ -196,7 +197,7 @@ def affordable_cache(inst: Instance, cache: np.ndarray, R: np.ndarray, money: fl
 def billed_cap(inst: Instance, cap: int, schedule: Schedule, fed: Allocation) -> int:
     """The next, smaller GPU cap of the naive rule: cut the GPUs by what the unstalled bill overshoots.
 
-    The bill ``fed.extra["bill_per_hour"]`` (GPUs, cache and the bandwidth that
+    The bill ``fed.facts.bill_per_hour`` (GPUs, cache and the bandwidth that
     would feed every chosen job) exceeds the budget, or the bandwidth need
     exceeds B.  The operator cuts the GPUs it holds, ``used``, by the
     overshoot: to ⌊(Budget − IO bill) / p_g⌋ if the IO bill stayed as it is,
@@ -207,7 +208,8 @@ def billed_cap(inst: Instance, cap: int, schedule: Schedule, fed: Allocation) ->
     before none.
     """
     used = math.ceil(schedule.gpu_time() - 1e-9)
-    bill = float(fed.extra["bill_per_hour"])
+    facts = feeding(fed)
+    bill = facts.bill_per_hour
     cuts = [used - 1]
     if math.isfinite(inst.budget_per_hour) and bill > inst.budget_per_hour:
         estimates = [math.floor(used * inst.budget_per_hour / bill)]
@@ -215,7 +217,7 @@ def billed_cap(inst: Instance, cap: int, schedule: Schedule, fed: Allocation) ->
             io_bill = bill - inst.price_gpu * schedule.gpu_time()
             estimates.append(math.floor((inst.budget_per_hour - io_bill) / inst.price_gpu + 1e-9))
         cuts.append(max(estimates))
-    need = float(fed.extra["bandwidth_need_gbps"])
+    need = facts.bandwidth_need_gbps
     if need > inst.bandwidth_gbps:
         cuts.append(math.floor(used * inst.bandwidth_gbps / need))
     return max(min(cap - 1, *cuts), 1 if cap > 1 else 0)
@@ -226,7 +228,7 @@ def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocat
 
     From every GPU the budget and G allow, the cap is lowered by
     :func:`billed_cap` until ``policy`` feeds every chosen job unstalled
-    within the budget and B.  ``extra["caps_tried"]`` counts the rounds.
+    within the budget and B.  ``facts.caps_tried`` counts the rounds.
     """
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
@@ -236,10 +238,10 @@ def naive(inst: Instance, schedule: Scheduler, policy: str = "silod") -> Allocat
         rounds += 1
         chosen = schedule(inst, cap)
         alloc = feed_within_budget(inst, chosen, policy)
-        if alloc.extra["io_factor"] >= 1.0 - RTOL or cap == 0:  # fed up to the referee's rounding slack
+        if feeding(alloc).io_factor >= 1.0 - RTOL or cap == 0:  # fed up to the referee's rounding slack
             break
         cap = billed_cap(inst, cap, chosen, alloc)
-    alloc.extra.update(split=None, gpu_cap=cap, caps_tried=rounds)
+    alloc.facts = replace(feeding(alloc), split=None, gpu_cap=cap, caps_tried=rounds)
     return alloc
 
 
@@ -264,7 +266,7 @@ def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod", time_limit
         if cap in scored:
             continue
         if time_limit is not None and time.perf_counter() - started >= time_limit:
-            best.status = "time_limit"
+            best.status = Status.TIME_LIMIT
             best.reason = f"the time limit of {time_limit:g} s ran out after {len(scored)} of {len(caps)} GPU/IO splits"
             return best
         alloc = feed_within_budget(inst, schedule(inst, cap), policy)
@@ -272,8 +274,15 @@ def tuned(inst: Instance, schedule: Scheduler, policy: str = "silod", time_limit
         welfare = _welfare(inst, alloc)
         if welfare > best_welfare:
             best, best_welfare = alloc, welfare
-            alloc.extra.update(split=split, gpu_cap=cap)
+            alloc.facts = replace(feeding(alloc), split=split, gpu_cap=cap)
     return best
+
+
+def feeding(alloc: Allocation) -> IoFeeding:
+    """The :class:`IoFeeding` facts of an answer of :func:`feed_within_budget` (a method bug if it has none)."""
+    if not isinstance(alloc.facts, IoFeeding):
+        raise TypeError(f"expected an IO-unaware scheduler's answer with IoFeeding facts, got {alloc.facts!r}")
+    return alloc.facts
 
 
 def _welfare(inst: Instance, alloc: Allocation) -> float:

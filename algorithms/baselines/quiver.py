@@ -27,6 +27,7 @@ from cbalab.algorithms.baselines.cache_common import feed_unstalled
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
+from cbalab.models.result import CacheRule
 from cbalab.models.types import SolveOptions
 
 
@@ -39,4 +40,4 @@ def quiver(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation
     np.maximum.at(best, inst.job_dataset, density)
     worth = np.flatnonzero(inst.price_bandwidth * best > inst.price_cache)
     order = worth[np.argsort(-best[worth], kind="stable")]
-    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb), judged="per job")
+    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb), rule=CacheRule(judged="per job"))

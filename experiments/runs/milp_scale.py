@@ -109,15 +109,15 @@ def run_one(params: dict) -> dict:
         seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu
     ev = evaluate(inst, alloc, "welfare")
-    facts = alloc.extra.get("milp", {})
+    facts = alloc.milp
     return {
         **params,
         "status": alloc.status,
         "seconds": seconds,
         "cpu_seconds": cpu_seconds if form != "autocba" else None,
-        "build_seconds": facts.get("build_seconds"),
-        "nodes": facts.get("nodes"),
-        "slices": len(facts["slices"]) if "slices" in facts else None,
+        "build_seconds": None if facts is None else facts.build_seconds,
+        "nodes": None if facts is None else facts.nodes,
+        "slices": len(facts.slices) if facts is not None and facts.form == "sliced" else None,
         "welfare": ev.welfare if ev.feasible else None,
         "feasible": ev.feasible,
         "bound": alloc.bound,

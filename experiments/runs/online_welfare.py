@@ -78,20 +78,6 @@ MIXES = ("mixed", "linear", "concave", "sigmoid", "deadline")
 DELAYS = (0.0, 60.0)
 
 _TRACES: dict[str, pd.DataFrame] = {}
-#: The parameters that identify a run (a rerun skips the rows it finds with the same values).
-KEYS = (
-    "window_start",
-    "window_jobs",
-    "policy",
-    "cache_policy",
-    "budget_fraction",
-    "utility_mix",
-    "io_scale",
-    "restart_delay_s",
-    "seed",
-)
-
-
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs of the experiment (module docstring), each a dict of :func:`run_one` parameters."""
     naive = UNTUNED

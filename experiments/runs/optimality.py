@@ -59,6 +59,7 @@ from cbalab.experiments.workload.variants import VARIANTS, variant_instance
 from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
 from cbalab.models.options import SHAPES
+from cbalab.models.result import IntegerFacts
 from cbalab.models.types import SolveOptions
 
 NAME = "optimality"
@@ -243,7 +244,7 @@ def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
             if opt is not None and alloc.bound is not None:
                 row["cba_certificate_slack"] = max(opt - alloc.bound, 0.0) / scale
                 row["cba_bound_valid"] = bool(alloc.bound <= opt + 1e-6 * max(1.0, opt))
-            bound = alloc.extra.get("gap_bound") if alloc.extra else None
+            bound = alloc.facts.gap_bound if isinstance(alloc.facts, IntegerFacts) else None
             row["cba_gap_bound"] = None if bound is None or opt is None else float(bound) / scale
     return row
 

@@ -535,7 +535,7 @@ def solve_dynamic_pyomo(
     built = matrix(schedule, cluster, warmup=warmup, relax=relax)
     settled = settle(raw, built, cluster, warmup=warmup) if raw else None
     values, cost = settled if settled is not None else ({}, None)
-    status, message = out.status, out.message
+    status, message = str(out.status), out.message
     if status in ("optimal", "feasible", "time_limit") and raw and settled is None:
         status, message = "error", message + "; HiGHS's point does not meet the rows (settle)"
     elif status == "optimal" and not certified(cost, out.bound):
