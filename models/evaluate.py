@@ -69,6 +69,16 @@ class Evaluation:
         """IO cost per hour: cache + bandwidth."""
         return self.cost_cache + self.cost_bandwidth
 
+    @property
+    def welfare_score(self) -> float:
+        """The welfare (docs/model.md (5.7)) of an evaluation that knows it, as every welfare-problem one does.
+
+        Raises ValueError for a cost-problem evaluation whose jobs have no utilities (``welfare`` None).
+        """
+        if self.welfare is None:
+            raise ValueError("this evaluation has no welfare: the jobs' options (utilities) are not all known")
+        return self.welfare
+
 
 def _slack(x: float | np.ndarray) -> float | np.ndarray:
     return RTOL * np.maximum(1.0, np.abs(x))

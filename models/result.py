@@ -189,3 +189,9 @@ class Allocation:
     def has_allocation(self) -> bool:
         """True when the method returned arrays to score."""
         return self.gpus is not None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gpus, cache_gb, bandwidth_gbps), for a reader that needs them; ValueError naming the status if none."""
+        if self.gpus is None or self.cache_gb is None or self.bandwidth_gbps is None:
+            raise ValueError(f"the answer has no allocation ({self.status}: {self.reason})")
+        return self.gpus, self.cache_gb, self.bandwidth_gbps

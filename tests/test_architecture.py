@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,22 @@ def test_no_bare_top_level_imports() -> None:
     """No module anywhere imports ``models``, ``algorithms`` or ``experiments`` by a bare name."""
     folders = ["cbalab", *PACKAGES, "tests"]
     assert _offences(folders, tuple(PACKAGES)) == []
+
+
+def test_regression_issue20_pytest_puts_no_bare_package_on_the_path(tmp_path: Path) -> None:
+    """Issue 20, item 6: pytest's ``pythonpath`` holds tests/ only (its helpers ``strategies`` and ``toy_experiment``),
+    so that a test cannot import ``models`` by a bare name; from that path, in a fresh interpreter outside the
+    repository, none of the three packages is found (the installed ``cbalab.*`` is)."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        paths = tomllib.load(f)["tool"]["pytest"]["ini_options"].get("pythonpath", [])
+    assert paths == ["tests"]
+    code = (
+        "import importlib.util as u, sys\n"
+        f"sys.path[:0] = {[str(ROOT / p) for p in paths]!r}\n"
+        f"print([u.find_spec(n) is None for n in {sorted(PACKAGES)!r}], u.find_spec('cbalab.models') is not None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[True,", "True,", "True]", "True"]
 
 
 def test_models_import_neither_algorithms_nor_experiments() -> None:

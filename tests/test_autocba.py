@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, target
 from hypothesis import strategies as st
+from strategies import magnitudes
 
 from cbalab.algorithms.autocba import autocba, fits_alone, standalone_cost, welfare_bound
 from cbalab.algorithms.autocba.driver import _FIT_SLACK
@@ -24,7 +25,6 @@ from cbalab.experiments.workload import generate_welfare
 from cbalab.models.certify import accepted_limits
 from cbalab.models.evaluate import RTOL, evaluate
 from cbalab.models.instance import Instance, InstanceError, build
-from tests.strategies import magnitudes
 
 TOL = 1e-7
 

@@ -15,14 +15,7 @@ from unittest import mock
 import numpy as np
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
-
-from cbalab.algorithms.autocba import autocba, fits_alone
-from cbalab.algorithms.autocba import enumerate as enumerate_module
-from cbalab.algorithms.autocba.driver import _FIT_SLACK, _weightings
-from cbalab.algorithms.autocba.enumerate import PAIRS_MAX, fixed_greedy
-from cbalab.algorithms.autocba.greedy import Weights
-from cbalab.models.instance import Instance
-from tests.test_autocba import (
+from test_autocba import (
     TOL,
     _check_feasible,
     _instance,
@@ -31,6 +24,13 @@ from tests.test_autocba import (
     optima,
     tiny_instances,
 )
+
+from cbalab.algorithms.autocba import autocba, fits_alone
+from cbalab.algorithms.autocba import enumerate as enumerate_module
+from cbalab.algorithms.autocba.driver import _FIT_SLACK, _weightings
+from cbalab.algorithms.autocba.enumerate import PAIRS_MAX, fixed_greedy
+from cbalab.algorithms.autocba.greedy import Weights
+from cbalab.models.instance import Instance
 
 
 @st.composite

@@ -12,13 +12,13 @@ import itertools
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from test_autocba import TOL, _check_feasible, _instance, brute_force, tiny_instances
 
 from cbalab.algorithms.autocba import autocba, welfare_bound
 from cbalab.algorithms.autocba.certificate import Dual
 from cbalab.algorithms.autocba.exact import exact_search
 from cbalab.algorithms.cba import feed
 from cbalab.models.instance import Instance
-from tests.test_autocba import TOL, _check_feasible, _instance, brute_force, tiny_instances
 
 
 @given(tiny_instances())

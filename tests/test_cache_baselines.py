@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import magnitudes
 
 from cbalab.algorithms import registry as methods
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import build
-from tests.strategies import magnitudes
 
 BASELINES = ("io-only", "cache-all", "coordl", "quiver", "silod")
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
 
 from cbalab.algorithms.cba import cba
 from cbalab.models.evaluate import Allocation, evaluate
@@ -21,7 +22,6 @@ from cbalab.models.flow import cost_flow, flow_cache
 from cbalab.models.instance import Instance, InstanceError, build
 from cbalab.models.kernels import weak_dual
 from cbalab.models.solve import cost_lp, cost_milp
-from tests.strategies import cost_instances, highs_representable, is_clearly_infeasible, min_remote_io
 
 #: Relative agreement required between CBA and an exact optimum (the brief's 1e-7).
 REL = 1e-7

@@ -12,13 +12,18 @@ Every number below is worked out by hand in the comments, on one small instance:
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cbalab.models.evaluate import Allocation, evaluate, result
+from cbalab.models.evaluate import Allocation, evaluate, result, score
 from cbalab.models.instance import Instance, build
+from cbalab.models.types import Status
 
 
 def base(**changes: object) -> Instance:
@@ -254,3 +259,42 @@ def test_result_reports_referee_verdict_over_method_claim() -> None:
     assert doc["violations"] == ["total bandwidth 3.5 GB/s exceeds the cap B = 3"]
     assert doc["objective"] == pytest.approx(14.0)
     assert ev is not None and not ev.feasible
+
+
+#: The keys of the ``cbalab/result@1`` document of docs/interface.md, in the order ``cbalab solve`` writes them.
+HEAD_KEYS = ["schema", "problem", "method", "status", "objective", "bound", "cost_per_hour", "welfare"]
+ARRAY_KEYS = ["gpus", "cache_gb", "bandwidth_gbps", "solve_seconds"]
+
+
+def _solve_json(tmp_path: Path, inst: Instance, *args: str) -> dict:
+    """``cbalab solve`` run as a user runs it (the installed script, a fresh process) on ``inst``; its JSON file."""
+    from cbalab.api import save
+
+    source, out = save(inst, tmp_path / "inst.json"), tmp_path / "result.json"
+    script = Path(sys.executable).with_name("cbalab")
+    done = subprocess.run([str(script), "solve", str(source), *args, "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_regression_issue20_the_result_json_keeps_its_shape_with_the_typed_result(tmp_path: Path) -> None:
+    """Issue 20, item 5: the document written from the typed result (``Scored.document``) has the keys, order and
+    types of docs/interface.md: a scored answer, an answer without allocation, and the referee's demotion."""
+    doc = _solve_json(tmp_path, base(), "--problem", "cost", "--method", "cba")
+    assert list(doc) == [*HEAD_KEYS, *ARRAY_KEYS, "feasible"]
+    assert doc["status"] in ("optimal", "feasible") and isinstance(doc["status"], str)
+    assert set(doc["cost_per_hour"]) == {"gpu", "cache", "bandwidth", "total"}
+    assert doc["objective"] == pytest.approx(doc["cost_per_hour"]["total"])
+    assert doc["gpus"] == {"j0": 2, "j1": 1, "j2": 4} and set(doc["cache_gb"]) == {"a", "b"}
+
+    none = _solve_json(tmp_path, base(cache_gb=0.0, bandwidth_gbps=1.0), "--problem", "cost", "--method", "cba")
+    assert list(none) == [*HEAD_KEYS, *ARRAY_KEYS, "reason"]
+    assert none["status"] == "infeasible" and none["objective"] is None and none["gpus"] is None
+
+    liar = alloc([2, 1, 4], [0.0, 0.0], [1.0, 0.5, 2.0])
+    liar.status = Status.OPTIMAL
+    scored = score(base(), "cost", "liar", liar, 0.5)
+    assert scored.status is Status.INFEASIBLE and scored.objective == pytest.approx(14.0)
+    assert list(scored.document()) == [*HEAD_KEYS, *ARRAY_KEYS, "feasible", "violations", "reason"]
+    assert json.loads(json.dumps(scored.document()))["status"] == "infeasible"

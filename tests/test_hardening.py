@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_fuzz import BASE
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.cba import cba
@@ -32,7 +33,6 @@ from cbalab.models.files import sha256_file
 from cbalab.models.instance import MAX_COUNT, InstanceError, build, from_dict, load, loads
 from cbalab.models.solve import Budget, cost_milp, solve_cost, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
-from tests.test_fuzz import BASE
 
 
 def doc() -> dict:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given
+from strategies import cost_instances
 
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.instance import Instance, InstanceError, build, from_dict, load, loads
-from tests.strategies import cost_instances
 
 
 def valid_doc() -> dict:

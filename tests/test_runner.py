@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import toy_experiment as toy
 
 from cbalab.experiments import runner
 from cbalab.experiments.runner import EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
-from tests import toy_experiment as toy
 
 
 def _sweep(out: Path, **kw: object) -> runner.Sweep:

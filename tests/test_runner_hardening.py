@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import toy_experiment as toy
 
 import cbalab
 from cbalab.experiments import runner
 from cbalab.experiments.cli import main, parser
 from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
-from tests import toy_experiment as toy
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -67,6 +67,10 @@ PHILLY_JOBS = 82_247
 
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs: price sweep (warm-up on and off), cache, skew and bandwidth-cap sweeps, every policy at each."""
+    ratios: tuple[float, ...]
+    caches: tuple[float, ...]
+    skews: tuple[float, ...]
+    caps: tuple[float, ...]
     if quick:
         jobs, ratios, caches, skews, caps, whole = 200, (1e-5, 1.0), (100.0,), (0.0,), (0.05,), False
     else:

@@ -78,12 +78,14 @@ MIXES = ("mixed", "linear", "concave", "sigmoid", "deadline")
 DELAYS = (0.0, 60.0)
 
 _TRACES: dict[str, pd.DataFrame] = {}
+
+
 def grid(quick: bool, seed: int) -> list[dict]:
     """The runs of the experiment (module docstring), each a dict of :func:`run_one` parameters."""
     naive = UNTUNED
     rows: list[dict] = []
 
-    def add(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
+    def add(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float) -> None:
         rows.append(
             {
                 "window_start": window[0],
@@ -105,7 +107,9 @@ def grid(quick: bool, seed: int) -> list[dict]:
         return rows
     seen: set[tuple] = set()
 
-    def once(window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float):
+    def once(
+        window: tuple[int, int], policy: str, cache: str, budget: float, mix: str, io: float, delay: float
+    ) -> None:
         key = (window, policy, cache, budget, mix, io, delay)
         if key not in seen:
             seen.add(key)

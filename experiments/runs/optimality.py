@@ -60,7 +60,7 @@ from cbalab.models.evaluate import Allocation, evaluate, least_feeding
 from cbalab.models.instance import Instance, build
 from cbalab.models.options import SHAPES
 from cbalab.models.result import IntegerFacts
-from cbalab.models.types import SolveOptions
+from cbalab.models.types import SolveOptions, Status
 
 NAME = "optimality"
 #: The prefix of the paper's macros for this experiment (``\OptAutoMeanGapPct`` …, ``\ifHaveOpt``).
@@ -169,14 +169,23 @@ def welfare_instance(shape: str, seed: int, i: int) -> tuple[Instance, dict]:
     n = int(rng.integers(5, 41))
     k = int(rng.integers(1, max(2, n // 3) + 1))
     p_g, p_c, p_b = DEFAULT_PRICES
-    params = {
-        "budget_fraction": BUDGET_FRACTIONS[i % len(BUDGET_FRACTIONS)],
-        "gpu_fraction": GPU_FRACTIONS[i % len(GPU_FRACTIONS)],
-        "cache_fraction": W_CACHE_FRACTIONS[i % len(W_CACHE_FRACTIONS)],
-        "bandwidth_fraction": W_BANDWIDTH_FRACTIONS[i % len(W_BANDWIDTH_FRACTIONS)],
-    }
+    budget = BUDGET_FRACTIONS[i % len(BUDGET_FRACTIONS)]
+    gpu = GPU_FRACTIONS[i % len(GPU_FRACTIONS)]
+    cache = W_CACHE_FRACTIONS[i % len(W_CACHE_FRACTIONS)]
+    bandwidth = W_BANDWIDTH_FRACTIONS[i % len(W_BANDWIDTH_FRACTIONS)]
     scale = W_CACHE_PRICE_SCALES[i % len(W_CACHE_PRICE_SCALES)]
-    inst = generate_welfare(n, k, seed=seed, utility_mix=shape, prices=(p_g, p_c * scale, p_b), **params)
+    inst = generate_welfare(
+        n,
+        k,
+        seed=seed,
+        utility_mix=shape,
+        prices=(p_g, p_c * scale, p_b),
+        budget_fraction=budget,
+        gpu_fraction=gpu,
+        cache_fraction=cache,
+        bandwidth_fraction=bandwidth,
+    )
+    params = {"budget_fraction": budget, "gpu_fraction": gpu, "cache_fraction": cache, "bandwidth_fraction": bandwidth}
     return inst, {**params, "cache_price_scale": scale}
 
 
@@ -203,7 +212,7 @@ def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
         from cbalab.models.milp.cost_highspy import solve_cost_lp
 
         hs = solve_cost_lp(inst)
-        if hs.objective is None:
+        if hs.objective is None or hs.cache_gb is None:
             row["optimum_status"] = "infeasible" if "nfeasible" in hs.status else hs.status
             opt_alloc = None
         else:
@@ -234,7 +243,7 @@ def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
         if alloc.has_allocation:
             ev = evaluate(inst, alloc, "cost")
             if not ev.feasible:
-                status = "infeasible"
+                status = Status.INFEASIBLE
             elif opt is not None:
                 gap = max(ev.cost_total - opt, 0.0) / scale
         row[f"{name}_status"] = status
@@ -255,7 +264,9 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
     exact = welfare_milp(inst)
     if exact.status != "optimal":
         raise RuntimeError(f"the MILP ended {exact.status!r}: {exact.reason}")
-    opt = float(exact.bound)
+    if exact.bound is None:
+        raise RuntimeError(f"the MILP proved optimality without a bound: {exact.reason}")
+    opt = exact.bound
     row: dict = {"jobs": inst.n_jobs, "datasets": inst.n_datasets, **drawn, "optimum_welfare": opt}
     for name in WELFARE_METHODS:
         alloc = _method("welfare", name, inst)
@@ -263,13 +274,13 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
         status = alloc.status
         if alloc.has_allocation:
             ev = evaluate(inst, alloc, "welfare")
-            welfare = float(ev.welfare) if ev.feasible else 0.0
-            status = status if ev.feasible else "infeasible"
+            welfare = ev.welfare_score if ev.feasible else 0.0
+            status = status if ev.feasible else Status.INFEASIBLE
         row[f"{name}_status"] = status
         row[f"{name}_gap"] = 1.0 - welfare / opt if opt > 0 else 0.0
         if name == "autocba":
             row["autocba_certificate_slack"] = alloc.bound / opt - 1.0 if opt > 0 and alloc.bound else 0.0
-            row["autocba_bound_valid"] = bool(alloc.bound >= opt * (1 - 1e-6) - 1e-6)
+            row["autocba_bound_valid"] = alloc.bound is not None and bool(alloc.bound >= opt * (1 - 1e-6) - 1e-6)
     return row
 
 

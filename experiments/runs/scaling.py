@@ -62,9 +62,9 @@ def binding_instance(n_jobs: int, n_datasets: int, seed: int) -> Instance:
     inst = generate_cost(n_jobs, n_datasets, seed, cache_fraction=0.5)
     rho = inst.dataset_demand(inst.job_io_gbps) / inst.dataset_size_gb
     inst = inst.replace(price_cache=inst.price_bandwidth * float(np.median(rho[rho > 0])))
-    uncapped_remote = float(cba(inst).bandwidth_gbps.sum())
+    uncapped_remote = float(cba(inst).arrays()[2].sum())
     full = cba(inst.replace(price_cache=0.0, price_bandwidth=1.0))  # caching is free: the least remote IO
-    least = float(full.bandwidth_gbps.sum())
+    least = float(full.arrays()[2].sum())
     return inst.replace(bandwidth_gbps=0.5 * (least + uncapped_remote))
 
 
@@ -184,9 +184,9 @@ def _welfare(inst: Instance, repeats: int) -> dict:
         "options": int(inst.option_gpus.size),
         "autocba_status": alloc.status,
         "autocba_feasible": bool(ev.feasible),
-        "autocba_welfare": float(ev.welfare),
+        "autocba_welfare": ev.welfare_score,
         "autocba_bound": None if alloc.bound is None else float(alloc.bound),
-        "autocba_certified_gap": 1.0 - float(ev.welfare) / alloc.bound if alloc.bound else None,
+        "autocba_certified_gap": 1.0 - ev.welfare_score / alloc.bound if alloc.bound else None,
         "autocba_seconds": t_auto,
     }
     if inst.n_jobs <= LP_MAX_JOBS:

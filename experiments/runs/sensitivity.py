@@ -92,12 +92,13 @@ def run_one(params: dict) -> dict:
         )
     alloc = cba(inst)
     ev = evaluate(inst, alloc, "cost")
+    cache = alloc.arrays()[1]
     rho = inst.dataset_demand(inst.job_io_gbps) / d
     return {
         "status": alloc.status,
         "feasible": bool(ev.feasible),
-        "cached_fraction": float(np.sum(alloc.cache_gb) / d.sum()),
-        "datasets_cached": int(np.sum(alloc.cache_gb > 1e-9 * d)),
+        "cached_fraction": float(np.sum(cache) / d.sum()),
+        "datasets_cached": int(np.sum(cache > 1e-9 * d)),
         "datasets": int(d.size),
         "rho_min_per_s": float(rho.min()),
         "rho_max_per_s": float(rho.max()),

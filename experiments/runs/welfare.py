@@ -90,6 +90,9 @@ DEFAULT_PRICES = (2.5, 0.0004, 0.9)
 
 def grid(quick: bool, seed: int) -> list[dict]:
     """Every method on every instance of (budget, utility mix, IO price scale, replicate)."""
+    budgets: tuple[float, ...]
+    mixes: tuple[str, ...]
+    scales: tuple[float, ...]
     if quick:
         jobs, datasets, budgets, mixes, scales, reps = 10, 4, (0.2,), ("mixed",), (1.0,), 1
     else:
@@ -158,7 +161,7 @@ def run_one(params: dict) -> dict:
     return {
         **row,
         "feasible": bool(ev.feasible),
-        "welfare": float(ev.welfare) if ev.feasible else 0.0,
+        "welfare": ev.welfare_score if ev.feasible else 0.0,
         "bound": None if alloc.bound is None else float(alloc.bound),
         "cost_usd_per_h": float(ev.cost_total),
         "io_cost_usd_per_h": float(ev.cost_io),
