@@ -3,6 +3,7 @@
 - ``instance.py``: the ``cbalab/instance@1`` format, validation with field-naming errors.
 - ``evaluate.py``: the one referee that scores every allocation (docs/model.md §6).
 - ``types.py``: ``Status``, ``Problem`` and ``SolveOptions``, shared by every method.
+- ``result.py``: ``Allocation``, the one typed result every method returns, and its declared facts.
 - ``kernels.py``: numerical kernels used by several methods (prefix fill by density, scaling into limits, weak dual).
 - ``files.py``: atomic file writers.
 - ``milp/`` and ``solve.py``: the exact Pyomo formulations of P1 and P2 and their HiGHS solve.
