@@ -160,7 +160,7 @@ def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is
 
 def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23 item 4: ``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     assert main(["methods"]) == 0
     out = capsys.readouterr().out

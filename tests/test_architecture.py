@@ -88,7 +88,7 @@ def test_a_users_own_package_does_not_shadow_cbalab(tmp_path: Path, shadow: str)
     pkg = tmp_path / shadow
     pkg.mkdir()
     (pkg / "__init__.py").write_text("raise ImportError('the user package was imported')\n", encoding="utf-8")
-    code = "import cbalab, cbalab.models.instance, cbalab.experiments.cli; print(cbalab.__name__)"
+    code = "import cbalab, cbalab.models.instance, cbalab.cli; print(cbalab.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip() == "cbalab"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.instance import build, load
 
@@ -217,7 +217,7 @@ def test_generate_rejects_zero_datasets(capsys: pytest.CaptureFixture[str]) -> N
 def test_console_script_subprocess(instance_file: Path, tmp_path: Path) -> None:
     """The installed ``cbalab`` entry point: a result on stdout with exit 0; a bad file exits 2 without traceback."""
     exe = shutil.which("cbalab", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "cbalab.experiments.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "cbalab.cli"]
     ok = subprocess.run(
         [*cmd, "solve", str(instance_file), "--problem", "cost", "--method", "cba"],
         capture_output=True,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import cbalab
-from cbalab.experiments.cli import main, parser
+from cbalab.cli import main, parser
 from cbalab.experiments.workload import generate_cost, generate_welfare
 
 ROOT = Path(__file__).resolve().parents[1]

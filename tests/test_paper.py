@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cbalab.experiments import paper
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.runner import EXPERIMENTS, load_experiment
 from cbalab.experiments.runs import io_cost, welfare
 

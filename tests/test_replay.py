@@ -21,7 +21,7 @@ import pytest
 from cbalab.experiments import elastic as elastic_module
 from cbalab.experiments import replay as engine
 from cbalab.experiments import simulate as simulate_module
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.workload import assign, generate_trace
 from cbalab.experiments.workload.elastic import elastic
 from cbalab.models.files import sha256_file

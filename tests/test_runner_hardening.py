@@ -20,7 +20,7 @@ import pytest
 
 import cbalab
 from cbalab.experiments import runner
-from cbalab.experiments.cli import main, parser
+from cbalab.cli import main, parser
 from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
 from tests import toy_experiment as toy
 
