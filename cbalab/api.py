@@ -790,11 +790,13 @@ def _check_problem_settings(spec: ReplaySpec, problem: Problem) -> None:
     for name in WELFARE_SETTINGS:
         if getattr(spec, name) is not None:
             raise InstanceError(
-                name, getattr(spec, name), "a welfare setting (docs/model.md §6b): it needs the welfare problem"
+                name, getattr(spec, name), "a welfare option (docs/model.md §6b): it needs the welfare problem"
             )
     if spec.time_limit is not None and not spec.offline_optimum:
         raise InstanceError(
-            "time_limit", spec.time_limit, "it limits the solve of the offline optimum; it needs the offline optimum"
+            "time_limit",
+            spec.time_limit,
+            "it limits the solve of the offline optimum only; it needs the offline optimum",
         )
 
 

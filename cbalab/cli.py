@@ -63,20 +63,25 @@ class _Parser(argparse.ArgumentParser):
 
 
 @contextmanager
-def _named(options: Mapping[str, str]) -> Iterator[None]:
+def _named(options: Mapping[str, str], *, nested: bool = False) -> Iterator[None]:
     """Rename an InstanceError of the facade from the keyword it names to the option that set it.
 
     ``options`` maps keywords (``budget_fraction``, ``prices[0]``) to options (``--budget-fraction``,
-    ``--price-gpu``); an error of a nested field (``jobs[3].gpus``) is renamed by its root, and one naming
-    no keyword of ``options`` (a field of an instance file) passes unchanged.
+    ``--price-gpu``).  Only an error naming one of them is renamed: an error of a field of an instance file
+    (``jobs[0].options``) passes unchanged; with ``nested``, an error of a part of a keyword's value
+    (``gpu_options[1]``) is renamed by its keyword.
     """
     try:
         yield
     except InstanceError as e:
-        root = e.path if e.path.startswith("prices[") else e.path.split(".")[0].split("[")[0]
+        root = e.path.split(".")[0].split("[")[0] if nested and not e.path.startswith("prices[") else e.path
         if root not in options:
             raise
         raise InstanceError(options[root], e.value, e.problem) from None
+
+
+#: The keywords of :func:`cbalab.solve` and :func:`cbalab.compare` that ``solve`` and ``compare`` set.
+SOLVE_OPTIONS = {"method": "--method", "problem": "--problem", "time_limit": "--time-limit"}
 
 
 def _option_names(p: argparse.ArgumentParser) -> dict[str, str]:
@@ -154,7 +159,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     method_problems(args.method, "--method")
     _writable_file("--out", args.out)
     inst = load(args.instance)
-    with _named(args.options):
+    with _named(SOLVE_OPTIONS):
         doc = api.solve(inst, args.method, args.problem, time_limit=args.time_limit).to_dict()
     if args.no_timing:
         del doc["solve_seconds"]
@@ -187,7 +192,7 @@ GENERATOR_OPTIONS = {
 def _generated(args: argparse.Namespace, kind: str) -> Instance:
     """The seeded instance of the generator options (:func:`cbalab.generate`); errors name the option."""
     try:
-        with _named(GENERATOR_OPTIONS):
+        with _named(GENERATOR_OPTIONS, nested=True):
             return api.generate(
                 kind,
                 jobs=args.jobs,
@@ -250,7 +255,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.problem = args.problem or "cost"
         inst = _generated(args, args.problem)
         origin = f"generated --kind {args.problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
-    with _named(args.options):
+    with _named(SOLVE_OPTIONS):
         table = api.compare(inst, args.problem, time_limit=args.time_limit)
     problem = table.attrs["problem"]
     print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
@@ -660,7 +665,7 @@ def parser() -> argparse.ArgumentParser:
         help="also write the result document to this file, atomically; its folder must exist (default: stdout only)",
     )
     s.add_argument("--no-timing", action="store_true", help="leave out solve_seconds: identical runs, identical bytes")
-    s.set_defaults(run=cmd_solve, options=_option_names(s))
+    s.set_defaults(run=cmd_solve)
 
     g = _command(sub, "generate", "write a seeded synthetic instance")
     g.add_argument("--kind", required=True, choices=["cost", "welfare"], help="which problem the instance is for")
@@ -680,7 +685,7 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     _generator_arguments(c, required=False)
-    c.set_defaults(run=cmd_compare, options=_option_names(c))
+    c.set_defaults(run=cmd_compare)
 
     m = _command(sub, "methods", "list the registered methods of each problem")
     m.set_defaults(run=cmd_methods)

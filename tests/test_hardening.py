@@ -456,7 +456,7 @@ def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
     """``--bandwidth-gbps 0`` gave exit 1 "internal error: RuntimeError"; now exit 2 naming the setting."""
     code, out, err = cli(capsys, "simulate", "--generate", "10", "--policy", "cba", "--bandwidth-gbps", "0", "--quiet")
     assert code == 2 and out == ""
-    assert err.startswith("cbalab: error: bandwidth_gbps: no job can progress")
+    assert err.startswith("cbalab: error: --bandwidth-gbps: no job can progress")
 
 
 def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
