@@ -521,3 +521,67 @@ def test_readme_commands_work_as_written() -> None:
         proc = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, (module, proc.stderr)
         assert "usage" in proc.stdout
+
+
+# ---------------------------------------------------------------- cbalab bench (issue 20, item 3)
+
+
+@pytest.fixture
+def toy_bench(monkeypatch: pytest.MonkeyPatch) -> str:
+    """tests/toy_bench.py registered as the benchmark ``toy`` (what a new benchmark's one line does)."""
+    from cbalab.experiments import benchmarks
+
+    monkeypatch.setitem(benchmarks.BENCHMARKS, "toy", "tests.toy_bench")
+    return "toy"
+
+
+def test_regression_issue20_every_benchmark_follows_the_contract() -> None:
+    """Each module of BENCHMARKS has a keyword-only, typed ``measure`` whose options the one parser can build,
+    and ``cbalab bench NAME --help`` lists each of them."""
+    from cbalab.experiments import benchmarks
+
+    for name in benchmarks.BENCHMARKS:
+        options = benchmarks.options(name)
+        assert options, name
+        with pytest.raises(SystemExit) as info:
+            main(["bench", name, "--help"])
+        assert info.value.code == 0
+
+
+def test_regression_issue20_bench_maps_the_options_onto_measure(
+    toy_bench: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cbalab bench toy --values 1 2 3 --label x`` calls measure(values=(1, 2, 3), label="x") and prints its
+    dict; ``ok`` False is exit 1; a bad value, an unknown option and an unknown benchmark are exit 2."""
+    code, out, err = run_main(["bench", toy_bench, "--values", "1", "2", "3", "--label", "x"], capsys)
+    assert code == 0 and json.loads(out) == {"total": 6.0, "label": "x", "ok": True} and err == ""
+    code, out, _ = run_main(["bench", toy_bench, "--limit", "2"], capsys)
+    assert code == 1 and json.loads(out)["ok"] is False
+    with pytest.raises(SystemExit) as info:
+        main(["bench", toy_bench, "--limit", "inf"])
+    assert info.value.code == 2 and "--limit: must be finite" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["bench", toy_bench, "--nope", "1"])
+    assert info.value.code == 2
+    capsys.readouterr()
+    code, _, err = run_main(["bench", "tooy"], capsys)
+    assert code == 2 and "did you mean 'toy'" in err
+    code, out, _ = run_main(["bench", "--list"], capsys)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()][-1] == "toy"
+
+
+def test_regression_issue20_bench_refuses_a_measure_outside_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measure with a positional or an untyped-for-the-parser parameter is named, not half-parsed."""
+    import types
+
+    from cbalab.experiments import benchmarks
+
+    module = types.ModuleType("tests.bad_bench")
+    exec("def measure(n: int, *, m: dict = None) -> None: ...", module.__dict__)
+    monkeypatch.setitem(sys.modules, "tests.bad_bench", module)
+    monkeypatch.setitem(benchmarks.BENCHMARKS, "bad", "tests.bad_bench")
+    with pytest.raises(TypeError, match="'n' must be keyword-only"):
+        benchmarks.options("bad")
+    exec("def measure(*, m: dict | None = None) -> None: ...", module.__dict__)
+    with pytest.raises(TypeError, match="measure's m"):
+        benchmarks.options("bad")

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cbalab.cli import main
 from cbalab.experiments import elastic as elastic_module
 from cbalab.experiments import replay as engine
 from cbalab.experiments import simulate as simulate_module
-from cbalab.cli import main
 from cbalab.experiments.workload import assign, generate_trace
 from cbalab.experiments.workload.elastic import elastic
 from cbalab.models.files import sha256_file

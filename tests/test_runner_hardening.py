@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import cbalab
-from cbalab.experiments import runner
 from cbalab.cli import main, parser
+from cbalab.experiments import runner
 from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
 from tests import toy_experiment as toy
 
