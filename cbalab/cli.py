@@ -262,14 +262,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"every {problem} method, each answer scored by the referee:")
     what = "io $/h" if problem == Problem.COST else "welfare"
     width = max(len(m) for m in table["method"])
-    spec = ((f"<{width}", "method"), ("<10", "status"), (">10", what), (">8", "vs milp"), (">10", "bound"))
+    spec: tuple[tuple[str, str], ...] = ((f"<{width}", "method"), ("<10", "status"), (">10", what))
+    spec += ((">8", "vs milp"), (">10", "bound"))
     spec += ((">9", "total $/h"), (">9", "cache $/h"), (">9", "bw $/h"), (">7", "seconds"))
     header = " ".join(f"{name:{align}}" for align, name in spec)
     print(header)
     print("-" * len(header))
     for r in table.itertuples(index=False):
         gap = "" if math.isnan(r.vs_milp) else _percent(r.vs_milp)
-        cells = (r.method, r.status, _fmt(r.value), gap, _fmt(r.bound), _fmt(r.total_per_hour, 5))
+        cells: tuple[str, ...] = (r.method, r.status, _fmt(r.value), gap, _fmt(r.bound), _fmt(r.total_per_hour, 5))
         cells += (_fmt(r.cache_per_hour, 5), _fmt(r.bandwidth_per_hour, 5), f"{r.solve_seconds:.4f}")
         print(" ".join(f"{cell:{align}}" for (align, _), cell in zip(spec, cells)))
     if problem == Problem.COST:
@@ -599,7 +600,7 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
         "--gpu-options",
         type=_gpu_counts,
         default=None,
-        help=f"welfare only: every job's GPU counts (default: {','.join(map(str, WELFARE_ONLY['gpu_options']))})",
+        help=f"welfare only: every job's GPU counts (default: {_counts(WELFARE_ONLY['gpu_options'])})",
     )
     p.add_argument(
         "--gpu-fraction",
@@ -614,6 +615,11 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
         default=None,
         help=f"welfare only: the α of α-fair utilities (default: {WELFARE_ONLY['alpha']:g})",
     )
+
+
+def _counts(counts: Any) -> str:
+    """GPU counts as ``--gpu-options`` takes them: ``1,2,4,8``."""
+    return ",".join(str(c) for c in counts)
 
 
 class _Formatter(argparse.HelpFormatter):

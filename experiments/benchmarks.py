@@ -54,19 +54,24 @@ class Option:
         return f"--no-{dashed}" if self.kind is bool and self.default is True else f"--{dashed}"
 
 
-def measure_function(name: str) -> Callable[..., dict[str, Any] | None]:
-    """The ``measure`` of benchmark ``name``; ExperimentError naming it (with the closest names) if unknown."""
+def _module(name: str) -> types.ModuleType:
+    """The module of benchmark ``name``; ExperimentError naming it (with the closest names) if unknown."""
     if name not in BENCHMARKS:
         close = difflib.get_close_matches(name, list(BENCHMARKS), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"one of {', '.join(BENCHMARKS)}"
         raise ExperimentError(f"bench: no benchmark {name!r}; {hint} (cbalab bench --list)")
-    function: Callable[..., dict[str, Any] | None] = importlib.import_module(BENCHMARKS[name]).measure
+    return importlib.import_module(BENCHMARKS[name])
+
+
+def measure_function(name: str) -> Callable[..., dict[str, Any] | None]:
+    """The ``measure`` of benchmark ``name`` (ExperimentError if there is no such benchmark)."""
+    function: Callable[..., dict[str, Any] | None] = _module(name).measure
     return function
 
 
 def summary(name: str) -> str:
-    """The first line of benchmark ``name``'s module docstring: what it measures."""
-    doc = inspect.getmodule(measure_function(name)).__doc__ or ""  # type: ignore[union-attr]
+    """The first paragraph of benchmark ``name``'s module docstring, on one line: what it measures."""
+    doc = _module(name).__doc__ or ""
     return doc.strip().split("\n\n")[0].replace("\n", " ")
 
 

@@ -725,7 +725,7 @@ def _bar(total: int, initial: int, name: str, enabled: bool) -> Any:
     """A tqdm bar over the runs (with ETA), or None."""
     if not enabled:
         return None
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, unit="run", desc=name, mininterval=0.5, file=sys.stderr)
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -195,7 +196,8 @@ def measure(
     unknown = [f for f in forms if f not in FORMS]
     if unknown:
         raise InstanceError("forms", unknown, f"must be among {', '.join(FORMS)}")
-    arguments = {"quick": quick, "seed": seed, "time_limit": time_limit, "jobs": jobs, "fractions": fractions}
+    arguments: dict[str, Any] = {"quick": quick, "seed": seed, "time_limit": time_limit, "jobs": jobs}
+    arguments["fractions"] = fractions
     arguments.update(forms=list(forms), out=out)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
