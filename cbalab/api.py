@@ -849,29 +849,30 @@ def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
     return window(workload, start, end), notes
 
 
-def _prices(spec: ReplaySpec) -> tuple[float, float, float]:
-    """The replay's (p_g, p_c, p_b): the spec's, or the package's defaults."""
+def _cluster(spec: ReplaySpec, n_jobs: int) -> dict[str, Any]:
+    """The settings both replays' configs share: the cluster (G, C, B; B = inf when None), the prices (the
+    package's when None), warm-up, the period, the seed, and a progress bar on PROGRESS_JOBS jobs or more."""
     from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.synthetic import price_triple
 
-    return DEFAULT_PRICES if spec.prices is None else price_triple(spec.prices)
+    return {
+        "policy": spec.policy,
+        "gpus": spec.gpus,
+        "cache_gb": spec.cache_gb,
+        "bandwidth_gbps": math.inf if spec.bandwidth_gbps is None else spec.bandwidth_gbps,
+        "prices": DEFAULT_PRICES if spec.prices is None else price_triple(spec.prices),
+        "warmup": spec.warmup,
+        "period_s": spec.period_s,
+        "seed": spec.seed,
+        "progress": spec.progress and n_jobs >= PROGRESS_JOBS,
+    }
 
 
 def _replay_cost(spec: ReplaySpec, workload: Workload) -> SimResult:
     """The cost replay (docs/model.md §6), with the offline optimum P3 over its schedule if asked."""
     from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
 
-    cfg = SimConfig(
-        policy=spec.policy,
-        gpus=spec.gpus,
-        cache_gb=spec.cache_gb,
-        bandwidth_gbps=math.inf if spec.bandwidth_gbps is None else spec.bandwidth_gbps,
-        prices=_prices(spec),
-        warmup=spec.warmup,
-        period_s=spec.period_s,
-        seed=spec.seed,
-        progress=spec.progress and len(workload.jobs) >= PROGRESS_JOBS,
-    )
+    cfg = SimConfig(**_cluster(spec, len(workload.jobs)))
     result = simulate(workload, cfg)
     if spec.offline_optimum:
         result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, spec.time_limit)
@@ -887,18 +888,10 @@ def _replay_welfare(spec: ReplaySpec, workload: Workload) -> SimResult:
     mix = UtilityMix.parse("mixed" if spec.utility_mix is None else spec.utility_mix)
     elastic_workload = elastic(workload, spec.seed, mix, gpu_type=spec.gpu_type)
     cfg = ElasticConfig(
-        policy=spec.policy,
+        **_cluster(spec, elastic_workload.n),
         cache_policy=spec.cache_policy,
-        gpus=spec.gpus,
-        cache_gb=spec.cache_gb,
-        bandwidth_gbps=math.inf if spec.bandwidth_gbps is None else spec.bandwidth_gbps,
-        prices=_prices(spec),
         budget_per_hour=spec.budget_per_hour,
         budget_fraction=0.5 if spec.budget_fraction is None else spec.budget_fraction,
         restart_delay_s=0.0 if spec.restart_delay_s is None else spec.restart_delay_s,
-        period_s=spec.period_s,
-        warmup=spec.warmup,
-        seed=spec.seed,
-        progress=spec.progress and elastic_workload.n >= PROGRESS_JOBS,
     )
     return elastic_replay(elastic_workload, cfg)

@@ -89,17 +89,23 @@ def _option_names(p: argparse.ArgumentParser) -> dict[str, str]:
     return {a.dest: a.option_strings[0] for a in p._actions if a.option_strings and a.dest != "help"}
 
 
+def _whole(text: str, low: int, high: int, high_text: str) -> int:
+    """``text`` as a whole number from ``low`` to ``high`` (``high_text`` in the message); ArgumentTypeError
+    saying the range otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {low} (got {text!r})") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high_text} (got {text!r})")
+    return value
+
+
 def _count(text: str) -> int:
     """A whole number from 0 to 2^31 - 1 (the largest count an instance holds, models.instance.MAX_COUNT)."""
     from cbalab.models.instance import MAX_COUNT
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
-    if not 0 <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_COUNT} (got {text!r})")
-    return value
+    return _whole(text, 0, MAX_COUNT, str(MAX_COUNT))
 
 
 def _seconds(text: str) -> float:
@@ -114,24 +120,12 @@ def _seconds(text: str) -> float:
 
 def _workers(text: str) -> int:
     """Local worker processes of a sweep: a whole number from 1 to 4096."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {text!r})") from None
-    if not 1 <= value <= 4096:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 4096 (got {text!r})")
-    return value
+    return _whole(text, 1, 4096, "4096")
 
 
 def _seed(text: str) -> int:
     """A sweep seed: a whole number from 0 to 2^63 - 1 (numpy's generators take no negative seed)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {text!r})") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to 2^63 - 1 (got {text!r})")
-    return value
+    return _whole(text, 0, 2**63 - 1, "2^63 - 1")
 
 
 def _emit(doc: dict, out: str | None) -> None:
@@ -412,7 +406,7 @@ def _bench_argument(p: argparse.ArgumentParser, option: Any) -> None:
         action = "store_false" if option.default is True else "store_true"
         p.add_argument(option.flag, dest=option.name, action=action, help=f"sets {option.name}")
         return
-    convert = {int: _whole, float: _number}.get(option.kind, option.kind)
+    convert = {int: _integer, float: _number}.get(option.kind, option.kind)
     default = list(option.default) if option.many and option.default is not None else option.default
     p.add_argument(
         option.flag,
@@ -425,8 +419,8 @@ def _bench_argument(p: argparse.ArgumentParser, option: Any) -> None:
     )
 
 
-def _whole(text: str) -> int:
-    """A whole number (of a benchmark's option)."""
+def _integer(text: str) -> int:
+    """A whole number of any sign (of a benchmark's option; ``measure`` checks its own range)."""
     try:
         return int(text)
     except ValueError:
