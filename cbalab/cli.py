@@ -25,7 +25,7 @@ import textwrap
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab import api
 from cbalab.algorithms import registry
@@ -37,6 +37,9 @@ from cbalab.models.files import atomic_write_text, unwritable_file
 from cbalab.models.instance import Instance, InstanceError, load
 from cbalab.models.types import Problem
 
+if TYPE_CHECKING:
+    from cbalab.experiments.benchmarks import Option
+
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: ``cbalab bench``: the measurement found what it looks for (a false optimum, ...), as a failed run of a sweep.
 EXIT_FAILED = 1
@@ -46,7 +49,7 @@ HIGHS_THREAD = "cbalab-highs"
 
 
 class BadInputError(Exception):
-    """A usage error found after parsing (a benchmark option, a generator that runs out of memory, ...)."""
+    """A usage error found after parsing (generated jobs that do not fit in memory)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -391,16 +394,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     p = _Parser(prog=f"cbalab bench {args.name}", description=benchmarks.summary(args.name))
     for option in options:
         _bench_argument(p, option)
-    given = vars(p.parse_args(args.arguments))
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(p.parse_args(args.arguments)).items()}
     with _named({o.name: o.flag for o in options}):
         found = benchmarks.measure_function(args.name)(**given)
     if found is None:
         return EXIT_OK
-    print(json.dumps(found, indent=1, allow_nan=False))
+    _emit(found, None)
     return EXIT_FAILED if found.get("ok") is False else EXIT_OK
 
 
-def _bench_argument(p: argparse.ArgumentParser, option: Any) -> None:
+def _bench_argument(p: argparse.ArgumentParser, option: Option) -> None:
     """The argparse option of one parameter of a benchmark's ``measure`` (experiments.benchmarks.Option)."""
     if option.kind is bool:
         action = "store_false" if option.default is True else "store_true"
