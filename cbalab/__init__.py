@@ -10,7 +10,8 @@ The public API (implemented in cbalab/api.py)::
 
 The installed packages are ``cbalab.models`` (the mathematics and the referee),
 ``cbalab.algorithms`` (fast methods and the registry) and ``cbalab.experiments``
-(workloads, replays, measurement runs and the command line).
+(workloads, replays and measurement runs); ``cbalab.cli`` is the command line, a thin mapping
+of its arguments onto this API.
 """
 
 from cbalab import examples
@@ -20,24 +21,26 @@ from cbalab.api import (
     Instance,
     Problem,
     ReplayResult,
+    ReplaySpec,
     Result,
     SolveOptions,
     Status,
     build_instance,
     build_model,
+    compare,
     evaluate,
     generate,
     load,
     loads,
     methods,
+    replay,
     save,
     simulate,
     solve,
     solve_model,
 )
+from cbalab.models import __version__
 from cbalab.models.instance import InstanceError
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Allocation",
@@ -46,18 +49,21 @@ __all__ = [
     "InstanceError",
     "Problem",
     "ReplayResult",
+    "ReplaySpec",
     "Result",
     "SolveOptions",
     "Status",
     "__version__",
     "build_instance",
     "build_model",
+    "compare",
     "evaluate",
     "examples",
     "generate",
     "load",
     "loads",
     "methods",
+    "replay",
     "save",
     "simulate",
     "solve",

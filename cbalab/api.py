@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from cbalab.experiments.replay import SimResult
+    from cbalab.experiments.workload import Workload
     from cbalab.models.solve import Outcome
 
 
@@ -517,6 +518,68 @@ def solve_model(model: Any, time_limit: float | None = None, **options: Any) -> 
     return _solve_model(model, SolveOptions(time_limit=time_limit, **options))
 
 
+#: The columns of :func:`compare`, each with what it means (the table's ``attrs["columns"]``).
+COMPARE_COLUMNS = {
+    "method": "the registered method",
+    "status": "its status, as the referee leaves it (demoted to infeasible on a violation)",
+    "value": "the headline, as the referee scores it: the IO cost cache + bandwidth in $/h (cost; the GPU bill "
+    "is the same for all) or the welfare (welfare); NaN when infeasible",
+    "vs_milp": "(value - milp's) / |milp's| against the proven optimum (NaN without one)",
+    "bound": "the method's proven bound in the headline's units: lower on the IO cost, upper on the welfare",
+    "total_per_hour": "the whole spend in $/h, GPUs included",
+    "cache_per_hour": "the cache's spend in $/h",
+    "bandwidth_per_hour": "the remote bandwidth's spend in $/h",
+    "solve_seconds": "the method's wall time",
+}
+
+
+def compare(instance: Instance, problem: str | None = None, time_limit: float | None = None) -> pd.DataFrame:
+    """Every registered method of ``problem`` (None: the one ``instance`` poses) on ``instance``, one row each,
+    every answer scored by the referee; ``cbalab compare`` prints it.
+
+    The reference is the ``milp`` answer when it is proven optimal (docs/model.md §4, §5): ``vs_milp`` is each
+    method's relative gap to it.  A cost method's bound is on the total cost (docs/model.md (4.1)); the
+    headline is the IO cost, so the GPU bill p_g Σ_j g_j, the same for every method, comes off it.  The
+    columns are :data:`COMPARE_COLUMNS`; ``attrs["problem"]`` holds the problem.
+    """
+    from cbalab.algorithms.resolve import posed_problem
+
+    prob = posed_problem(instance, problem)
+    docs = [registry.run(instance, prob, name, time_limit=time_limit)[0] for name in registry.names(prob)]
+    exact = [d for d in docs if d["method"] == "milp" and d["status"] == "optimal"]
+    cost_problem = prob == Problem.COST
+    gpu_bill = instance.price_gpu * float(instance.job_gpus.sum()) if cost_problem else 0.0
+
+    def value(doc: dict[str, Any]) -> float:
+        if doc["status"] == "infeasible":
+            return math.nan
+        if not cost_problem:
+            return float(doc["welfare"])
+        cost = doc["cost_per_hour"]
+        return math.nan if cost is None else float(cost["cache"] + cost["bandwidth"])
+
+    ref = value(exact[0]) if exact else math.nan
+    rows = []
+    for doc in docs:
+        x, cost = value(doc), doc["cost_per_hour"] or {}
+        rows.append(
+            {
+                "method": doc["method"],
+                "status": doc["status"],
+                "value": x,
+                "vs_milp": (x - ref) / abs(ref) if ref else math.nan,
+                "bound": math.nan if doc["bound"] is None else doc["bound"] - gpu_bill,
+                "total_per_hour": cost.get("total", math.nan),
+                "cache_per_hour": cost.get("cache", math.nan),
+                "bandwidth_per_hour": cost.get("bandwidth", math.nan),
+                "solve_seconds": doc["solve_seconds"],
+            }
+        )
+    table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+    table.attrs.update(problem=str(prob), columns=dict(COMPARE_COLUMNS))
+    return table
+
+
 @dataclass(frozen=True)
 class ReplayResult:
     """A trace replay (docs/model.md §6): per-job table, per-event time series and summary, with a plot.
@@ -527,13 +590,15 @@ class ReplayResult:
     allocated ``cache_gb`` and filled ``cache_filled_gb``, remote bandwidth,
     spend rates in $/h); ``summary`` the ``cbalab/simulation@1`` document;
     ``datasets`` the datasets of the workload (``dataset``, ``size_gb``), the
-    jobs' ``dataset`` column names them.
+    jobs' ``dataset`` column names them; ``notes`` what the replay remarks on its
+    settings, as (setting, remark) pairs (a ``window`` that selects almost no job).
     """
 
     jobs: pd.DataFrame
     timeseries: pd.DataFrame
     summary: dict[str, Any]
     datasets: pd.DataFrame
+    notes: tuple[tuple[str, str], ...] = ()
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, timeseries.csv and summary.json into ``out_dir``, atomically (summary last)."""
@@ -578,64 +643,207 @@ class ReplayResult:
         return axes
 
 
+@dataclass(frozen=True)
+class ReplaySpec:
+    """Every setting of one trace replay (docs/model.md §6 cost, §6b welfare): what ``cbalab simulate`` takes.
+
+    ``trace`` is a trace file (generic CSV or Philly), a DataFrame in the generic CSV form (``submit_time_s``,
+    ``duration_s``, ``gpus`` and optionally ``job_id``, ``model``, ``dataset``; validated exactly like a file)
+    or a number of jobs to generate (Philly-calibrated); ``seed``, ``skew``, ``n_datasets`` and ``gpu_type``
+    shape the generated jobs and the dataset assignment, and ``window`` (START, END) in seconds keeps the jobs
+    submitted in it.  The cluster has ``gpus`` GPUs (a FIFO queue beyond), a cache of ``cache_gb``, a
+    remote-IO cap ``bandwidth_gbps`` (None: none) and ``prices`` (p_g, p_c, p_b) (None: the package's);
+    ``warmup`` False gives instant caches (docs/model.md (6.1)), ``period_s`` re-allocates every so many
+    seconds besides the events.
+
+    Per problem (every option works on each path it is offered on, or :func:`replay` refuses it naming it):
+
+    - ``problem="cost"``: ``policy`` is a cost method (``cba``, ``io-only``, ``silod``, ...);
+      ``offline_optimum`` also solves P3 over the replay's schedule, a lower bound on every online policy
+      (proofs/dynamic_lower_bound.md, Theorem 1), within ``time_limit`` seconds;
+    - ``problem="welfare"``: the elastic replay; ``policy`` a welfare method (``autocba``, ``gavel-tput``, ...)
+      fed by ``cache_policy`` (None: ``silod``; autocba sets its caches itself), every job with a seeded
+      utility table of ``utility_mix`` (None: ``mixed``), under ``budget_per_hour`` or ``budget_fraction``
+      of the reference spend (None: 0.5), a job pausing ``restart_delay_s`` (None: 0) when its GPUs change.
+
+    ``timing`` False leaves out the wall-clock fields (identical runs, identical bytes); ``progress`` shows a
+    bar on replays of PROGRESS_JOBS jobs or more; ``out``, when given, is the folder the replay writes
+    (jobs.csv, timeseries.csv, summary.json), checked before any work.
+    """
+
+    trace: str | Path | pd.DataFrame | int
+    policy: str = "cba"
+    problem: str = "cost"
+    gpus: int = 768
+    cache_gb: float = 500.0
+    bandwidth_gbps: float | None = None
+    prices: tuple[float, float, float] | None = None
+    warmup: bool = True
+    period_s: float | None = None
+    seed: int = 0
+    skew: float = 1.0
+    n_datasets: int = 48
+    gpu_type: str | None = None
+    window: tuple[float, float] | None = None
+    offline_optimum: bool = False
+    time_limit: float | None = None
+    cache_policy: str | None = None
+    utility_mix: str | None = None
+    budget_per_hour: float | None = None
+    budget_fraction: float | None = None
+    restart_delay_s: float | None = None
+    timing: bool = True
+    progress: bool = False
+    out: str | Path | None = None
+
+
+#: The settings of :class:`ReplaySpec` that only the welfare replay has (docs/model.md §6b).
+WELFARE_SETTINGS = ("cache_policy", "utility_mix", "budget_per_hour", "budget_fraction", "restart_delay_s")
+
+#: A replay of at least this many jobs shows a progress bar when ``ReplaySpec.progress`` is set.
+PROGRESS_JOBS = 10_000
+
+#: A ``window`` that selects fewer jobs than this is noted (with the trace's span) in ``ReplayResult.notes``.
+WINDOW_FEW = 10
+
+
 def simulate(
-    trace: str | Path | pd.DataFrame | int,
-    policy: str = "cba",
-    *,
-    gpus: int = 768,
-    cache_gb: float = 500.0,
-    bandwidth_gbps: float | None = None,
-    prices: tuple[float, float, float] | None = None,
-    warmup: bool = True,
-    period_s: float | None = None,
-    seed: int = 0,
-    skew: float = 1.0,
-    n_datasets: int = 48,
-    gpu_type: str | None = None,
-    problem: str = "cost",
-    budget_per_hour: float | None = None,
-    budget_fraction: float = 0.5,
-    cache_policy: str | None = None,
-    utility_mix: str = "mixed",
+    trace: ReplaySpec | str | Path | pd.DataFrame | int, policy: str | None = None, **settings: Any
 ) -> ReplayResult:
-    """Replay a job trace on a cluster of ``gpus`` GPUs under a cost ``policy`` (docs/model.md §6).
+    """Replay a job trace: ``simulate(spec)`` with a :class:`ReplaySpec`, or ``simulate(trace, policy, **settings)``
+    with its fields as keywords (``simulate(trace, "cba", gpus=32)``); see :func:`replay`."""
+    if isinstance(trace, ReplaySpec):
+        if policy is not None or settings:
+            raise TypeError("simulate(spec) takes no other arguments: the ReplaySpec holds every setting")
+        return replay(trace)
+    return replay(ReplaySpec(trace, "cba" if policy is None else policy, **settings))
 
-    ``trace`` is a trace file (generic CSV or Philly), a DataFrame in the
-    generic CSV form (``submit_time_s``, ``duration_s``, ``gpus`` and
-    optionally ``job_id``, ``model``, ``dataset``; it is validated exactly
-    like a file, so a bad row names its line and column), or a number of jobs
-    to generate (Philly-calibrated).  ``policy`` is any cost method (``cba``,
-    ``io-only``, ``cache-all``, ``coordl``, ``quiver``, ``silod``, ...);
-    ``prices`` (p_g, p_c, p_b) default to the package's.  The other
-    arguments are those of ``cbalab simulate`` (README "Commands").
 
-    ``problem="welfare"`` is the elastic replay (docs/model.md §6b): every job
-    gets a seeded utility table (``utility_mix``), and ``policy`` (``autocba``,
-    ``gavel-tput``, ``gavel-fair``, ``optimus`` and their ``-tuned``
-    versions, fed by ``cache_policy``, None: ``silod``; autocba sets its caches
-    itself and takes none) chooses GPUs, cache and bandwidth under
-    ``budget_per_hour`` (or ``budget_fraction`` of the reference spend).
+def replay(spec: ReplaySpec) -> ReplayResult:
+    """Run the replay of ``spec`` (experiments/replay.py): the cost replay (experiments/simulate.py) or the
+    elastic welfare replay (experiments/elastic.py), and write it to ``spec.out`` if given.
 
-    Every argument is checked before the replay: a bad one raises InstanceError naming it (``trace`` of
-    5.0, ``seed=-1``, ``gpus=2**70``, ``prices=(1, 2)``, a misspelt ``policy`` with the closest names).
+    Every setting is checked before any work (:func:`check_replay`): a bad one, or one the chosen problem
+    does not have, raises InstanceError naming the field (``seed=-1``, a misspelt ``policy`` with the closest
+    names, ``offline_optimum`` on the welfare problem, ``cache_policy`` on the cost problem).
+    """
+    problem = check_replay(spec)
+    workload, notes = _workload(spec)
+    out = _replay_cost(spec, workload) if problem == Problem.COST else _replay_welfare(spec, workload)
+    if not spec.timing:
+        out.drop_timing()
+    if spec.out is not None:
+        out.write(spec.out)
+    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy(), notes)
+
+
+def check_replay(spec: ReplaySpec) -> Problem:
+    """The problem of ``spec`` once every setting is checked; InstanceError names the first bad one.
+
+    ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
+    replay; counts whole numbers (``n_datasets`` at least 1); amounts finite and >= 0 (``period_s`` and
+    ``time_limit`` > 0, ``restart_delay_s`` at most the longest trace time); ``window`` finite START < END;
+    ``prices`` None or three such numbers; ``out`` a folder that can be written.  A setting of the other
+    problem is refused rather than ignored: the offline optimum and its ``time_limit`` belong to the cost
+    replay, :data:`WELFARE_SETTINGS` to the welfare replay, and ``time_limit`` needs ``offline_optimum``.
+    """
+    from cbalab.experiments.workload.synthetic import finite, price_triple, whole
+    from cbalab.experiments.workload.traces import MAX_TRACE_SECONDS
+    from cbalab.models.files import unwritable_folder
+
+    prob = parse_problem(spec.problem)
+    check_policy(spec.policy, prob, registry.names(prob))
+    trace = spec.trace
+    if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
+        raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
+    if isinstance(trace, numbers.Integral):
+        whole(trace, "trace")
+    whole(spec.gpus, "gpus")
+    whole(spec.seed, "seed", maximum=2**63 - 1)
+    whole(spec.n_datasets, "n_datasets", minimum=1)
+    for name in ("cache_gb", "skew", "bandwidth_gbps", "budget_per_hour", "budget_fraction", "restart_delay_s"):
+        value = getattr(spec, name)
+        if value is not None:
+            finite(value, name)
+    for name in ("period_s", "time_limit"):
+        if getattr(spec, name) is not None:
+            finite(getattr(spec, name), name, positive=True)
+    if spec.restart_delay_s is not None and spec.restart_delay_s > MAX_TRACE_SECONDS:
+        raise InstanceError("restart_delay_s", spec.restart_delay_s, f"must be at most {MAX_TRACE_SECONDS:g} s")
+    if spec.window is not None:
+        start, end = spec.window
+        if not (math.isfinite(start) and math.isfinite(end) and start < end):
+            raise InstanceError("window", _span(spec.window), "needs finite START < END (seconds)")
+    if spec.prices is not None:
+        price_triple(spec.prices)
+    _check_problem_settings(spec, prob)
+    if spec.utility_mix is not None:
+        from cbalab.experiments.workload.elastic import UtilityMix
+
+        UtilityMix.parse(spec.utility_mix)
+    problem = None if spec.out is None else unwritable_folder(spec.out)
+    if problem is not None:
+        raise InstanceError("out", str(spec.out), problem)
+    return prob
+
+
+def _check_problem_settings(spec: ReplaySpec, problem: Problem) -> None:
+    """InstanceError naming a setting that ``problem``'s replay does not have, which it would otherwise ignore."""
+    if problem == Problem.WELFARE:
+        if spec.offline_optimum:
+            raise InstanceError(
+                "offline_optimum",
+                True,
+                "the offline optimum P3 is a cost-problem bound (docs/model.md §6); not available for the welfare "
+                "problem",
+            )
+        if spec.time_limit is not None:
+            raise InstanceError(
+                "time_limit",
+                spec.time_limit,
+                "it limits the solve of the offline optimum P3, a cost-problem bound; not available for the welfare "
+                "problem",
+            )
+        return
+    for name in WELFARE_SETTINGS:
+        if getattr(spec, name) is not None:
+            raise InstanceError(
+                name, getattr(spec, name), "a welfare option (docs/model.md §6b): it needs the welfare problem"
+            )
+    if spec.time_limit is not None and not spec.offline_optimum:
+        raise InstanceError(
+            "time_limit",
+            spec.time_limit,
+            "it limits the solve of the offline optimum only; it needs the offline optimum",
+        )
+
+
+def _span(window: tuple[float, float]) -> str:
+    """A window as the command line writes it, ``START:END``."""
+    return f"{window[0]:g}:{window[1]:g}"
+
+
+def _seconds_text(seconds: float) -> str:
+    """A trace time as the window note prints it: seconds and, past a day, days (``9,408,690 s (108.9 d)``)."""
+    text = f"{seconds:,.0f} s"
+    return f"{text} ({seconds / 86400:.1f} d)" if abs(seconds) >= 86400 else text
+
+
+def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
+    """The jobs of ``spec`` (the trace or generated ones, datasets assigned, seeded) kept to its ``window``, and
+    the notes on them.
+
+    A window that selects no job is InstanceError and one that selects fewer than WINDOW_FEW a note, both
+    with the trace's span, so that a window in the wrong units or place is seen at once.
     """
     import tempfile
 
-    from cbalab.experiments.simulate import SimConfig
-    from cbalab.experiments.simulate import simulate as _simulate
-    from cbalab.experiments.workload import DEFAULT_PRICES, make_workload
-    from cbalab.experiments.workload.synthetic import price_triple
+    from cbalab.experiments.simulate import window
+    from cbalab.experiments.workload import make_workload
 
-    prob = _replay_arguments(
-        trace,
-        policy,
-        problem,
-        counts={"gpus": gpus, "seed": seed, "n_datasets": n_datasets},
-        amounts={"cache_gb": cache_gb, "skew": skew, "budget_fraction": budget_fraction},
-        optional={"bandwidth_gbps": bandwidth_gbps, "budget_per_hour": budget_per_hour, "period_s": period_s},
-        prices=prices,
-    )
-    kw: dict[str, Any] = {"seed": seed, "skew": skew, "n_datasets": n_datasets, "gpu_type": gpu_type}
+    kw: dict[str, Any] = {"seed": spec.seed, "skew": spec.skew, "n_datasets": spec.n_datasets}
+    kw["gpu_type"] = spec.gpu_type
+    trace = spec.trace
     if isinstance(trace, pd.DataFrame):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "trace.csv"
@@ -644,115 +852,64 @@ def simulate(
         workload.jobs.attrs["source"] = "DataFrame"
     elif isinstance(trace, str | Path):
         workload = make_workload(trace=trace, **kw)
-    else:  # a whole number of jobs (numpy's too), as _replay_arguments checked
+    else:  # a whole number of jobs (numpy's too), as check_replay checked
         workload = make_workload(n_jobs=int(trace), **kw)
-    price_tuple = DEFAULT_PRICES if prices is None else price_triple(prices)
-    if prob == Problem.WELFARE:
-        return _simulate_elastic(
-            workload,
-            policy,
-            gpus=gpus,
-            cache_gb=cache_gb,
-            bandwidth_gbps=bandwidth_gbps,
-            prices=price_tuple,
-            warmup=warmup,
-            period_s=period_s,
-            seed=seed,
-            gpu_type=gpu_type,
-            budget_per_hour=budget_per_hour,
-            budget_fraction=budget_fraction,
-            cache_policy=cache_policy,
-            utility_mix=utility_mix,
-        )
-    cfg = SimConfig(
-        policy=policy,
-        gpus=gpus,
-        cache_gb=cache_gb,
-        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
-        prices=price_tuple,
-        warmup=warmup,
-        period_s=period_s,
-        seed=seed,
-    )
-    out: SimResult = _simulate(workload, cfg)
-    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
+    if spec.window is None:
+        return workload, ()
+    start, end = spec.window
+    submit = workload.jobs["submit_s"]
+    chosen = int(((submit >= start) & (submit < end)).sum())
+    span = f"the trace's {len(submit):,} jobs, whose submissions span {_seconds_text(submit.min())} to "
+    span += _seconds_text(submit.max())
+    if chosen == 0:
+        raise InstanceError("window", _span(spec.window), f"selects none of {span}")
+    notes = (("window", f"{_span(spec.window)} selects {chosen} of {span}"),) if chosen < WINDOW_FEW else ()
+    return window(workload, start, end), notes
 
 
-def _replay_arguments(
-    trace: Any,
-    policy: str,
-    problem: str,
-    *,
-    counts: Mapping[str, Any],
-    amounts: Mapping[str, Any],
-    optional: Mapping[str, Any],
-    prices: Any,
-) -> Problem:
-    """The problem of a :func:`simulate` call, once every argument is checked; InstanceError names the first
-    bad one.
+def _cluster(spec: ReplaySpec, n_jobs: int) -> dict[str, Any]:
+    """The settings both replays' configs share: the cluster (G, C, B; B = inf when None), the prices (the
+    package's when None), warm-up, the period, the seed, and a progress bar on PROGRESS_JOBS jobs or more."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+    from cbalab.experiments.workload.synthetic import price_triple
 
-    ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
-    replay (a misspelt one gets the closest names); ``counts`` whole numbers (``n_datasets`` at least 1);
-    ``amounts`` and the ``optional`` ones that are given finite numbers >= 0 (``period_s`` > 0);
-    ``prices`` None or three such numbers.
-    """
-    from cbalab.experiments.workload.synthetic import finite, price_triple, whole
-
-    prob = parse_problem(problem)
-    check_policy(policy, prob, registry.names(prob))
-    if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
-        raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
-    if isinstance(trace, numbers.Integral):
-        whole(trace, "trace")
-    for name, value in counts.items():
-        if name == "seed":
-            whole(value, name, maximum=2**63 - 1)
-        else:
-            whole(value, name, minimum=1 if name == "n_datasets" else 0)
-    for name, value in amounts.items():
-        finite(value, name)
-    for name, value in optional.items():
-        if value is not None:
-            finite(value, name, positive=name == "period_s")
-    if prices is not None:
-        price_triple(prices)
-    return prob
+    return {
+        "policy": spec.policy,
+        "gpus": spec.gpus,
+        "cache_gb": spec.cache_gb,
+        "bandwidth_gbps": math.inf if spec.bandwidth_gbps is None else spec.bandwidth_gbps,
+        "prices": DEFAULT_PRICES if spec.prices is None else price_triple(spec.prices),
+        "warmup": spec.warmup,
+        "period_s": spec.period_s,
+        "seed": spec.seed,
+        "progress": spec.progress and n_jobs >= PROGRESS_JOBS,
+    }
 
 
-def _simulate_elastic(
-    workload: Any,
-    policy: str,
-    *,
-    gpus: int,
-    cache_gb: float,
-    bandwidth_gbps: float | None,
-    prices: tuple[float, float, float],
-    warmup: bool,
-    period_s: float | None,
-    seed: int,
-    gpu_type: str | None,
-    budget_per_hour: float | None,
-    budget_fraction: float,
-    cache_policy: str | None,
-    utility_mix: str,
-) -> ReplayResult:
-    """The elastic replay of :func:`simulate` (``problem="welfare"``), as ``cbalab simulate --problem welfare``."""
-    from cbalab.experiments.elastic import ElasticConfig, replay
+def _replay_cost(spec: ReplaySpec, workload: Workload) -> SimResult:
+    """The cost replay (docs/model.md §6), with the offline optimum P3 over its schedule if asked."""
+    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
+
+    cfg = SimConfig(**_cluster(spec, len(workload.jobs)))
+    result = simulate(workload, cfg)
+    if spec.offline_optimum:
+        result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, spec.time_limit)
+    return result
+
+
+def _replay_welfare(spec: ReplaySpec, workload: Workload) -> SimResult:
+    """The elastic replay under a budget (docs/model.md §6b): every job gets a seeded utility table."""
+    from cbalab.experiments.elastic import ElasticConfig
+    from cbalab.experiments.elastic import replay as elastic_replay
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
-    elastic_workload = elastic(workload, seed, UtilityMix.parse(utility_mix), gpu_type=gpu_type)
+    mix = UtilityMix.parse("mixed" if spec.utility_mix is None else spec.utility_mix)
+    elastic_workload = elastic(workload, spec.seed, mix, gpu_type=spec.gpu_type)
     cfg = ElasticConfig(
-        policy=policy,
-        cache_policy=cache_policy,
-        gpus=gpus,
-        cache_gb=cache_gb,
-        bandwidth_gbps=math.inf if bandwidth_gbps is None else bandwidth_gbps,
-        prices=prices,
-        budget_per_hour=budget_per_hour,
-        budget_fraction=budget_fraction,
-        period_s=period_s,
-        warmup=warmup,
-        seed=seed,
+        **_cluster(spec, elastic_workload.n),
+        cache_policy=spec.cache_policy,
+        budget_per_hour=spec.budget_per_hour,
+        budget_fraction=0.5 if spec.budget_fraction is None else spec.budget_fraction,
+        restart_delay_s=0.0 if spec.restart_delay_s is None else spec.restart_delay_s,
     )
-    out = replay(elastic_workload, cfg)
-    return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy())
+    return elastic_replay(elastic_workload, cfg)

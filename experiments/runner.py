@@ -45,7 +45,6 @@ ExperimentError naming the file or the option, exit 2.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import importlib
@@ -72,7 +71,7 @@ from typing import Any
 
 import pandas as pd
 
-from cbalab import __version__
+from cbalab.models import __version__
 from cbalab.models.files import atomic_write_csv, atomic_write_json, unreadable, unwritable_folder
 
 #: Experiment name -> module that implements it (the registry of ``cbalab experiment --list``).
@@ -776,56 +775,6 @@ def plain(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"\1", text)
 
 
-def add_experiment_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``cbalab experiment`` to an argparse subparsers object; its handler (``run``) is :func:`run_experiment`."""
-    p = subparsers.add_parser(
-        "experiment",
-        help="run one of the paper's experiments into DIR/NAME/ (runs.csv, meta.json, figures)",
-        description=plain(__doc__.split("\n\n")[0]),
-    )
-    p.add_argument("name", nargs="?", help="the experiment (see --list)")
-    p.add_argument(
-        "--list", action="store_true", help="print every experiment with what it measures and its measured times"
-    )
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="the small grid, for CI: 3 s to 1 min each on 2 cores (see --list)",
-    )
-    p.add_argument("--out", default="results", help="output folder; a rerun with the same folder resumes")
-    p.add_argument("--seed", type=_seed, default=0, help="the sweep seed; every run derives its own from it")
-    p.add_argument("--workers", type=_workers, default=1, help="local worker processes (1: in this process)")
-    p.add_argument(
-        "--scheduler",
-        default=None,
-        help="a Dask scheduler address tcp://HOST:PORT instead of local workers (default: none)",
-    )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(run=run_experiment)
-    return p
-
-
-def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {text!r})") from None
-    if not 1 <= value <= 4096:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 4096 (got {text!r})")
-    return value
-
-
-def _seed(text: str) -> int:
-    """A sweep seed: a whole number from 0 to 2^63 - 1 (numpy's generators take no negative seed)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {text!r})") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to 2^63 - 1 (got {text!r})")
-    return value
-
-
 def _duration(seconds: float) -> str:
     """A measured wall time as --list prints it: ``21 s``, ``18 min``."""
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
@@ -870,30 +819,40 @@ def console_table(table: pd.DataFrame, columns: Iterable[str] = (), width: int =
     return text + (f"\n({', '.join(notes)} in the CSV)" if notes else "")
 
 
-def run_experiment(args: argparse.Namespace, echo: Callable[[str], None] = print) -> int:
-    """What ``cbalab experiment`` does; returns the exit status (ExperimentError is the caller's exit 2)."""
-    if args.list:
-        for line in listing():
-            echo(line)
-        return EXIT_OK
-    if not args.name:
-        raise ExperimentError("experiment: give a NAME or --list")
+def run_experiment(
+    name: str,
+    out: str | Path = "results",
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+    argv: Iterable[str] | None = None,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """What ``cbalab experiment NAME`` does: :func:`run_sweep`, then its tables, counts and figures to ``echo``;
+    returns the exit status (:data:`EXIT_OK`, :data:`EXIT_FAILED`, :data:`EXIT_INTERRUPTED`).
+
+    ExperimentError (an unknown experiment, an ``out`` that cannot hold the results, a bad ``scheduler``) is the
+    caller's exit 2.  ``argv`` is the command line recorded in meta.json.
+    """
     sweep = run_sweep(
-        args.name,
-        args.out,
-        quick=args.quick,
-        seed=args.seed,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        progress=not args.no_progress,
-        argv=sys.argv[1:],
+        name,
+        out,
+        quick=quick,
+        seed=seed,
+        workers=workers,
+        scheduler=scheduler,
+        progress=progress,
+        argv=argv,
     )
-    about = ABOUT.get(args.name)
+    about = ABOUT.get(name)
     for tname, table in sweep.tables.items():
         echo(f"{tname} ({sweep.out / (tname + '.csv')}):")
         echo(console_table(table, about.console.get(tname, ()) if about else ()))
     failed = int((sweep.runs["error"] != "").sum()) if "error" in sweep.runs else 0
-    echo(f"{args.name}: {len(sweep.runs)} runs in {sweep.out / 'runs.csv'}")
+    echo(f"{name}: {len(sweep.runs)} runs in {sweep.out / 'runs.csv'}")
     echo(f"  {sweep.done} run now, {sweep.skipped} already done, {failed} failed")
     echo(f"  figures: {', '.join(p.name for p in sweep.figures) or 'none'}")
     if sweep.figure_error:

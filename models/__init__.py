@@ -9,3 +9,9 @@
 - ``milp/`` and ``solve.py``: the exact Pyomo formulations of P1 and P2 and their HiGHS solve.
 - ``flow.py``: the uncapped continuous P1 as a certified min-cost flow.
 """
+
+from importlib.metadata import version as _version
+
+#: The installed cbalab's version, from its metadata (pyproject.toml is the one statement of it); re-exported
+#: as ``cbalab.__version__``, and here so that the layers below the facade can record it without importing it.
+__version__ = _version("cbalab")

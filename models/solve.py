@@ -207,7 +207,7 @@ CANCEL_GRACE_S = 1.0
 
 #: Set when Ctrl-C cancelled a HiGHS run: HiGHS's own worker threads may then still be joinable, and a normal
 #: interpreter exit would abort in C++ ("terminate called without an active exception"), so the CLI ends the
-#: process with os._exit instead (experiments/cli.py, _interrupted).
+#: process with os._exit instead (cbalab/cli.py, _interrupted).
 highs_interrupted = False
 
 

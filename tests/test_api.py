@@ -160,7 +160,7 @@ def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is
 
 def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23 item 4: ``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
@@ -210,3 +210,102 @@ def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int
         assert shaded == pytest.approx(float(np.minimum(read["cache_gb"], read["size_gb"]).sum()))
         assert len(datasets_ax.get_xticklabels()) < 20
     plt.close("all")
+
+
+# ---------------------------------------------------------------- one replay specification (issue 20, item 3)
+
+
+def test_regression_issue20_the_replay_spec_carries_every_simulate_option() -> None:
+    """Every option of ``cbalab simulate`` sets a field of cbalab.ReplaySpec (the CLI only builds the spec): the
+    ones mapped by name, the trace source, the price triple and the three negated flags."""
+    import dataclasses
+    from argparse import _SubParsersAction
+
+    from cbalab import cli
+
+    action = next(a for a in cli.parser()._actions if isinstance(a, _SubParsersAction))
+    dests = {a.dest for a in action.choices["simulate"]._actions if a.dest != "help"}
+    fields = {f.name for f in dataclasses.fields(cbalab.ReplaySpec)}
+    set_otherwise = {"trace": "trace", "generate": "trace", "no_warmup": "warmup", "no_timing": "timing"}
+    set_otherwise.update(quiet="progress", price_gpu="prices", price_cache="prices", price_bandwidth="prices")
+    assert set(cli.REPLAY_FIELDS) <= fields
+    assert dests == set(cli.REPLAY_FIELDS) | set(set_otherwise)
+    assert fields == set(cli.REPLAY_FIELDS) | set(set_otherwise.values())
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"policy": "cba", "cache_policy": "silod"}, "cache_policy"),
+        ({"policy": "cba", "utility_mix": "linear"}, "utility_mix"),
+        ({"policy": "cba", "budget_per_hour": 5.0}, "budget_per_hour"),
+        ({"policy": "cba", "restart_delay_s": 30.0}, "restart_delay_s"),
+        ({"policy": "cba", "time_limit": 5.0}, "time_limit"),
+        ({"policy": "autocba", "problem": "welfare", "offline_optimum": True}, "offline_optimum"),
+        ({"policy": "autocba", "problem": "welfare", "time_limit": 5.0}, "time_limit"),
+        ({"policy": "autocba", "problem": "welfare", "utility_mix": "foo"}, "utility_mix"),
+        ({"policy": "cba", "window": (5.0, 1.0)}, "window"),
+        ({"policy": "cba", "restart_delay_s": -1.0}, "restart_delay_s"),
+    ],
+)
+def test_regression_issue20_api_simulate_refuses_what_the_problem_would_ignore(settings: dict, field: str) -> None:
+    """Issue 20: the facade, not the CLI, refuses a setting of the other problem (cbalab.simulate ignored
+    ``cache_policy`` on the cost replay), naming the keyword, before any work."""
+    with pytest.raises(cbalab.InstanceError) as info:
+        cbalab.simulate(cbalab.ReplaySpec(trace=5, **settings))
+    assert info.value.path == field
+
+
+def test_regression_issue20_the_cli_is_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``cbalab simulate`` with window, period, offline optimum and its time limit writes the bytes of
+    cbalab.simulate(ReplaySpec(...)) with the same settings: the command line adds nothing of its own."""
+    from cbalab.cli import main
+
+    argv = ["simulate", "--generate", "40", "--policy", "cba", "--window", "0:30000", "--period", "3600"]
+    argv += ["--offline-optimum", "--time-limit", "60", "--no-warmup", "--no-timing", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    spec = cbalab.ReplaySpec(
+        trace=40,
+        window=(0.0, 30000.0),
+        period_s=3600.0,
+        offline_optimum=True,
+        time_limit=60.0,
+        warmup=False,
+        timing=False,
+        out=tmp_path / "api",
+    )
+    res = cbalab.simulate(spec)
+    assert res.summary["offline_optimum"]["status"] == "optimal"
+    for name in ("jobs.csv", "timeseries.csv", "summary.json"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes(), name
+    with pytest.raises(TypeError, match="takes no other arguments"):
+        cbalab.simulate(spec, "cba")
+
+
+def test_regression_issue20_api_welfare_replay_takes_the_restart_delay_and_the_window() -> None:
+    """The welfare replay's options that the API lacked: a restart delay pauses a job whose GPUs change, so the
+    mean JCT grows; the window keeps the jobs submitted in it, with a note when it selects almost none."""
+    base = {"trace": 30, "policy": "autocba", "problem": "welfare", "gpus": 32, "budget_per_hour": 100.0}
+    base["timing"] = False
+    calm = cbalab.simulate(cbalab.ReplaySpec(**base))
+    paused = cbalab.simulate(cbalab.ReplaySpec(**base, restart_delay_s=3600.0))
+    assert paused.summary["restart_delay_s"] == 3600.0 and paused.summary["restarts"] > 0
+    assert paused.summary["mean_jct_s"] > calm.summary["mean_jct_s"]
+    first = float(calm.jobs["submit_s"].min())
+    few = cbalab.simulate(cbalab.ReplaySpec(**base, window=(first, first + 1.0)))
+    assert few.summary["jobs"] < 10 and few.notes and few.notes[0][0] == "window"
+
+
+def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
+    """cbalab.compare: one row per registered method, scored by the referee; on continuous P1 CBA is optimal
+    (Theorem 1), so its gap to the proven milp optimum is 0 and an exact method's bound is its IO cost."""
+    inst = cbalab.generate("cost", jobs=30, datasets=6, seed=0)
+    table = cbalab.compare(inst)
+    assert list(table["method"]) == registry.names("cost") and table.attrs["problem"] == "cost"
+    rows = table.set_index("method")
+    assert rows.loc["cba", "vs_milp"] == pytest.approx(0.0, abs=1e-6)
+    assert rows.loc["milp", "bound"] == pytest.approx(rows.loc["milp", "value"], rel=1e-6)
+    io = cbalab.solve(inst, "io-only").to_dict()["cost_per_hour"]
+    assert rows.loc["io-only", "value"] == pytest.approx(io["cache"] + io["bandwidth"], rel=1e-12)
+    assert np.isnan(rows.loc["silod", "bound"])

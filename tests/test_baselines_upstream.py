@@ -1,6 +1,7 @@
 """cbalab's GPU schedulers against their upstream code's own outputs (tests/fixtures/upstream/).
 
-The fixtures were made once by experiments/upstream_fixtures.py, which ran the upstream code unchanged:
+The fixtures were made once by scripts/upstream_fixtures.py (then experiments/upstream_fixtures.py, the path their
+``generator`` records), which ran the upstream code unchanged:
 Gavel's ``ThroughputSumWithPerf`` and ``MaxMinFairnessPolicyWithPerf`` (stanford-futuredata/gavel c4fa400, cvxpy
 with ECOS) and Pollux's ``OptimusPolicy`` (petuum/adaptdl osdi21-artifact c793c70).  Each case becomes a cbalab
 instance whose option tables say what the upstream job says: one option at its scale factor for Gavel (rate =

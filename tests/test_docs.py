@@ -47,8 +47,8 @@ def test_docs_build_with_warnings_as_errors(site: Path) -> None:
 
 
 def test_cli_page_is_the_live_parser(site: Path) -> None:
-    """Every sub-command of cbalab.experiments.cli.parser has its --help on the CLI page."""
-    from cbalab.experiments.cli import parser
+    """Every sub-command of cbalab.cli.parser has its --help on the CLI page."""
+    from cbalab.cli import parser
 
     html = (site / "cli.html").read_text()
     subs = next(a for a in parser()._actions if a.__class__.__name__ == "_SubParsersAction")

@@ -398,7 +398,7 @@ def test_cli_offline_optimum_and_window(tmp_path, capsys) -> None:
     """``cbalab simulate --offline-optimum --window`` adds P3 to summary.json (Theorem 1: bound ≤ the replay's IO)."""
     import json
 
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     out = tmp_path / "run"
     code = main(
@@ -495,7 +495,7 @@ def test_regression_issue19_known_case(capsys) -> None:
     747 of the 905 slots without demand (the 9.03e-6 $ excess) and its duals gave the weak bound."""
     import json
 
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     args = "simulate --policy cba --generate 100 --no-warmup --offline-optimum --cache-gb 1e6"
     assert main([*args.split(), "--price-cache", "1e-6", "--price-bandwidth", "1e9", "--no-timing"]) == 0

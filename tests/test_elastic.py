@@ -390,7 +390,7 @@ def test_per_event_optimum_is_not_optimal_over_time() -> None:
 
 def test_cli_simulate_welfare(tmp_path, capsys) -> None:
     """``cbalab simulate --problem welfare`` writes the three files; a cost policy or a bad mix exits 2."""
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     out = tmp_path / "run"
     argv = ["simulate", "--problem", "welfare", "--policy", "optimus", "--generate", "40", "--out", str(out)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cbalab
-from cbalab.experiments.cli import GENERATOR_OPTIONS, main, parser
+from cbalab.cli import GENERATOR_OPTIONS, main, parser
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.experiments.workload.synthetic import generate_instance
 from cbalab.experiments.workload.variants import DEFAULT_BLOCK_GB, DEFAULT_TIER_FRACTION, VARIANTS

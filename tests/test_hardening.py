@@ -23,7 +23,7 @@ from test_fuzz import BASE
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.cba import cba
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models import instance as instance_module
 from cbalab.models import solve as solve_module
@@ -456,7 +456,7 @@ def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
     """``--bandwidth-gbps 0`` gave exit 1 "internal error: RuntimeError"; now exit 2 naming the setting."""
     code, out, err = cli(capsys, "simulate", "--generate", "10", "--policy", "cba", "--bandwidth-gbps", "0", "--quiet")
     assert code == 2 and out == ""
-    assert err.startswith("cbalab: error: bandwidth_gbps: no job can progress")
+    assert err.startswith("cbalab: error: --bandwidth-gbps: no job can progress")
 
 
 def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
@@ -541,7 +541,7 @@ def _interrupt(argv: list[str]) -> subprocess.CompletedProcess:
     """
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cbalab.experiments.cli", *argv],
+        [sys.executable, "-m", "cbalab.cli", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -599,7 +599,7 @@ def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_documen
     """Two ``solve --out same.json`` at once left one file with two documents; each write is now a rename."""
     path = write(tmp_path, doc())
     target = tmp_path / "same.json"
-    argv = [sys.executable, "-m", "cbalab.experiments.cli", "solve", str(path), "--problem", "welfare"]
+    argv = [sys.executable, "-m", "cbalab.cli", "solve", str(path), "--problem", "welfare"]
     procs = [
         subprocess.Popen([*argv, "--method", m, "--out", str(target)], stdout=subprocess.PIPE, text=True)
         for m in ("milp", "autocba", "milp", "autocba")

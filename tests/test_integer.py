@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cbalab.algorithms import registry as methods
 from cbalab.algorithms.cba import cba, feed
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.workload.variants import VARIANTS
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance, InstanceError, build, from_dict

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_welfare
 from cbalab.models.evaluate import Allocation, evaluate
 from cbalab.models.instance import InstanceError, build, load, loads

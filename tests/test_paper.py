@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from cbalab.cli import main
 from cbalab.experiments import paper
-from cbalab.experiments.cli import main
 from cbalab.experiments.runner import EXPERIMENTS, load_experiment
 from cbalab.experiments.runs import io_cost, welfare
 

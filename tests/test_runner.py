@@ -7,7 +7,6 @@ measurements and differ between any two sweeps.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -120,15 +119,8 @@ def test_unknown_and_missing_experiments_fail_clearly(monkeypatch) -> None:
         runner.load_experiment("ghost")
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="cbalab")
-    runner.add_experiment_parser(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
-
-
 def test_experiment_list_prints_one_line_per_experiment() -> None:
-    lines: list[str] = []
-    assert runner.run_experiment(_parse(["experiment", "--list"]), echo=lines.append) == 0
+    lines = runner.listing()
     names = [line.split()[0] for line in lines[1:-1]]
     assert names == ["io-cost", "welfare", "optimality", "scaling", "sensitivity", "dynamic", "online-welfare"]
 
@@ -136,8 +128,7 @@ def test_experiment_list_prints_one_line_per_experiment() -> None:
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_every_experiment_quick_writes_runs_meta_and_a_figure(name: str, tmp_path: Path) -> None:
     lines: list[str] = []
-    args = _parse(["experiment", name, "--quick", "--out", str(tmp_path), "--no-progress"])
-    assert runner.run_experiment(args, echo=lines.append) == 0, "\n".join(lines)
+    assert runner.run_experiment(name, tmp_path, quick=True, progress=False, echo=lines.append) == 0, "\n".join(lines)
     folder = tmp_path / name
     runs = pd.read_csv(folder / "runs.csv", keep_default_na=False)
     assert len(runs) > 0 and (runs["error"] == "").all()

@@ -20,8 +20,8 @@ import pytest
 import toy_experiment as toy
 
 import cbalab
+from cbalab.cli import main, parser
 from cbalab.experiments import runner
-from cbalab.experiments.cli import main, parser
 from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cbalab.algorithms import registry as methods
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import Workload, assign, generate_trace
 from cbalab.models.instance import InstanceError, build

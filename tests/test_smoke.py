@@ -18,7 +18,7 @@ def test_every_cost_method_scores_and_exact_ones_agree_with_cba() -> None:
 
 def test_methods_command_lists_every_registered_method(capsys) -> None:
     """`cbalab methods` prints each problem's registry, so a user can see what --method accepts."""
-    from cbalab.experiments.cli import main
+    from cbalab.cli import main
 
     assert main(["methods"]) == 0
     out = capsys.readouterr().out

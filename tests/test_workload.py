@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cbalab.experiments.cli import main
+from cbalab.cli import main
 from cbalab.experiments.data import data_path, data_root
 from cbalab.experiments.workload import (
     PHILLY_GPU_SHARES,

@@ -1,6 +1,6 @@
 """Sphinx directive ``cli-help``: the ``--help`` text of every ``cbalab`` command, from the live parser.
 
-The page is rebuilt from :func:`cbalab.experiments.cli.parser` on every build, so it cannot drift from
+The page is rebuilt from :func:`cbalab.cli.parser` on every build, so it cannot drift from
 what ``cbalab <command> --help`` prints.  One section per sub-command, with its one-line summary and its
 help text as a literal block; the width is fixed (88 columns) so that the build does not depend on the
 terminal it runs in.
@@ -47,7 +47,7 @@ class CliHelp(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        from cbalab.experiments.cli import parser
+        from cbalab.cli import parser
 
         top = parser()
         with _columns(WIDTH):

@@ -7,7 +7,7 @@ fraction uniform in [0.05, 0.3].  A candidate is kept when, at the proven no-sta
 method, MIP gap 0), the budget binds (spend ≥ (1 − 1e-6) × budget) and caching matters (the optimum with
 C = 0 is lower by more than 1e-9 relative).  Gaps are against P2 (AutoCBA never stalls), scored by the referee.
 
-    nice -n 10 python -m cbalab.experiments.runs.autocba_hard [--candidates 3000] [--out results/autocba_hard]
+    nice -n 10 cbalab bench autocba-hard [--candidates 3000] [--out results/autocba_hard]
         [--reuse earlier/hard.csv]   # the optima and filters of an earlier run: AutoCBA only
         [--exact]                    # AutoCBA with its exact mode on small instances
 
@@ -18,9 +18,9 @@ jobs), the count, mean, p99 and worst gap, the share solved to the optimum, and 
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,7 @@ def candidate(i: int) -> tuple[Instance, dict]:
     """Candidate i of the hard class (see the module docstring) and its parameters."""
     rng = np.random.default_rng([12, i])
     n = 3 + i % 48
-    params = {
+    params: dict[str, Any] = {
         "seed": i,
         "jobs": n,
         "datasets": max(1, n // 4),
@@ -61,7 +61,7 @@ def candidate(i: int) -> tuple[Instance, dict]:
     return inst, params
 
 
-def measure(i: int, time_limit: float, known: dict | None = None, exact: bool = False) -> dict:
+def measure_candidate(i: int, time_limit: float, known: dict | None = None, exact: bool = False) -> dict:
     """AutoCBA vs the proven P2 optimum on candidate i, with the two class filters.
 
     ``known`` is candidate i's row of an earlier run (``--reuse``): its optimum and class filters are taken
@@ -132,38 +132,41 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Measure every candidate, keep the hard ones, print their gap statistics."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--candidates", type=int, default=3000)
-    p.add_argument("--first", type=int, default=0)
-    p.add_argument("--time-limit", type=float, default=60.0)
-    p.add_argument("--out", default="results/autocba_hard")
-    p.add_argument("--exact", action="store_true", help="AutoCBA with its exact mode (autocba(..., exact=True))")
-    p.add_argument("--reuse", default=None, help="hard.csv of an earlier run: reuse its optima, rerun AutoCBA only")
-    args = p.parse_args(argv)
-    out = Path(args.out)
+def measure(
+    *,
+    candidates: int = 3000,
+    first: int = 0,
+    time_limit: float = 60.0,
+    out: str = "results/autocba_hard",
+    exact: bool = False,
+    reuse: str | None = None,
+) -> None:
+    """Measure candidates ``first`` … ``first + candidates - 1``, keep the hard ones, print their gap statistics.
+
+    ``time_limit`` bounds each P2 solve (seconds); ``exact`` runs AutoCBA with its exact mode
+    (``autocba(..., exact=True)``); ``reuse`` is the hard.csv of an earlier run, whose optima and class filters
+    are reused so that only AutoCBA runs again.  ``cbalab bench autocba-hard`` runs it.
+    """
+    arguments = {"candidates": candidates, "first": first, "time_limit": time_limit, "out": out, "exact": exact}
+    arguments["reuse"] = reuse
+    folder = Path(out)
     known: dict[int, dict] = {}
-    if args.reuse is not None:
-        known = {int(r["seed"]): r for r in pd.read_csv(args.reuse, comment="#").to_dict("records")}
+    if reuse is not None:
+        known = {int(r["seed"]): r for r in pd.read_csv(reuse, comment="#").to_dict("records")}
     rows: list[dict] = []
     begin = time.perf_counter()
-    for i in range(args.first, args.first + args.candidates):
-        rows.append(measure(i, args.time_limit, known[i] if args.reuse is not None else None, args.exact))
-        if len(rows) % 10 == 0 or i == args.first + args.candidates - 1:
+    for i in range(first, first + candidates):
+        rows.append(measure_candidate(i, time_limit, known[i] if reuse is not None else None, exact))
+        if len(rows) % 10 == 0 or i == first + candidates - 1:
             df = pd.DataFrame(rows)
-            write_results(out / "hard.csv", df, script=SCRIPT, seed=args.first, arguments=vars(args))
-            summary = summarise(df)
-            write_results(out / "summary.csv", summary, script=SCRIPT, seed=args.first, arguments=vars(args))
-            top = summary.iloc[0]
+            write_results(folder / "hard.csv", df, script=SCRIPT, seed=first, arguments=arguments)
+            table = summarise(df)
+            write_results(folder / "summary.csv", table, script=SCRIPT, seed=first, arguments=arguments)
+            top = table.iloc[0]
             print(
                 f"[{len(rows)} candidates, {time.perf_counter() - begin:.0f} s] hard {int(top['kept'])}: "
                 f"mean gap {100 * top['mean_gap']:.4f}% p99 {100 * top['p99_gap']:.4f}% "
                 f"worst {100 * top['worst_gap']:.4f}%",
                 flush=True,
             )
-    print(f"wrote {out / 'hard.csv'}")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"wrote {folder / 'hard.csv'}")

@@ -5,14 +5,13 @@ and solved twice in one run: with the block count N = Σ_k n_k (today's formulat
 formulation of commit be36df3, which stopped proving optimality).  Both are HiGHS at MIP gap 0 under the
 same time limit; the result is the ratio of wall times (build + solve), never a bare time.
 
-    nice -n 10 python -m cbalab.experiments.runs.integer_milp_bench [--seeds 0] [--time-limit 120]
+    nice -n 10 cbalab bench integer-milp [--seeds 0] [--time-limit 120]
 
 Prints one line per solve as it ends and writes ``integer_milp_bench.csv`` atomically after every solve.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -49,30 +48,32 @@ def run_one(seed: int, form: str, n_jobs: int, n_datasets: int, time_limit: floa
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Both forms on every seed; speed-up = old wall time / new (a lower bound if the old form hit its limit)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, nargs="*", default=[0])
-    p.add_argument("--jobs", type=int, default=1000)
-    p.add_argument("--datasets", type=int, default=200)
-    p.add_argument("--time-limit", type=float, default=120.0)
-    p.add_argument("--out", default="results/integer_milp_bench")
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def measure(
+    *,
+    seeds: tuple[int, ...] = (0,),
+    jobs: int = 1000,
+    datasets: int = 200,
+    time_limit: float = 120.0,
+    out: str = "results/integer_milp_bench",
+) -> None:
+    """Both forms on every seed; speed-up = old wall time / new (a lower bound if the old form hit its limit).
+    ``cbalab bench integer-milp`` runs it."""
+    arguments = {"seeds": list(seeds), "jobs": jobs, "datasets": datasets, "time_limit": time_limit, "out": out}
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    for seed in args.seeds:
+    for seed in seeds:
         pair = {}
         for form in FORMS:
-            row = run_one(seed, form, args.jobs, args.datasets, args.time_limit)
+            row = run_one(seed, form, jobs, datasets, time_limit)
             rows.append(row)
             pair[form] = row
             write_results(
-                out / "integer_milp_bench.csv",
+                folder / "integer_milp_bench.csv",
                 pd.DataFrame(rows),
                 script="integer_milp_bench",
                 seed=None,
-                arguments=vars(args),
+                arguments=arguments,
             )
             print(f"seed {seed} {form}: {row['status']} in {row['wall_seconds']:.2f} s", flush=True)
         old, new = pair["without_block_count"], pair["with_block_count"]
@@ -80,8 +81,4 @@ def main(argv: list[str] | None = None) -> None:
             print(f"seed {seed}: the block-count form did not prove optimality ({new['status']})", flush=True)
         bound = " (at least: the old form hit its limit)" if old["status"] == "time_limit" else ""
         print(f"seed {seed}: speed-up {old['wall_seconds'] / new['wall_seconds']:.1f}x{bound}", flush=True)
-    print(f"wrote {out / 'integer_milp_bench.csv'}")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"wrote {folder / 'integer_milp_bench.csv'}")

@@ -12,19 +12,19 @@ or CBA where an answer is feasible.  A no-stall claim (P2: ``milp``,
 ``autocba``, ``lp``'s bound) is compared only with the answers that feed every job in full (:func:`fully_fed`);
 ``milp-stall`` (P2s) with all.
 
-    nice -n 10 python -m cbalab.experiments.runs.magnitude_fuzz --welfare 2000 --cost 2000 [--seed 0]
+    nice -n 10 cbalab bench magnitude-fuzz --welfare 2000 --cost 2000 [--seed 0]
 
-prints one line per false optimum, then the counts of statuses per method, the number of false optima and the
-wall and CPU time; it exits 1 if it found any.  tests/test_certify.py draws the same cases through hypothesis (its
-size follows the profile).
+prints one line per false optimum, then (as JSON) the counts of statuses per method, the number of false optima
+and the wall and CPU time; it exits 1 if it found any.  tests/test_certify.py draws the same cases through
+hypothesis (its size follows the profile).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -228,21 +228,21 @@ def run(n_welfare: int, n_cost: int, seed: int) -> tuple[int, Counter, float, fl
     return bad, statuses, time.perf_counter() - begin, time.process_time() - cpu
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the fuzz and print its counts."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--welfare", type=int, default=200)
-    p.add_argument("--cost", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    bad, statuses, seconds, cpu = run(args.welfare, args.cost, args.seed)
+def measure(*, welfare: int = 200, cost: int = 200, seed: int = 0) -> dict[str, Any]:
+    """Run the fuzz (``welfare`` and ``cost`` cases from ``seed``; each false optimum printed as found) and
+    return its counts: the statuses per problem and method, the number of false optima, the wall and CPU
+    seconds, and ``ok``, False if it found any (``cbalab bench magnitude-fuzz`` then exits 1)."""
+    bad, statuses, seconds, cpu = run(welfare, cost, seed)
+    counts: dict[str, dict[str, dict[str, int]]] = {}
     for (problem, method, status), n in sorted(statuses.items()):
-        print(f"{problem:8s} {method:24s} {status:12s} {n}")
-    cases = f"{args.welfare} welfare and {args.cost} cost cases"
-    print(f"{cases}: {bad} false optima, {seconds:.0f} s wall, {cpu:.0f} s CPU")
-    if bad:
-        raise SystemExit(1)
-
-
-if __name__ == "__main__":
-    main()
+        counts.setdefault(problem, {}).setdefault(method, {})[status] = n
+    return {
+        "welfare_cases": welfare,
+        "cost_cases": cost,
+        "seed": seed,
+        "statuses": counts,
+        "false_optima": bad,
+        "wall_seconds": seconds,
+        "cpu_seconds": cpu,
+        "ok": bad == 0,
+    }

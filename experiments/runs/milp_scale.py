@@ -21,7 +21,7 @@ which says how much of the wall time a loaded machine added.  Every MILP runs at
 Every allocation is scored by the referee (models/evaluate.py).  AutoCBA's gap is taken against the no-stall
 optimum P2 (the proven welfare of any optimal no-stall form on the same instance).
 
-    nice -n 10 python -m cbalab.experiments.runs.milp_scale [--quick] [--seed 1] [--time-limit 300]
+    nice -n 10 cbalab bench milp-scale [--quick] [--seed 1] [--time-limit 300] [--jobs 100 300] [--forms sliced]
 
 Prints a line per run as it ends, rewrites ``milp_scale.csv`` (tidy: one row per instance and form)
 atomically after every run, and prints the summary table at the end.  ``grid`` and ``run_one`` are the
@@ -30,10 +30,10 @@ interface of ``cbalab experiment scaling``.
 
 from __future__ import annotations
 
-import argparse
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -42,7 +42,7 @@ from cbalab.experiments.plotting import figure, save
 from cbalab.experiments.runs.common import write_results
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models.evaluate import Allocation, evaluate
-from cbalab.models.instance import Instance
+from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.solve import solve_welfare, solve_welfare_stall
 from cbalab.models.types import SolveOptions
 
@@ -179,25 +179,34 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     return save(fig, outdir, "milp_scale")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the grid (or ``--jobs``/``--forms`` of it), writing the CSV after every run; print the summary."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--time-limit", type=float, default=300.0)
-    p.add_argument("--jobs", type=int, nargs="*", default=None, help="only these sizes")
-    p.add_argument("--fractions", type=float, nargs="*", default=None, help="only these budget fractions")
-    p.add_argument("--forms", nargs="*", default=list(FORMS), choices=FORMS)
-    p.add_argument("--out", default="results/milp_scale")
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def measure(
+    *,
+    quick: bool = False,
+    seed: int = 1,
+    time_limit: float = 300.0,
+    jobs: tuple[int, ...] | None = None,
+    fractions: tuple[float, ...] | None = None,
+    forms: tuple[str, ...] = FORMS,
+    out: str = "results/milp_scale",
+) -> None:
+    """Run the grid (or only the sizes ``jobs``, budget ``fractions`` and ``forms`` of it), each MILP under
+    ``time_limit`` seconds, writing the CSV after every run; print the summary.  ``cbalab bench milp-scale``
+    runs it.  An unknown form is InstanceError naming ``forms``.
+    """
+    unknown = [f for f in forms if f not in FORMS]
+    if unknown:
+        raise InstanceError("forms", unknown, f"must be among {', '.join(FORMS)}")
+    arguments: dict[str, Any] = {"quick": quick, "seed": seed, "time_limit": time_limit, "jobs": jobs}
+    arguments["fractions"] = fractions
+    arguments.update(forms=list(forms), out=out)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     runs = [
-        {**r, "time_limit": args.time_limit}
-        for r in grid(args.quick, args.seed)
-        if r["form"] in args.forms
-        and (args.jobs is None or r["jobs"] in args.jobs)
-        and (args.fractions is None or r["budget_fraction"] in args.fractions)
+        {**r, "time_limit": time_limit}
+        for r in grid(quick, seed)
+        if r["form"] in forms
+        and (jobs is None or r["jobs"] in jobs)
+        and (fractions is None or r["budget_fraction"] in fractions)
     ]
     rows: list[dict] = []
     begin = time.perf_counter()
@@ -205,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         row = run_one(params)
         rows.append(row)
         write_results(
-            out / "milp_scale.csv", pd.DataFrame(rows), script="milp_scale", seed=args.seed, arguments=vars(args)
+            folder / "milp_scale.csv", pd.DataFrame(rows), script="milp_scale", seed=seed, arguments=arguments
         )
         print(
             f"[{i}/{len(runs)} {time.perf_counter() - begin:.0f} s] N={row['jobs']} F={row['budget_fraction']} "
@@ -214,8 +223,4 @@ def main(argv: list[str] | None = None) -> None:
         )
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summarize(pd.DataFrame(rows)).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    print(f"wrote {out / 'milp_scale.csv'}")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"wrote {folder / 'milp_scale.csv'}")

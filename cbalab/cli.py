@@ -1,12 +1,16 @@
-"""The ``cbalab`` command line (docs/interface.md).
+"""The ``cbalab`` command line (docs/interface.md): a thin mapping of its arguments onto the facade.
 
-Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a
-message naming the field and the value, never a traceback), 1 on an internal
-error, 130 on Ctrl-C (one line, no traceback).  Every output file is written
-atomically (models/files.py); an ``--out`` that cannot be written is refused
-before any solving.  ``--no-timing`` leaves out the wall-clock fields
-(``solve_seconds``, ``wall_seconds``), so that two runs can be compared
-byte for byte.
+Each command parses its options, hands them to the facade (cbalab/api.py) or to a typed function of
+cbalab.experiments (the sweep runner, the benchmarks, the paper), and prints what comes back; the work, the
+checks of the values and the rules of which option goes with which problem live there, not here.  This is
+the only module that parses arguments (tests/test_architecture.py).  Errors the facade raises name its
+keyword (``budget_fraction``); the command renames them to the option that set it (``--budget-fraction``).
+
+Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a message naming the option and
+the value, never a traceback), 1 on an internal error, 130 on Ctrl-C (one line, no traceback).  Every
+output file is written atomically (models/files.py); an ``--out`` that cannot be written is refused before
+any solving.  ``--no-timing`` leaves out the wall-clock fields (``solve_seconds``, ``wall_seconds``), so
+that two runs can be compared byte for byte.
 """
 
 from __future__ import annotations
@@ -19,28 +23,33 @@ import os
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cbalab.algorithms import registry as methods
-from cbalab.algorithms.resolve import check_policy, choose_problem, method_problems, posed_problem
-from cbalab.experiments.runner import ExperimentError, add_experiment_parser
-from cbalab.models.files import atomic_write_text, unwritable_file, unwritable_folder
+from cbalab import api
+from cbalab.algorithms import registry
+from cbalab.algorithms.resolve import method_problems
+from cbalab.experiments import runner
+from cbalab.experiments.runner import ExperimentError
+from cbalab.models import __version__
+from cbalab.models.files import atomic_write_text, unwritable_file
 from cbalab.models.instance import Instance, InstanceError, load
 from cbalab.models.types import Problem
 
 if TYPE_CHECKING:
-    from cbalab.experiments.replay import SimResult
-    from cbalab.experiments.workload import Workload
+    from cbalab.experiments.benchmarks import Option
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: ``cbalab bench``: the measurement found what it looks for (a false optimum, ...), as a failed run of a sweep.
+EXIT_FAILED = 1
 
 #: The name of the worker thread HiGHS runs in (models/solve.py, ``_interruptible``).
 HIGHS_THREAD = "cbalab-highs"
 
 
 class BadInputError(Exception):
-    """A usage error found after parsing (unknown method, wrong problem for the instance, ...)."""
+    """A usage error found after parsing (generated jobs that do not fit in memory)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,17 +65,50 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"cbalab: error: {message}{hint}\n")
 
 
+@contextmanager
+def _named(options: Mapping[str, str], *, nested: bool = False) -> Iterator[None]:
+    """Rename an InstanceError of the facade from the keyword it names to the option that set it.
+
+    ``options`` maps keywords (``budget_fraction``, ``prices[0]``) to options (``--budget-fraction``,
+    ``--price-gpu``).  Only an error naming one of them is renamed: an error of a field of an instance file
+    (``jobs[0].options``) passes unchanged; with ``nested``, an error of a part of a keyword's value
+    (``gpu_options[1]``) is renamed by its keyword.
+    """
+    try:
+        yield
+    except InstanceError as e:
+        root = e.path.split(".")[0].split("[")[0] if nested and not e.path.startswith("prices[") else e.path
+        if root not in options:
+            raise
+        raise InstanceError(options[root], e.value, e.problem) from None
+
+
+#: The keywords of :func:`cbalab.solve` and :func:`cbalab.compare` that ``solve`` and ``compare`` set.
+SOLVE_OPTIONS = {"method": "--method", "problem": "--problem", "time_limit": "--time-limit"}
+
+
+def _option_names(p: argparse.ArgumentParser) -> dict[str, str]:
+    """Every option of ``p`` by its destination: ``{"time_limit": "--time-limit", ...}``."""
+    return {a.dest: a.option_strings[0] for a in p._actions if a.option_strings and a.dest != "help"}
+
+
+def _whole(text: str, low: int, high: int, high_text: str) -> int:
+    """``text`` as a whole number from ``low`` to ``high`` (``high_text`` in the message); ArgumentTypeError
+    saying the range otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {low} (got {text!r})") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high_text} (got {text!r})")
+    return value
+
+
 def _count(text: str) -> int:
     """A whole number from 0 to 2^31 - 1 (the largest count an instance holds, models.instance.MAX_COUNT)."""
     from cbalab.models.instance import MAX_COUNT
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
-    if not 0 <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_COUNT} (got {text!r})")
-    return value
+    return _whole(text, 0, MAX_COUNT, str(MAX_COUNT))
 
 
 def _seconds(text: str) -> float:
@@ -77,6 +119,16 @@ def _seconds(text: str) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text!r})")
     return value
+
+
+def _workers(text: str) -> int:
+    """Local worker processes of a sweep: a whole number from 1 to 4096."""
+    return _whole(text, 1, 4096, "4096")
+
+
+def _seed(text: str) -> int:
+    """A sweep seed: a whole number from 0 to 2^63 - 1 (numpy's generators take no negative seed)."""
+    return _whole(text, 0, 2**63 - 1, "2^63 - 1")
 
 
 def _emit(doc: dict, out: str | None) -> None:
@@ -94,24 +146,18 @@ def _writable_file(option: str, path: str | None) -> None:
         raise InstanceError(option, path, problem)
 
 
-def _writable_folder(option: str, path: str | None) -> None:
-    """InstanceError naming ``option`` unless ``path`` is, or can be made, a writable folder."""
-    problem = None if path is None else unwritable_folder(path)
-    if problem is not None:
-        raise InstanceError(option, path, problem)
-
-
 def cmd_solve(args: argparse.Namespace) -> int:
-    """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document.
+    """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document (:func:`cbalab.solve`).
 
     The problem is the one that both the method and the instance serve (algorithms/resolve.py):
     ``--problem`` is needed only for ``lp`` or ``milp`` on an instance whose jobs carry both problems' fields.
+    A misspelt method is refused before the instance is read.
     """
     method_problems(args.method, "--method")
     _writable_file("--out", args.out)
     inst = load(args.instance)
-    problem = choose_problem(inst, args.method, args.problem, method_field="--method", problem_field="--problem")
-    doc, _ = methods.run(inst, problem, args.method, time_limit=args.time_limit)
+    with _named(SOLVE_OPTIONS):
+        doc = api.solve(inst, args.method, args.problem, time_limit=args.time_limit).to_dict()
     if args.no_timing:
         del doc["solve_seconds"]
     _emit(doc, args.out)
@@ -140,42 +186,51 @@ GENERATOR_OPTIONS = {
 }
 
 
-def _generated(args: argparse.Namespace) -> Instance:
-    """The seeded instance of the generator options (experiments/workload/synthetic.py); errors name the option."""
-    from cbalab.experiments.workload.synthetic import generate_instance
-
+def _generated(args: argparse.Namespace, kind: str) -> Instance:
+    """The seeded instance of the generator options (:func:`cbalab.generate`); errors name the option."""
     try:
-        return generate_instance(
-            args.kind,
-            args.jobs,
-            args.datasets,
-            args.seed,
-            skew=args.skew,
-            cache_fraction=args.cache_fraction,
-            bandwidth_fraction=args.bandwidth_fraction,
-            prices=_given_prices(args),
-            variant=args.variant,
-            block_gb=args.block_gb,
-            tier_fraction=args.tier_fraction,
-            utility_mix=args.utility,
-            budget_fraction=args.budget_fraction,
-            gpu_options=args.gpu_options,
-            gpu_fraction=args.gpu_fraction,
-            alpha=args.alpha,
-        )
-    except InstanceError as e:
-        root = e.path if e.path.startswith("prices[") else e.path.split(".")[0].split("[")[0]
-        if root not in GENERATOR_OPTIONS:
-            raise
-        raise InstanceError(GENERATOR_OPTIONS[root], e.value, e.problem) from None
+        with _named(GENERATOR_OPTIONS, nested=True):
+            return api.generate(
+                kind,
+                jobs=args.jobs,
+                datasets=args.datasets,
+                seed=args.seed,
+                skew=args.skew,
+                cache_fraction=args.cache_fraction,
+                bandwidth_fraction=args.bandwidth_fraction,
+                prices=_given_prices(args),
+                variant=args.variant,
+                block_gb=args.block_gb,
+                tier_fraction=args.tier_fraction,
+                utility_mix=args.utility,
+                budget_fraction=args.budget_fraction,
+                gpu_options=None if args.gpu_options is None else tuple(args.gpu_options),
+                gpu_fraction=args.gpu_fraction,
+                alpha=args.alpha,
+            )
     except MemoryError:
         raise BadInputError(f"--jobs: {args.jobs} jobs do not fit in memory") from None
+
+
+def _given_prices(args: argparse.Namespace) -> tuple[float, float, float] | None:
+    """(p_g, p_c, p_b) of ``generate``, ``compare`` and ``simulate``: the ones given, the package's defaults for
+    the others; None when none is given."""
+    from cbalab.experiments.workload import DEFAULT_PRICES
+
+    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
+    if given == (None, None, None):
+        return None
+    return (
+        DEFAULT_PRICES[0] if given[0] is None else given[0],
+        DEFAULT_PRICES[1] if given[1] is None else given[1],
+        DEFAULT_PRICES[2] if given[2] is None else given[2],
+    )
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """``cbalab generate --kind K --jobs N --datasets D --seed S``: a seeded instance as JSON."""
     _writable_file("--out", args.out)
-    inst = _generated(args)
+    inst = _generated(args, args.kind)
     text = inst.dumps()
     if args.out:
         path = atomic_write_text(args.out, text + "\n")
@@ -189,41 +244,33 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``cbalab compare``: every method of a problem on one instance, as a table (the README's main job)."""
+    """``cbalab compare``: :func:`cbalab.compare` on one instance, printed as a table (the README's main job)."""
     if args.instance:
         inst = load(args.instance)
-        problem = posed_problem(inst, args.problem, problem_field="--problem")
         origin = args.instance
     else:
-        problem = Problem(args.problem or "cost")
-        args.kind = str(problem)
-        inst = _generated(args)
-        origin = f"generated --kind {problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
+        args.problem = args.problem or "cost"
+        inst = _generated(args, args.problem)
+        origin = f"generated --kind {args.problem} --jobs {args.jobs} --datasets {args.datasets} --seed {args.seed}"
+    with _named(SOLVE_OPTIONS):
+        table = api.compare(inst, args.problem, time_limit=args.time_limit)
+    problem = table.attrs["problem"]
     print(f"instance: {origin} ({inst.n_jobs} jobs, {inst.n_datasets} datasets)")
     print(f"every {problem} method, each answer scored by the referee:")
-    rows = [methods.run(inst, problem, name, time_limit=args.time_limit)[0] for name in methods.names(problem)]
-    exact = [r for r in rows if r["method"] == "milp" and r["status"] == "optimal"]
-    ref = exact[0] if exact else None
-    cost_problem = problem == Problem.COST
-    value = _io_cost if cost_problem else _welfare
-    what = "io $/h" if cost_problem else "welfare"
-    # A cost bound is on the total cost; the headline is the IO cost, so the fixed GPU bill comes off it.
-    gpu_bill = inst.price_gpu * float(inst.job_gpus.sum()) if cost_problem else 0.0
-    width = max(len(r["method"]) for r in rows)
-    spec = ((f"<{width}", "method"), ("<10", "status"), (">10", what), (">8", "vs milp"), (">10", "bound"))
+    what = "io $/h" if problem == Problem.COST else "welfare"
+    width = max(len(m) for m in table["method"])
+    spec: tuple[tuple[str, str], ...] = ((f"<{width}", "method"), ("<10", "status"), (">10", what))
+    spec += ((">8", "vs milp"), (">10", "bound"))
     spec += ((">9", "total $/h"), (">9", "cache $/h"), (">9", "bw $/h"), (">7", "seconds"))
     header = " ".join(f"{name:{align}}" for align, name in spec)
     print(header)
     print("-" * len(header))
-    for r in rows:
-        x, x_ref = value(r), None if ref is None else value(ref)
-        gap = "" if x is None or not x_ref else _percent((x - x_ref) / abs(x_ref))
-        cost = r["cost_per_hour"] or {}
-        bound = None if r["bound"] is None else r["bound"] - gpu_bill
-        cells = (r["method"], r["status"], _fmt(x), gap, _fmt(bound), _fmt(cost.get("total"), 5))
-        cells += (_fmt(cost.get("cache"), 5), _fmt(cost.get("bandwidth"), 5), f"{r['solve_seconds']:.4f}")
+    for r in table.itertuples(index=False):
+        gap = "" if math.isnan(r.vs_milp) else _percent(r.vs_milp)
+        cells: tuple[str, ...] = (r.method, r.status, _fmt(r.value), gap, _fmt(r.bound), _fmt(r.total_per_hour, 5))
+        cells += (_fmt(r.cache_per_hour, 5), _fmt(r.bandwidth_per_hour, 5), f"{r.solve_seconds:.4f}")
         print(" ".join(f"{cell:{align}}" for (align, _), cell in zip(spec, cells)))
-    if cost_problem:
+    if problem == Problem.COST:
         print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum;")
         print("bound: the method's proven lower bound on the io $/h.")
     else:
@@ -232,22 +279,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _io_cost(doc: dict) -> float | None:
-    cost = doc["cost_per_hour"]
-    return None if cost is None or doc["status"] == "infeasible" else cost["cache"] + cost["bandwidth"]
+def _percent(x: float) -> str:
+    """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
+    return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
 
 
-def _welfare(doc: dict) -> float | None:
-    return None if doc["status"] == "infeasible" else doc["welfare"]
+def _fmt(x: float | None, digits: int = 6) -> str:
+    """A table cell: ``digits`` significant digits, or "-" for none."""
+    return "-" if x is None or math.isnan(x) else f"{x:.{digits}g}"
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
     """``cbalab methods``: the registry, by problem (what ``--method`` accepts), with what is proven of each."""
-    width = max(len(m.name) for m in methods.all_methods()) + 2
+    width = max(len(m.name) for m in registry.all_methods()) + 2
     for problem in ("cost", "welfare"):
         print(f"{problem}:")
-        for name in methods.names(problem):
-            entry = methods.get(problem, name)
+        for name in registry.names(problem):
+            entry = registry.get(problem, name)
             lines = textwrap.wrap(entry.summary, 98 - width - 7, break_on_hyphens=False)
             if entry.optimal_on:
                 lines += textwrap.wrap(f"optimal on: {entry.optimal_on}", 98 - width - 7, break_on_hyphens=False)
@@ -259,166 +307,138 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _replay_workload(args: argparse.Namespace) -> Workload:
-    """The workload of a ``simulate`` command line: the trace or N generated jobs, datasets assigned (seeded),
-    kept to the jobs submitted in ``--window`` if given.
-
-    A window that selects no job is bad input and one that selects fewer than WINDOW_FEW a note on stderr,
-    both with the trace's span, so that a window in the wrong units or place is seen at once.
-    """
-    from cbalab.experiments.simulate import window
-    from cbalab.experiments.workload import make_workload
-
-    try:
-        workload = make_workload(
-            trace=args.trace,
-            n_jobs=args.generate,
-            seed=args.seed,
-            skew=args.skew,
-            n_datasets=args.datasets,
-            gpu_type=args.gpu_type,
-        )
-    except InstanceError as e:  # the trace file itself: named by its option, as the instance file is
-        if e.path != "trace":
-            raise
-        raise InstanceError("--trace", e.value, e.problem) from None
-    if args.window is None:
-        return workload
-    start, end = args.window
-    submit = workload.jobs["submit_s"]
-    chosen = int(((submit >= start) & (submit < end)).sum())
-    span = f"the trace's {len(submit):,} jobs, whose submissions span {_seconds_text(submit.min())} to "
-    span += _seconds_text(submit.max())
-    if chosen == 0:
-        raise InstanceError("--window", f"{start:g}:{end:g}", f"selects none of {span}")
-    if chosen < WINDOW_FEW:
-        print(f"cbalab: note: --window {start:g}:{end:g} selects {chosen} of {span}", file=sys.stderr)
-    return window(workload, start, end)
+#: The ``simulate`` options whose destination is a field of :class:`cbalab.ReplaySpec` under the same name.
+REPLAY_FIELDS = (
+    "policy",
+    "problem",
+    "gpus",
+    "cache_gb",
+    "bandwidth_gbps",
+    "period_s",
+    "seed",
+    "skew",
+    "n_datasets",
+    "gpu_type",
+    "window",
+    "offline_optimum",
+    "time_limit",
+    "cache_policy",
+    "utility_mix",
+    "budget_per_hour",
+    "budget_fraction",
+    "restart_delay_s",
+    "out",
+)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """``cbalab simulate --trace T | --generate N --policy P``: a trace-driven replay (experiments/replay.py).
+    """``cbalab simulate --trace T | --generate N --policy P``: :func:`cbalab.simulate` of the options' spec.
 
-    ``--problem cost`` (the default) replays fixed-GPU jobs under a cost policy (experiments/simulate.py,
-    docs/model.md §6); ``--problem welfare`` is the elastic replay (experiments/elastic.py, §6b).  An option the
-    problem does not have, a bad ``--policy`` and an ``--out`` that cannot be written are refused before any work.
+    ``--problem cost`` (the default) replays fixed-GPU jobs under a cost policy (docs/model.md §6);
+    ``--problem welfare`` is the elastic replay (§6b).  The facade refuses, before any work, an option the
+    problem does not have, a bad ``--policy`` and an ``--out`` that cannot be written.
     """
-    _simulate_options(args)
-    check_policy(args.policy, args.problem, methods.names(args.problem), "--policy")
-    _writable_folder("--out", args.out)
-    result: SimResult = _simulate_welfare(args) if args.problem == "welfare" else _simulate_cost(args)
-    if args.no_timing:
-        result.drop_timing()
-    if args.out:
-        result.write(args.out)
+    source = "--trace" if args.trace is not None else "--generate"
+    spec = api.ReplaySpec(
+        trace=args.trace if args.trace is not None else args.generate,
+        prices=_given_prices(args),
+        warmup=not args.no_warmup,
+        timing=not args.no_timing,
+        progress=not args.quiet,
+        **{name: getattr(args, name) for name in REPLAY_FIELDS},
+    )
+    prices = {"prices[0]": "--price-gpu", "prices[1]": "--price-cache", "prices[2]": "--price-bandwidth"}
+    with _named({**args.options, **prices, "trace": source}):
+        result = api.simulate(spec)
+    for setting, remark in result.notes:
+        print(f"cbalab: note: {args.options.get(setting, setting)} {remark}", file=sys.stderr)
     _emit(result.summary, None)
     return EXIT_OK
 
 
-#: ``simulate`` options of the welfare problem only (docs/model.md §6b), by their argparse names.
-_WELFARE_OPTIONS = {
-    "cache_policy": "--cache-policy",
-    "budget_per_hour": "--budget-per-hour",
-    "budget_fraction": "--budget-fraction",
-    "restart_delay_s": "--restart-delay-s",
-    "utility_mix": "--utility-mix",
-}
+def cmd_experiment(args: argparse.Namespace) -> int:
+    """``cbalab experiment NAME | --list``: one sweep of experiments/runner.py (:func:`run_experiment`)."""
+    from cbalab.experiments import runner
+
+    if args.list:
+        for line in runner.listing():
+            print(line)
+        return EXIT_OK
+    if not args.name:
+        raise ExperimentError("experiment: give a NAME or --list")
+    return runner.run_experiment(
+        args.name,
+        args.out,
+        quick=args.quick,
+        seed=args.seed,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=not args.no_progress,
+        argv=sys.argv[1:],
+    )
 
 
-def _simulate_options(args: argparse.Namespace) -> None:
-    """BadInputError naming a ``simulate`` option that the chosen problem would otherwise ignore."""
-    if args.problem == "welfare":
-        if args.offline_optimum:
-            raise BadInputError(
-                "--offline-optimum: the offline optimum P3 is a cost-problem bound (docs/model.md §6); "
-                "not available for --problem welfare"
-            )
-        if args.time_limit is not None:
-            raise BadInputError(
-                "--time-limit: it limits the solve of the offline optimum P3, a cost-problem bound; "
-                "not available for --problem welfare"
-            )
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``cbalab bench NAME [OPTIONS]`` (or ``--list``): a benchmark's ``measure`` (experiments/benchmarks.py)
+    with the options of its signature; prints the dict it returns as JSON, exit 1 when its ``ok`` is False."""
+    from cbalab.experiments import benchmarks
+
+    if args.list:
+        width = max(len(n) for n in benchmarks.BENCHMARKS) + 2
+        for name in benchmarks.BENCHMARKS:
+            print(f"{name:<{width}}{benchmarks.summary(name)}")
+        return EXIT_OK
+    if not args.name:
+        raise ExperimentError("bench: give a NAME or --list")
+    options = benchmarks.options(args.name)
+    p = _Parser(prog=f"cbalab bench {args.name}", description=benchmarks.summary(args.name))
+    for option in options:
+        _bench_argument(p, option)
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(p.parse_args(args.arguments)).items()}
+    with _named({o.name: o.flag for o in options}):
+        found = benchmarks.measure_function(args.name)(**given)
+    if found is None:
+        return EXIT_OK
+    _emit(found, None)
+    return EXIT_FAILED if found.get("ok") is False else EXIT_OK
+
+
+def _bench_argument(p: argparse.ArgumentParser, option: Option) -> None:
+    """The argparse option of one parameter of a benchmark's ``measure`` (experiments.benchmarks.Option)."""
+    if option.kind is bool:
+        action = "store_false" if option.default is True else "store_true"
+        p.add_argument(option.flag, dest=option.name, action=action, help=f"sets {option.name}")
         return
-    for name, option in _WELFARE_OPTIONS.items():
-        if getattr(args, name) is not None:
-            raise BadInputError(f"{option}: a welfare option (docs/model.md §6b); it needs --problem welfare")
-    if args.time_limit is not None and not args.offline_optimum:
-        raise BadInputError("--time-limit: it limits the solve of the offline optimum; it needs --offline-optimum")
-
-
-def _simulate_cost(args: argparse.Namespace) -> SimResult:
-    """The cost replay of experiments/simulate.py, with ``--offline-optimum`` (P3 over its schedule) if asked."""
-    from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
-
-    workload = _replay_workload(args)
-    cfg = SimConfig(
-        policy=args.policy,
-        gpus=args.gpus,
-        cache_gb=args.cache_gb,
-        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=_given_prices(args),
-        warmup=not args.no_warmup,
-        period_s=args.period,
-        seed=args.seed,
-        progress=not args.quiet and len(workload.jobs) >= 10_000,
+    convert = {int: _integer, float: _number}.get(option.kind, option.kind)
+    default = list(option.default) if option.many and option.default is not None else option.default
+    p.add_argument(
+        option.flag,
+        dest=option.name,
+        type=convert,
+        nargs="+" if option.many else None,
+        required=option.required,
+        default=default,
+        help=f"{option.name} ({option.kind.__name__}{', several' if option.many else ''})",
     )
-    result = simulate(workload, cfg)
-    if args.offline_optimum:
-        result.summary["offline_optimum"] = offline_optimum(workload, cfg, result, args.time_limit)
-    return result
 
 
-#: ``--window`` prints the trace's span when it selects fewer jobs than this (or refuses, when none).
-WINDOW_FEW = 10
+def _integer(text: str) -> int:
+    """A whole number of any sign (of a benchmark's option; ``measure`` checks its own range)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
 
 
-def _seconds_text(seconds: float) -> str:
-    """A trace time as the ``--window`` note prints it: seconds and, past a day, days (``9,408,690 s (108.9 d)``)."""
-    text = f"{seconds:,.0f} s"
-    return f"{text} ({seconds / 86400:.1f} d)" if abs(seconds) >= 86400 else text
-
-
-def _percent(x: float) -> str:
-    """A relative gap as +1.23%; a rounding-level difference prints as +0.00%, not -0.00%."""
-    return f"{0.0 if abs(x) < 5e-5 else x:+.2%}"
-
-
-def _simulate_welfare(args: argparse.Namespace) -> SimResult:
-    """``cbalab simulate --problem welfare``: the elastic replay of experiments/elastic.py under a budget."""
-    from cbalab.experiments.elastic import ElasticConfig, replay
-    from cbalab.experiments.workload.elastic import UtilityMix, elastic
-
-    base = _replay_workload(args)
-    mix = UtilityMix.parse("mixed" if args.utility_mix is None else args.utility_mix)
-    workload = elastic(base, args.seed, mix, gpu_type=args.gpu_type)
-    cfg = ElasticConfig(
-        policy=args.policy,
-        cache_policy=args.cache_policy,
-        gpus=args.gpus,
-        cache_gb=args.cache_gb,
-        bandwidth_gbps=math.inf if args.bandwidth_gbps is None else args.bandwidth_gbps,
-        prices=_given_prices(args),
-        budget_per_hour=args.budget_per_hour,
-        budget_fraction=0.5 if args.budget_fraction is None else args.budget_fraction,
-        restart_delay_s=0.0 if args.restart_delay_s is None else args.restart_delay_s,
-        period_s=args.period,
-        warmup=not args.no_warmup,
-        seed=args.seed,
-        progress=not args.quiet and workload.n >= 10_000,
-    )
-    return replay(workload, cfg)
-
-
-def _given_prices(args: argparse.Namespace) -> tuple[float, float, float]:
-    """(p_g, p_c, p_b) of ``generate`` and ``simulate``: the ones given, the package's defaults for the others."""
-    from cbalab.experiments.workload import DEFAULT_PRICES
-
-    given = (args.price_gpu, args.price_cache, args.price_bandwidth)
-    return (
-        DEFAULT_PRICES[0] if given[0] is None else given[0],
-        DEFAULT_PRICES[1] if given[1] is None else given[1],
-        DEFAULT_PRICES[2] if given[2] is None else given[2],
-    )
+def _number(text: str) -> float:
+    """A finite number (of a benchmark's option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite (got {text!r})")
+    return value
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
@@ -441,11 +461,6 @@ def cmd_paper(args: argparse.Namespace) -> int:
     for meta in sorted(results.glob("*/meta.json")):
         read_meta(meta)
     return main_paper(args.paper, args.results, args.check)
-
-
-def _fmt(x: float | None, digits: int = 6) -> str:
-    """A table cell: ``digits`` significant digits, or "-" for none."""
-    return "-" if x is None else f"{x:.{digits}g}"
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -582,7 +597,7 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
         "--gpu-options",
         type=_gpu_counts,
         default=None,
-        help=f"welfare only: every job's GPU counts (default: {','.join(map(str, WELFARE_ONLY['gpu_options']))})",
+        help=f"welfare only: every job's GPU counts (default: {_counts(WELFARE_ONLY['gpu_options'])})",
     )
     p.add_argument(
         "--gpu-fraction",
@@ -597,6 +612,11 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
         default=None,
         help=f"welfare only: the α of α-fair utilities (default: {WELFARE_ONLY['alpha']:g})",
     )
+
+
+def _counts(counts: Any) -> str:
+    """GPU counts as ``--gpu-options`` takes them: ``1,2,4,8``."""
+    return ",".join(str(c) for c in counts)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -627,8 +647,6 @@ def _command(sub: argparse._SubParsersAction, name: str, summary: str) -> argpar
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every ``cbalab`` command; every option has help text that shows its default."""
-    from cbalab import __version__
-
     p = _Parser(prog="cbalab", description="Cache, bandwidth and GPU allocation for DL clusters (CBA / AutoCBA).")
     p.add_argument("--version", action="version", version=f"cbalab {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
@@ -698,7 +716,9 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--seed", type=_count, default=0, help="seeds the generator and the dataset assignment")
     m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
-    m.add_argument("--datasets", type=_count, default=48, help="number of datasets jobs are spread over")
+    m.add_argument(
+        "--datasets", dest="n_datasets", type=_count, default=48, help="number of datasets jobs are spread over"
+    )
     m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
     m.add_argument("--gpus", type=_count, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
@@ -741,6 +761,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--period",
         "--period-s",
+        dest="period_s",
         type=_seconds,
         default=None,
         help="also re-allocate every PERIOD seconds (default: only at events)",
@@ -762,9 +783,33 @@ def parser() -> argparse.ArgumentParser:
         help="seconds for the offline optimum (cost, with --offline-optimum), from building its schedule to its last "
         "HiGHS run (default: none)",
     )
-    m.set_defaults(run=cmd_simulate)
+    m.set_defaults(run=cmd_simulate, options=_option_names(m))
 
-    add_experiment_parser(sub)
+    e = _command(sub, "experiment", "run one of the paper's experiments into DIR/NAME/ (runs.csv, meta.json, figures)")
+    e.description = runner.plain((runner.__doc__ or "").split("\n\n")[0])
+    e.add_argument("name", nargs="?", help="the experiment (see --list)")
+    e.add_argument(
+        "--list", action="store_true", help="print every experiment with what it measures and its measured times"
+    )
+    e.add_argument(
+        "--quick", action="store_true", help="the small grid, for CI: 3 s to 1 min each on 2 cores (see --list)"
+    )
+    e.add_argument("--out", default="results", help="output folder; a rerun with the same folder resumes")
+    e.add_argument("--seed", type=_seed, default=0, help="the sweep seed; every run derives its own from it")
+    e.add_argument("--workers", type=_workers, default=1, help="local worker processes (1: in this process)")
+    e.add_argument(
+        "--scheduler",
+        default=None,
+        help="a Dask scheduler address tcp://HOST:PORT instead of local workers (default: none)",
+    )
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.set_defaults(run=cmd_experiment)
+
+    b = _command(sub, "bench", "run one benchmark of experiments/benchmarks.py with the options of its measure")
+    b.add_argument("name", nargs="?", help="the benchmark (see --list); `cbalab bench NAME --help` lists its options")
+    b.add_argument("--list", action="store_true", help="print every benchmark with what it measures")
+    b.add_argument("arguments", nargs=argparse.REMAINDER, help="the benchmark's own options (see bench NAME --help)")
+    b.set_defaults(run=cmd_bench)
 
     pp = sub.add_parser("paper", help="write paper/generated/ and paper/claims.md from the results; build the PDF")
     pp.add_argument("--paper", default="paper", help="the paper folder (paper.tex, generated/, claims.md)")

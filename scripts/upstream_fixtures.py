@@ -34,7 +34,7 @@ Checkouts and environment
 
 Command (from the repository root)::
 
-    /tmp/upstream-venv/bin/python experiments/upstream_fixtures.py \\
+    /tmp/upstream-venv/bin/python scripts/upstream_fixtures.py \\
         --gavel /tmp/gavel --adaptdl /tmp/adaptdl --out tests/fixtures/upstream --seed 0
 
 Outputs (in ``--out``): ``gavel_max_sum_throughput.json``, ``gavel_max_min_fairness.json`` and
@@ -307,9 +307,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     solver_versions = {"solver": SOLVER, "cvxpy_version": version("cvxpy"), "ecos_version": version("ecos")}
     generator = {
-        "script": "experiments/upstream_fixtures.py",
+        "script": "scripts/upstream_fixtures.py",
         "seed": args.seed,
-        "command": shlex.join([sys.executable, "experiments/upstream_fixtures.py", *(argv or sys.argv[1:])]),
+        "command": shlex.join([sys.executable, "scripts/upstream_fixtures.py", *(argv or sys.argv[1:])]),
     }
     gavel = {"repository": GAVEL_REPO, "commit": GAVEL_COMMIT}
     args.out.mkdir(parents=True, exist_ok=True)
