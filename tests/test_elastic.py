@@ -20,7 +20,6 @@ from cbalab.experiments.workload.elastic import (
     ELASTIC_SHAPES,
     UtilityMix,
     elastic,
-    manual,
     reference_horizon,
     reference_spend,
 )
@@ -28,6 +27,7 @@ from cbalab.models.evaluate import RTOL
 from cbalab.models.files import sha256_file
 from cbalab.models.instance import InstanceError, build
 from cbalab.models.types import SolveOptions
+from tests.workloads import manual
 
 FREE_IO = (2.5, 0.0, 0.0)
 #: Online AutoCBA and every GPU scheduler of the registry, naive and tuned.
