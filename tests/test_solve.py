@@ -14,7 +14,7 @@ import pytest
 from cbalab.algorithms import registry
 from cbalab.models import solve as solve_module
 from cbalab.models.evaluate import Allocation, evaluate
-from cbalab.models.instance import from_dict
+from cbalab.models.instance import Instance, from_dict
 from cbalab.models.solve import Budget, cost_milp, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
 from tests.hostile import doc, set_field
@@ -47,6 +47,19 @@ def test_regression_issue9_4_exact_methods_refuse_magnitudes_highs_cannot_repres
     assert fast["status"] == "optimal" and ev is not None and ev.feasible
 
 
+def _dear_cache(dataset: int, size_gb: float) -> Instance:
+    """The base document with cache at 400 $/GB-h and dataset ``dataset`` of ``size_gb``: a badly scaled budget row."""
+    d = doc()
+    d["prices"]["cache_gb_per_hour"] = 400.0
+    d["datasets"][dataset]["size_gb"] = size_gb
+    return from_dict(d)
+
+
+def _single(inst: Instance, options: SolveOptions) -> Allocation:
+    """The single welfare MILP (``sliced=False``, no GPU-count slices), the method models/solve.py's _exact checks."""
+    return solve_welfare(inst, relax=False, options=options, sliced=False)
+
+
 def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again() -> None:
     """HiGHS 1.15.1's presolve reduced this 31-row welfare MILP to an empty one, "optimal" at 0 (optimum 54).
 
@@ -54,18 +67,11 @@ def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again
     (``sliced=False``; the GPU-count slices of Theorem F4 do not meet the bug).  The certification's simple
     allocation (one job alone) beats the claimed bound, so the MILP is solved again without presolve.
     """
-    d = doc()
-    d["prices"]["cache_gb_per_hour"] = 400.0
-    d["datasets"][1]["size_gb"] = 160000.0
-    inst = from_dict(d)
-
-    def single(i: object, options: SolveOptions) -> Allocation:
-        return solve_welfare(inst, relax=False, options=options, sliced=False)
-
-    raw = single(inst, SolveOptions())
+    inst = _dear_cache(1, 160000.0)
+    raw = _single(inst, SolveOptions())
     assert raw.extra["certificate"]["claimed"] == "optimal" and raw.extra["certificate"]["bound"] == 0.0  # HiGHS
     assert raw.status == "feasible"  # refused by the certification step
-    checked = solve_module._exact(inst, "welfare", SolveOptions(), single)
+    checked = solve_module._exact(inst, "welfare", SolveOptions(), _single)
     assert checked.status == "optimal" and evaluate(inst, checked, "welfare").welfare == pytest.approx(54.0, rel=1e-6)
     assert "solved again without HiGHS's presolve" in checked.reason
     result, _ = registry.run(inst, "welfare", "milp")
@@ -78,15 +84,8 @@ def test_regression_issue9_4_a_wrong_optimum_even_without_presolve_is_downgraded
     """With a 8e8 GB dataset at 400 $/GB-h (budget-row coefficient 3.2e11) the single MILP claims 40, or 31
     without presolve, where 54 fits: the greedy no-cache witness beats the bound, so the answer is ``feasible``,
     no bound.  The GPU-count slices of the registered ``milp`` (Theorem F4) prove 54, which the referee scores."""
-    d = doc()
-    d["prices"]["cache_gb_per_hour"] = 400.0
-    d["datasets"][2]["size_gb"] = 8e8
-    inst = from_dict(d)
-
-    def single(i: object, options: SolveOptions) -> Allocation:
-        return solve_welfare(inst, relax=False, options=options, sliced=False)
-
-    checked = solve_module._exact(inst, "welfare", SolveOptions(), single)
+    inst = _dear_cache(2, 8e8)
+    checked = solve_module._exact(inst, "welfare", SolveOptions(), _single)
     assert checked.status == "feasible" and checked.bound is None
     assert "greedy choice of 3 jobs without cache scores 54" in checked.reason
     assert "datasets[2].size_gb = 8e+08" in checked.reason
