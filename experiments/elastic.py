@@ -110,6 +110,8 @@ from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.types import SolveOptions
 
+__all__ = ["ElasticConfig", "ElasticReplay", "replay"]
+
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
 _DEADLINE = ELASTIC_SHAPES.index("deadline")
