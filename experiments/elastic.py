@@ -85,98 +85,37 @@ warm-up, paused by restarts) gives ``realised_gap``.
 
 :class:`ElasticReplay` is the welfare problem's strategy of the one replay
 engine (experiments/replay.py), which owns the event loop, the clock, stuck
-detection, progress, the writer and the summary.  Outputs (docs/interface.md,
-"Replay outputs"): jobs.csv, timeseries.csv and summary.json
-(``problem: "welfare"``).
+detection, progress, the writer and the summary.  What a replay is asked,
+:class:`~cbalab.experiments.elastic_config.ElasticConfig`, is checked in
+experiments/elastic_config.py; its outputs (docs/interface.md, "Replay
+outputs": jobs.csv, timeseries.csv and summary.json, ``problem: "welfare"``)
+are drawn up by experiments/elastic_report.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.autocba.limits import fits_alone, standalone_cost
 from cbalab.algorithms.online import State
+from cbalab.experiments import elastic_report
+from cbalab.experiments.elastic_config import ElasticConfig
 from cbalab.experiments.replay import Report, SimResult, resolution
 from cbalab.experiments.replay import run as run_replay
-from cbalab.experiments.workload import DEFAULT_PRICES
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.result import IoFeeding, OnlineFacts
 from cbalab.models.types import SolveOptions
 
+__all__ = ["ElasticConfig", "ElasticReplay", "replay"]
+
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
 _DEADLINE = ELASTIC_SHAPES.index("deadline")
-
-
-@dataclass(frozen=True)
-class ElasticConfig:
-    """The cluster, the budget and the policy of one elastic replay.
-
-    ``budget_per_hour`` wins over ``budget_fraction``, which is a fraction of
-    the reference spend (experiments.workload.elastic.reference_spend: the
-    peak spend rate of running every job at its reference option from its
-    submission on remote IO).  ``cache_policy`` feeds a GPU scheduler (None:
-    ``silod``); a policy that sets its caches itself (``autocba``, ``lp``, ...)
-    takes none.  ``reopt_gap`` is online AutoCBA's trigger for a full
-    re-optimisation (the policy's ``SolveOptions.mip_gap``); ``referee``
-    scores every re-decision with models.evaluate.
-    """
-
-    policy: str = "autocba"
-    cache_policy: str | None = None
-    gpus: int = 768
-    cache_gb: float = 500.0
-    bandwidth_gbps: float = math.inf
-    prices: tuple[float, float, float] = DEFAULT_PRICES
-    budget_per_hour: float | None = None
-    budget_fraction: float = 0.5
-    restart_delay_s: float = 0.0
-    period_s: float | None = None
-    warmup: bool = True
-    referee: bool = True
-    reopt_gap: float = 0.01
-    seed: int = 0
-    progress: bool = False
-
-    def check(self) -> None:
-        """InstanceError naming the setting when a value is out of range."""
-        try:
-            method = registry.get("welfare", self.policy)
-        except KeyError as e:
-            raise InstanceError("policy", self.policy, e.args[0]) from None
-        if self.cache_policy is not None:
-            if not method.takes_cache_policy:
-                raise InstanceError(
-                    "cache_policy",
-                    self.cache_policy,
-                    f"{self.policy} sets its caches itself (docs/model.md §5); a cache policy feeds a GPU scheduler",
-                )
-            if self.cache_policy not in registry.cache_policies():
-                raise InstanceError("cache_policy", self.cache_policy, f"must be one of {registry.cache_policies()}")
-        if self.gpus < 1:
-            raise InstanceError("gpus", self.gpus, "must be >= 1")
-        for name, value in (
-            ("cache_gb", self.cache_gb),
-            ("budget_fraction", self.budget_fraction),
-            ("restart_delay_s", self.restart_delay_s),
-            ("reopt_gap", self.reopt_gap),
-            *zip(("price_gpu", "price_cache", "price_bandwidth"), self.prices),
-        ):
-            if not (math.isfinite(value) and value >= 0):
-                raise InstanceError(name, value, "must be finite and >= 0")
-        if self.budget_per_hour is not None and not (self.budget_per_hour >= 0):
-            raise InstanceError("budget_per_hour", self.budget_per_hour, "must be >= 0")
-        if not (self.bandwidth_gbps >= 0):
-            raise InstanceError("bandwidth_gbps", self.bandwidth_gbps, "must be >= 0")
-        if self.period_s is not None and not (math.isfinite(self.period_s) and self.period_s > 0):
-            raise InstanceError("period_s", self.period_s, "must be finite and > 0")
 
 
 class ElasticReplay:
@@ -514,9 +453,9 @@ class ElasticReplay:
         self.g[a] = g
 
     def feed(self, decision: bool) -> None:
-        """Feed the new slot (:meth:`feed_slot`) and record it (:meth:`record`)."""
+        """Feed the new slot (:meth:`feed_slot`) and record it (experiments/elastic_report.py, ``record``)."""
         self.feed_slot()
-        self.record(decision)
+        elastic_report.record(self, decision)
 
     def feed_slot(self) -> None:
         """The slot's feeding at the cache it starts with: bandwidth, stalls, speeds, utility rates, spend rate."""
@@ -581,133 +520,10 @@ class ElasticReplay:
                 f"{self.cfg.policy} at t = {self.t:.6g} s: spend {self.spend_rate:.9g} $/h > budget {self.budget:.9g}"
             )
 
-    def record(self, decision: bool) -> None:
-        """One time-series row: the slot starting now."""
-        a = self.active
-        running = int((self.g[a] > 0).sum())
-        rate = float(self.urate[a].sum())
-        p = self.pending if decision else {}
-        bound = p.get("bound", math.nan)
-        realised = max(0.0, 1.0 - rate / bound) if decision and bound > 0 else (0.0 if bound == 0 else math.nan)
-        self.rows.append(
-            (
-                self.t,
-                a.size,
-                running,
-                a.size - running,
-                self.gpus_busy,
-                self.spend_rate,
-                rate,
-                float(self.target.sum()),
-                float(self.cache.sum()),
-                float(self.bw[a].sum()),
-                self.io_factor,
-                int(decision),
-                p.get("certified_gap", math.nan),
-                realised,
-                bound,
-                p.get("static_welfare", math.nan),
-                p.get("full", 0),
-            )
-        )
-
     # ------------------------------------------------------------------ outputs
     def report(self) -> Report:
-        """jobs.csv, timeseries.csv and the welfare problem's summary entries (docs/interface.md, "Replay outputs")."""
-        w = self.w
-        series = pd.DataFrame(
-            self.rows,
-            columns=[
-                "time_s",
-                "active_jobs",
-                "running_jobs",
-                "waiting_jobs",
-                "gpus_busy",
-                "spend_per_hour",
-                "welfare_rate",
-                "cache_gb",
-                "cache_filled_gb",
-                "bandwidth_gbps",
-                "io_factor",
-                "decision",
-                "certified_gap",
-                "realised_gap",
-                "bound",
-                "static_welfare_rate",
-                "full_reopt",
-            ],
-        )
-        jct = self.finish - self.submit
-        deadline = w.deadline_s
-        has_deadline = np.isfinite(deadline)
-        met = np.where(has_deadline, self.finish <= deadline, False)
-        jobs = pd.DataFrame(
-            {
-                "job_id": w.jobs["job_id"].to_numpy(),
-                "model": w.jobs["model"].to_numpy(),
-                "dataset": w.jobs["dataset"].to_numpy(),
-                "shape": w.jobs["shape"].to_numpy(),
-                "ref_gpus": w.jobs["gpus"].to_numpy(),
-                "options": w.jobs["options"].to_numpy(),
-                "duration_s": w.jobs["duration_s"].to_numpy(),
-                "submit_s": self.submit,
-                "start_s": self.start,
-                "finish_time_s": self.finish,
-                "jct_s": jct,
-                "queue_s": self.wait_s,
-                "gpu_hours": self.gpu_s / 3600.0,
-                "welfare": self.welfare_j,
-                "deadline_s": deadline,
-                "deadline_met": pd.array([bool(m) if h else None for h, m in zip(has_deadline, met)], dtype="boolean"),
-                "restarts": self.restarts,
-            }
-        )
-        dec = series[series["decision"] == 1]
-        gaps = dec["certified_gap"].to_numpy(dtype=float)
-        gaps = gaps[np.isfinite(gaps)]
-        real = dec["realised_gap"].to_numpy(dtype=float)
-        real = real[np.isfinite(real)]
-        hours = self.horizon / 3600.0
-        n_dl = int(has_deadline.sum())
-        entries = {
-            "welfare": {
-                "horizon": self.totals["welfare_horizon"],
-                "horizon_s": self.horizon,
-                "rate_mean": self.totals["welfare_horizon"] / hours if hours > 0 else 0.0,
-                "replay": self.totals["welfare"],
-            },
-            "budget_per_hour": self.budget,
-            "budget_fraction": None if self.cfg.budget_per_hour is not None else self.cfg.budget_fraction,
-            "reference_spend_per_hour": self.reference,
-            "spend_per_hour_max": self.spend_max,
-            "spend": self.totals["spend"],
-            "deadline_jobs": n_dl,
-            "deadlines_met": float(met[has_deadline].mean()) if n_dl else None,
-            "restarts": int(self.restarts.sum()),
-            "restart_delay_s": self.cfg.restart_delay_s,
-            "decisions": self.decisions,
-            "full_reopts": self.full_runs,
-            "full_reopts_improved": self.full_improved,
-            "referee_checks": self.referee_checks,
-            "certified_gap_mean": float(gaps.mean()) if gaps.size else None,
-            "certified_gap_p99": float(np.percentile(gaps, 99)) if gaps.size else None,
-            "certified_gap_max": float(gaps.max()) if gaps.size else None,
-            "realised_gap_mean": float(real.mean()) if real.size else None,
-        }
-        return Report(
-            jobs=jobs,
-            timeseries=series,
-            finish_s=self.finish,
-            queue_s=self.wait_s,
-            gpu_hours=self.totals["gpu_hours"],
-            entries=entries,
-            config={
-                **asdict(self.cfg),
-                "cache_policy": self.cache_policy,
-                "bandwidth_gbps": None if math.isinf(self.B) else self.B,
-            },
-            workload={**w.settings, "source": w.jobs.attrs.get("source", "")},
-        )
+        """jobs.csv, timeseries.csv and the welfare problem's summary entries (experiments/elastic_report.py)."""
+        return elastic_report.report(self)
 
 
 def replay(workload: ElasticWorkload, cfg: ElasticConfig) -> SimResult:

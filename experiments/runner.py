@@ -93,7 +93,7 @@ class About:
     ``quick_seconds`` is the wall time of ``cbalab experiment NAME --quick`` (one worker) on the project's
     2-core machine, twice: a second run at load average 3 and a first run (cold caches) at load average 6-7,
     which is what a newcomer on a busy machine sees; ``full_seconds`` the sum over the sessions of
-    ``paper/results/NAME/meta.json`` with ``full_workers`` workers (tests/test_runner_hardening.py holds it
+    ``paper/results/NAME/meta.json`` with ``full_workers`` workers (tests/test_runner.py holds it
     to that file).  ``console`` names, per summary table, the columns
     printed on the console (at most 100 characters wide); the CSV has them all.
     """

@@ -759,7 +759,7 @@ def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allo
 
     Solved by GPU-count slices (:func:`solve_sliced`, Theorem F4).  The retry of :func:`_exact` (presolve
     off, after an answer failed the certification) solves the single MILP instead: on badly scaled instances
-    (tests/test_hardening.py, a 64e6 $/h cache coefficient) HiGHS without presolve wrongly declared a
+    (tests/test_solve.py, a 64e6 $/h cache coefficient) HiGHS without presolve wrongly declared a
     slice infeasible, and the single MILP without presolve is the path that found the optimum there.
     """
 

@@ -309,3 +309,33 @@ def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
     io = cbalab.solve(inst, "io-only").to_dict()["cost_per_hour"]
     assert rows.loc["io-only", "value"] == pytest.approx(io["cache"] + io["bandwidth"], rel=1e-12)
     assert np.isnan(rows.loc["silod", "bound"])
+# ------------------------------------------------ issue 23: cbalab.simulate names its bad argument
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"trace": 5.0}, "trace"),
+        ({"trace": "no/such/trace.csv"}, "trace"),
+        ({"trace": 5, "seed": -1}, "seed"),
+        ({"trace": 5, "gpus": 2**70}, "gpus"),
+        ({"trace": 5, "prices": (1, 2)}, "prices"),
+        ({"trace": 5, "prices": (1, 2, float("inf"))}, "prices[2]"),
+        ({"trace": 5, "cache_gb": -1.0}, "cache_gb"),
+        ({"trace": 5, "policy": "cbba"}, "policy"),
+        ({"trace": 5, "problem": "speed"}, "problem"),
+    ],
+)
+def test_regression_issue23_api_simulate_names_the_bad_argument(kw: dict, field: str) -> None:
+    """Issue 23 item 10: cbalab.simulate raises the package's InstanceError naming the argument, not an error
+    from deep inside numpy or the replay."""
+    with pytest.raises(cbalab.InstanceError) as info:
+        cbalab.simulate(**kw)
+    assert info.value.path == field
+
+
+def test_regression_issue23_api_simulate_takes_numpy_integers() -> None:
+    """Issue 23 item 10: np.int64(5) is a whole number of jobs (and of GPUs), replayed like 5."""
+    a = cbalab.simulate(np.int64(5), "cba", gpus=np.int64(16), seed=np.int64(1))
+    b = cbalab.simulate(5, "cba", gpus=16, seed=1)
+    pd.testing.assert_frame_equal(a.jobs, b.jobs)

@@ -166,10 +166,9 @@ def test_a_users_own_package_does_not_shadow_cbalab(tmp_path: Path, shadow: str)
 
 #: The most lines one source file of experiments/ may hold: a longer one holds more than one concern.
 MAX_LINES = 600
-#: Files above it today, each awaiting its split (issue 20: one replay engine, item 1; runner.py, which still holds
-#: the sweep, the experiments' listing and the console tables after its parser moved to cbalab/cli.py, item 3).
-#: No other file may grow past it.
-OVER_LONG = {"experiments/elastic.py", "experiments/simulate.py", "experiments/runner.py"}
+#: Files above it today, each awaiting its split (runner.py still holds the sweep, the experiments' listing and the
+#: console tables after its parser moved to cbalab/cli.py, issue 20 item 3).  No other file may grow past it.
+OVER_LONG = {"experiments/runner.py"}
 
 
 def test_no_experiments_file_holds_more_than_one_concern() -> None:
@@ -189,7 +188,13 @@ def test_the_paper_reaches_the_experiments_through_the_runner_only() -> None:
 
 
 #: The replay engine and the two problems' strategies (issue 20, "One system").
-REPLAY_MODULES = ("experiments/replay.py", "experiments/simulate.py", "experiments/elastic.py")
+REPLAY_MODULES = (
+    "experiments/replay.py",
+    "experiments/simulate.py",
+    "experiments/elastic.py",
+    "experiments/elastic_config.py",
+    "experiments/elastic_report.py",
+)
 
 
 def _is_replay_loop(node: ast.While) -> bool:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from hostile import doc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,9 +21,9 @@ from cbalab.algorithms.cba import cba
 from cbalab.experiments.runs import magnitude_fuzz as fuzz
 from cbalab.models.certify import CERTIFY_ATOL, CERTIFY_RTOL, certify, instance_tolerance, objective_unit, verdict
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, tolerated
-from cbalab.models.instance import Instance, build
+from cbalab.models.instance import Instance, build, from_dict
 from cbalab.models.milp.welfare import build_welfare_arrays, start_point
-from cbalab.models.solve import solve_sliced, solve_welfare, welfare_milp
+from cbalab.models.solve import cost_milp, solve_cost, solve_sliced, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
 
 #: Examples of each fuzz test: a fifth of the profile's (ci 150 → 30, thorough 10,000 → 2,000).
@@ -292,3 +293,46 @@ def test_regression_issue19_2_magnitude_fuzz_cost_has_no_false_optimum(
     units = _units(None, m, s, t)
     inst = fuzz.in_units(base, units)
     assert fuzz.false_optima(inst, "cost", fuzz.answers(inst, "cost", base, units)) == []
+
+
+# ------------------------------------------------ issue 9: an optimal the referee scores otherwise loses it
+
+
+def test_regression_issue9_4_the_cross_check_catches_highs_solving_another_model() -> None:
+    """Unrefused, HiGHS called a wrong answer optimal at io_gbps = 1e15 (32.5588 against CBA's 32.984).
+
+    Scaled before HiGHS sees it (issue 19, docs/model.md §8) the same model now gives CBA's cost; the
+    certification step still catches a solver objective that the referee's score does not match, as
+    HiGHS's 32.5588 was.
+    """
+    d = doc()
+    d["jobs"][0]["io_gbps"] = 1e15
+    d["cluster"]["bandwidth_gbps"] = None
+    inst = from_dict(d)
+    solved = solve_cost(inst, relax=False, options=SolveOptions())
+    referee = evaluate(inst, solved, "cost").cost_total
+    assert solved.status == "optimal" and referee == pytest.approx(evaluate(inst, cba(inst), "cost").cost_total)
+    claim = Allocation(solved.gpus, solved.cache_gb, solved.bandwidth_gbps, status="optimal", bound=32.5588)
+    checked = certify(inst, "cost", claim, model_objective=32.5588)
+    assert checked.status == "feasible" and checked.bound is None
+    assert "status downgraded from optimal" in checked.reason and "jobs[0].io_gbps = 1e+15" in checked.reason
+
+
+def test_regression_issue9_4_an_optimal_claim_the_referee_scores_differently_is_downgraded() -> None:
+    """Any ``optimal`` whose bound the referee's score misses by more than the tolerance (8.2) loses its status.
+
+    A bound 10 % below the cost is still a bound (it is kept); one above the cost is none (it is dropped).
+    """
+    inst = from_dict(doc())
+    good = cost_milp(inst)
+    assert good.status == "optimal"
+    score = evaluate(inst, good, "cost").cost_total
+    kept = certify(inst, "cost", good)
+    assert kept.status == "optimal" and kept.bound == pytest.approx(score, rel=1e-6)
+    weak = Allocation(good.gpus, good.cache_gb, good.bandwidth_gbps, status="optimal", bound=score * 0.9)
+    checked = certify(inst, "cost", weak)
+    assert checked.status == "feasible" and checked.bound == pytest.approx(score * 0.9)
+    assert "not proven optimal" in checked.reason and f"{score:.9g}" in checked.reason
+    wrong = Allocation(good.gpus, good.cache_gb, good.bandwidth_gbps, status="optimal", bound=score * 1.1)
+    checked = certify(inst, "cost", wrong)
+    assert checked.status == "feasible" and checked.bound is None and "bound" in checked.reason

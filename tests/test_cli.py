@@ -12,19 +12,26 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hostile import doc, one_line_naming, run_cli, write
 
 import cbalab
 from cbalab.cli import main, parser
+from cbalab.experiments import runner
 from cbalab.experiments.workload import generate_cost, generate_welfare
+from cbalab.models import solve as solve_module
 from cbalab.models.instance import build, load
 
 #: The result@1 fields docs/interface.md lists for every answer with an allocation.
@@ -531,7 +538,7 @@ def toy_bench(monkeypatch: pytest.MonkeyPatch) -> str:
     """tests/toy_bench.py registered as the benchmark ``toy`` (what a new benchmark's one line does)."""
     from cbalab.experiments import benchmarks
 
-    monkeypatch.setitem(benchmarks.BENCHMARKS, "toy", "tests.toy_bench")
+    monkeypatch.setitem(benchmarks.BENCHMARKS, "toy", "toy_bench")
     return "toy"
 
 
@@ -585,3 +592,278 @@ def test_regression_issue20_bench_refuses_a_measure_outside_the_contract(monkeyp
     exec("def measure(*, m: dict | None = None) -> None: ...", module.__dict__)
     with pytest.raises(TypeError, match="measure's m"):
         benchmarks.options("bad")
+# ------------------------------------------------ hostile input through the command line (issues 9 and 23):
+# exit 2 naming the field or the option, strict JSON, Ctrl-C, atomic --out, --no-timing
+
+
+def test_regression_issue9_1_option_gpus_of_1e30_are_refused_naming_the_field(tmp_path, capsys) -> None:
+    """``jobs[0].options[0].gpus = 10**30`` wrapped to −2^63 GPUs; now exit 2 naming the field and the value."""
+    d = doc()
+    d["jobs"][0]["options"][0]["gpus"] = 10**30
+    code, out, err = run_cli(capsys, "solve", str(write(tmp_path, d)), "--problem", "welfare", "--method", "autocba")
+    assert code == 2 and out == ""
+    assert "jobs[0].options[0].gpus" in err and "1000000000000000000000000000000" in err and "Traceback" not in err
+
+
+def test_regression_issue9_1_cluster_gpus_of_1e400_is_refused(tmp_path, capsys) -> None:
+    """``cluster.gpus = 10**400`` gave exit 0 or an OverflowError; now exit 2 naming cluster.gpus."""
+    d = doc()
+    d["cluster"]["gpus"] = 10**400
+    code, out, err = run_cli(capsys, "solve", str(write(tmp_path, d)), "--problem", "welfare", "--method", "autocba")
+    assert code == 2 and out == "" and err.startswith("cbalab: error: cluster.gpus: must be <= 2147483647")
+
+
+def test_regression_issue9_2_a_price_whose_cost_overflows_is_refused_not_printed_as_infinity(tmp_path, capsys) -> None:
+    """``gpu_per_hour = 1e308`` printed ``"objective": Infinity`` with exit 0; now exit 2 naming the price."""
+    d = doc()
+    d["prices"]["gpu_per_hour"] = 1e308
+    code, out, err = run_cli(capsys, "solve", str(write(tmp_path, d)), "--problem", "cost", "--method", "cba")
+    assert code == 2 and out == ""
+    assert err.startswith("cbalab: error: prices.gpu_per_hour: too large") and "1e+308" in err
+
+
+def test_regression_issue9_2_a_large_finite_instance_gives_strict_json(tmp_path, capsys) -> None:
+    """A bandwidth price of 1e308 is accepted (its cost stays finite) and cba's result parses as strict JSON."""
+    d = doc()
+    d["prices"]["bandwidth_gbps_per_hour"] = 1e308
+    d["cluster"]["bandwidth_gbps"] = None
+    code, out, _ = run_cli(capsys, "solve", str(write(tmp_path, d)), "--problem", "cost", "--method", "cba")
+    assert code == 0
+    result = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert result["status"] == "optimal" and result["objective"] > 1e306
+
+
+def test_regression_issue9_3_deep_nesting_is_an_instance_error_not_a_recursion_error(tmp_path, capsys) -> None:
+    """100,000 ``[`` then 100,000 ``]`` raised RecursionError (exit 1); now exit 2 with the line and the column."""
+    path = write(tmp_path, "[" * 100_000 + "]" * 100_000)
+    code, out, err = run_cli(capsys, "solve", str(path), "--problem", "cost", "--method", "cba")
+    assert code == 2 and out == ""
+    assert err.startswith("cbalab: error: JSON line 1 column 65: nested deeper than 64 levels")
+
+
+def test_regression_issue9_3_dev_zero_is_refused_on_its_first_block(capsys) -> None:
+    """``/dev/zero`` filled memory until a MemoryError; now it is refused as binary at once."""
+    code, out, err = run_cli(capsys, "solve", "/dev/zero", "--problem", "cost", "--method", "cba")
+    assert code == 2 and out == "" and "binary content (NUL byte at offset 0)" in err
+
+
+def test_regression_issue9_5_a_tiny_limit_through_the_cli_reports_time_limit(tmp_path, capsys) -> None:
+    """``--time-limit 1e-6`` cannot even build the model: exit 0 with status ``time_limit``, never ``optimal``."""
+    code, out, _ = run_cli(
+        capsys, "solve", str(write(tmp_path, doc())), "--problem", "welfare", "--method", "milp", "--time-limit", "1e-6"
+    )
+    assert code == 0 and json.loads(out)["status"] == "time_limit"
+
+
+def trace(tmp_path: Path, rows: str, name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("submit_time_s,duration_s,gpus\n" + rows)
+    return path
+
+
+def test_regression_issue9_1_a_trace_gpu_count_of_1e20_is_refused_naming_line_and_column(tmp_path, capsys) -> None:
+    """The row ``5,100,100000000000000000000`` under ``--gpus 8`` gave negative GPUs and a cost of −$6.6e17."""
+    path = trace(tmp_path, "0,100,2\n5,100,100000000000000000000\n")
+    code, out, err = run_cli(capsys, "simulate", "--trace", str(path), "--policy", "cba", "--gpus", "8", "--quiet")
+    assert code == 2 and out == ""
+    assert "line 3, column 'gpus': must be a whole number in [1, 2147483647]" in err
+    assert "100000000000000000000" in err
+
+
+def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
+    """``--bandwidth-gbps 0`` gave exit 1 "internal error: RuntimeError"; now exit 2 naming the setting."""
+    code, out, err = run_cli(
+        capsys, "simulate", "--generate", "10", "--policy", "cba", "--bandwidth-gbps", "0", "--quiet"
+    )
+    assert code == 2 and out == ""
+    assert err.startswith("cbalab: error: --bandwidth-gbps: no job can progress")
+
+
+def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
+    """``--out`` into a missing folder exited 1 after printing the result; now exit 2 and nothing is printed."""
+    missing = tmp_path / "no" / "such" / "result.json"
+    code, out, err = run_cli(
+        capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(missing)
+    )
+    assert code == 2 and out == "" and "--out: no such folder" in err
+    code, out, err = run_cli(
+        capsys, "solve", str(write(tmp_path, doc())), "--problem", "cost", "--method", "cba", "--out", str(tmp_path)
+    )
+    assert code == 2 and out == "" and "is a folder" in err
+
+
+def test_regression_issue9_8_simulate_out_onto_a_file_is_refused_before_the_replay(tmp_path, capsys) -> None:
+    """``simulate --out`` naming an existing file is refused before the replay runs."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    code, out, err = run_cli(capsys, "simulate", "--generate", "5", "--policy", "cba", "--quiet", "--out", str(blocker))
+    assert code == 2 and out == "" and "--out: is a file, not a folder" in err
+
+
+def test_regression_issue9_9_negative_submit_times_are_accepted_as_written(tmp_path, capsys) -> None:
+    """Negative submit times ("seconds from any origin") replay like the same trace shifted to start at 0."""
+    args = ("--policy", "cba", "--gpus", "8", "--quiet", "--no-timing")
+    code_neg, out_neg, _ = run_cli(
+        capsys, "simulate", "--trace", str(trace(tmp_path, "-50,100,2\n5,300,8\n", "a.csv")), *args
+    )
+    code_pos, out_pos, _ = run_cli(
+        capsys, "simulate", "--trace", str(trace(tmp_path, "0,100,2\n55,300,8\n", "b.csv")), *args
+    )
+    assert code_neg == code_pos == 0
+    neg, pos = json.loads(out_neg), json.loads(out_pos)
+    for key in ("mean_jct_s", "p99_jct_s", "makespan_s", "mean_queue_s", "cost"):
+        assert neg[key] == pytest.approx(pos[key], rel=1e-12), key
+
+
+@pytest.mark.parametrize(
+    ("rows", "column"), [("0,100,2\n1e308,3600,1\n", "submit_time_s"), ("0,1e300,2\n", "duration_s")]
+)
+def test_regression_issue9_9_times_beyond_1e12_seconds_are_refused(tmp_path, capsys, rows: str, column: str) -> None:
+    """A job submitted at 1e308 got a JCT of 0 (1e308 + 3600 == 1e308); now the line and the column are named."""
+    code, out, err = run_cli(capsys, "simulate", "--trace", str(trace(tmp_path, rows)), "--policy", "cba", "--quiet")
+    assert code == 2 and out == "" and f"column '{column}': must be a number in" in err
+
+
+def test_regression_issue9_9_no_timing_makes_outputs_byte_identical(tmp_path, capsys) -> None:
+    """Identical solves differed in ``solve_seconds`` and replays in ``wall_seconds``; ``--no-timing`` omits both."""
+    path = str(write(tmp_path, doc()))
+    texts = [
+        run_cli(capsys, "solve", path, "--problem", "cost", "--method", "milp", "--no-timing")[1] for _ in range(2)
+    ]
+    assert texts[0] == texts[1] and "solve_seconds" not in json.loads(texts[0])
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        code, text, _ = run_cli(
+            capsys, "simulate", "--generate", "40", "--policy", "cba", "--quiet", "--no-timing", "--out", str(out)
+        )
+        assert code == 0
+        runs.append((text, *((out / f).read_bytes() for f in ("jobs.csv", "timeseries.csv", "summary.json"))))
+    assert runs[0] == runs[1]
+    assert "wall_seconds" not in json.loads(runs[0][0])
+
+
+def _threads(pid: int) -> int:
+    """The number of threads of process ``pid`` (Linux /proc), 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+
+
+def _interrupt(argv: list[str]) -> subprocess.CompletedProcess:
+    """Run ``cbalab argv``, send SIGINT once its work is under way, and return how it ended.
+
+    "Under way" is a second thread in the process: HiGHS's worker (models/solve.py) or the progress bar's
+    monitor, with numpy's BLAS pool held to one thread, so that the signal never lands in the imports.
+    """
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbalab.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 300
+    while _threads(proc.pid) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the command ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def test_regression_issue9_6_ctrl_c_in_a_replay_is_one_line_and_exit_130(tmp_path) -> None:
+    """Ctrl-C in ``simulate`` printed a KeyboardInterrupt traceback; now one line and exit 130, no partial files.
+
+    (stderr also holds the progress bar the replay was drawing; the bar is what tells the test it runs.)
+    """
+    out = tmp_path / "run"
+    done = _interrupt(["simulate", "--generate", "150000", "--policy", "cba", "--out", str(out)])
+    assert done.returncode == 130 and done.stdout == ""
+    assert done.stderr.count("cbalab: interrupted\n") == 1 and "Traceback" not in done.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_regression_issue9_6_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp_path) -> None:
+    """Ctrl-C while HiGHS works waited for the whole solve; now one line and exit 130 within seconds.
+
+    HiGHS runs in a worker thread (models/solve.py), so the interrupt reaches Python while HiGHS works.
+    """
+    path = tmp_path / "w.json"
+    generate_welfare(3000, 100, seed=5, budget_fraction=0.2).save(path)
+    done = _interrupt(["solve", str(path), "--problem", "welfare", "--method", "milp"])
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "cbalab: interrupted\n" and done.stdout == ""
+
+
+def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch) -> None:
+    """Ctrl-C while the model is built (Pyomo or arrays) printed a traceback; now one line, exit 130."""
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solve_module, "build_welfare_model", interrupted)
+    monkeypatch.setattr(solve_module, "build_welfare_arrays", interrupted)
+    code, out, err = run_cli(capsys, "solve", str(write(tmp_path, doc())), "--problem", "welfare", "--method", "milp")
+    assert code == 130 and out == "" and err == "cbalab: interrupted\n"
+
+
+def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_document(tmp_path) -> None:
+    """Two ``solve --out same.json`` at once left one file with two documents; each write is now a rename."""
+    path = write(tmp_path, doc())
+    target = tmp_path / "same.json"
+    argv = [sys.executable, "-m", "cbalab.cli", "solve", str(path), "--problem", "welfare"]
+    procs = [
+        subprocess.Popen([*argv, "--method", m, "--out", str(target)], stdout=subprocess.PIPE, text=True)
+        for m in ("milp", "autocba", "milp", "autocba")
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert target.read_text() in outputs  # exactly one whole document, one of those printed
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_regression_issue9_9_durations_below_a_millisecond_are_refused(tmp_path, capsys) -> None:
+    """Found by the fuzz test: a duration of 9e-179 s submitted at 30 s ended at 30 s, a JCT of 0."""
+    code, out, err = run_cli(capsys, "simulate", "--trace", str(trace(tmp_path, "30,9e-179,2\n")), "--policy", "cba")
+    assert code == 2 and out == "" and "column 'duration_s': must be a number in [0.001, 1e+12]" in err
+
+
+def _helps() -> Iterator[tuple[str, str]]:
+    top = parser()
+    yield "cbalab", top.format_help()
+    action = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in action.choices.items():
+        yield name, sub.format_help()
+
+
+def test_regression_issue23_help_text_has_no_raw_rest() -> None:
+    """Issue 23 item 7: no ``literal`` or :role:`x` markup reaches a terminal in any --help."""
+    for name, text in _helps():
+        assert "``" not in text and not re.search(r":[a-z]+:`", text), (name, text)
+    assert runner.plain("(``cbalab experiment NAME``, :func:`run_sweep`)") == "(cbalab experiment NAME, run_sweep)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["simulate", "--generate", "5", "--policy", "cba", "--gpus", "99999999999999999999999"], "--gpus"),
+        (["simulate", "--generate", "5", "--policy", "cba", "--price-gpu", "1e308"], "--price-gpu"),
+        (
+            ["simulate", "--generate", "5", "--policy", "autocba", "--problem=welfare", "--restart-delay-s=1e308"],
+            "--restart-delay-s",
+        ),
+        (["experiment", "sensitivity", "--seed", "-1"], "--seed"),
+        (["experiment", "sensitivity", "--workers", "0"], "--workers"),
+    ],
+)
+def test_regression_issue23_out_of_range_options_are_one_line_exit_2(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 item 10: an overflowing count, a price or delay that would make the replay's bill infinite, and
+    a negative seed are exit 2 with one line naming the option, before anything runs."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and one_line_naming(err, option), err

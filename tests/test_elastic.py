@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from workloads import manual
 
 from cbalab.algorithms import registry
 from cbalab.algorithms.autocba import welfare_bound
@@ -20,7 +21,6 @@ from cbalab.experiments.workload.elastic import (
     ELASTIC_SHAPES,
     UtilityMix,
     elastic,
-    manual,
     reference_horizon,
     reference_spend,
 )

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hostile import doc, set_field, write
 from hypothesis import given
 from strategies import cost_instances
 
 from cbalab.experiments.workload import generate_cost
-from cbalab.models.instance import Instance, InstanceError, build, from_dict, load, loads
+from cbalab.models import instance as instance_module
+from cbalab.models.instance import MAX_COUNT, Instance, InstanceError, build, from_dict, load, loads
 
 
 def valid_doc() -> dict:
@@ -322,3 +324,139 @@ def test_job_work_round_trips_and_is_all_or_none() -> None:
             options=(np.array([0, 1]), np.array([1]), np.array([0.1]), np.array([1.0])),
             job_work=np.array([0.0]),
         )
+
+
+# ------------------------------------------------ hostile input (issue 9): counts, magnitudes and files
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("jobs[1].gpus", 2**63),
+        ("jobs[1].gpus", 1e30),
+        ("jobs[2].options[0].gpus", MAX_COUNT + 1),
+        ("cluster.gpus", 2**64),
+    ],
+)
+def test_regression_issue9_1_every_count_has_a_range_check_before_int64(path: str, value: float) -> None:
+    """Counts above MAX_COUNT (2^31 − 1) are refused wherever they occur; MAX_COUNT itself is accepted."""
+    d = doc()
+    set_field(d, path, value)
+    with pytest.raises(InstanceError, match=r"must be <= 2147483647") as e:
+        from_dict(d)
+    assert e.value.path == path
+    set_field(d, path, MAX_COUNT)
+    d["prices"]["gpu_per_hour"] = 1.0
+    inst = from_dict(d)
+    assert (inst.option_gpus >= 1).all() and (inst.job_gpus >= 0).all()
+
+
+def test_regression_issue9_1_array_built_instances_are_range_checked_too() -> None:
+    """models.instance.build applies the same cap, so no generator can hand int64-wrapping counts to a method."""
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.gpus: must be <= 2147483647"):
+        build(
+            dataset_size_gb=np.array([1.0]),
+            job_dataset=np.array([0]),
+            job_gpus=np.array([2**40]),
+            job_io_gbps=np.array([0.1]),
+            cache_gb=1.0,
+            prices=(1.0, 1.0, 1.0),
+        )
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("datasets", [{"id": "a", "size_gb": 1.5e308}, {"id": "b", "size_gb": 1.5e308}], "datasets[0].size_gb"),
+        ("prices.cache_gb_per_hour", 1e306, "prices.cache_gb_per_hour"),
+        ("jobs[2].options[0].utility", 1.7e308, None),
+    ],
+)
+def test_regression_issue9_2_totals_that_overflow_name_their_field(path: str, value: object, field: str | None) -> None:
+    """Sums the referee forms (Σ d, Σ U, a price times what it can buy) must be finite, else the field is named."""
+    d = doc()
+    set_field(d, path, value)
+    if path == "datasets":
+        for j in d["jobs"]:
+            j["dataset"] = "a"
+        d["cluster"]["cache_gb"] = 1e308
+    if path.endswith("utility"):
+        d["jobs"][0]["options"][0]["utility"] = 1.7e308
+        field = "jobs[0].options[0].utility"
+    if path == "prices.cache_gb_per_hour":
+        d["cluster"]["cache_gb"] = 1e3
+    with pytest.raises(InstanceError, match="overflows a double") as e:
+        from_dict(d)
+    assert e.value.path == field
+
+
+def test_regression_issue9_2_nan_names_the_field_the_line_and_the_column() -> None:
+    """NaN exited 2 naming no field; now the message names the field and where the constant stands."""
+    text = json.dumps(doc(), indent=1).replace('"gpu_per_hour": 2.5', '"gpu_per_hour": NaN')
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "NaN" in t)
+    column = text.splitlines()[line - 1].index("NaN") + 1
+    with pytest.raises(InstanceError) as e:
+        loads(text)
+    assert e.value.path == "prices.gpu_per_hour"
+    assert f"line {line} column {column}" in str(e.value)
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "1e999"])
+def test_regression_issue9_2_other_non_finite_literals_name_their_field(literal: str) -> None:
+    """Infinity and overflowing literals (which Python's json reads as inf) are refused naming the field."""
+    text = json.dumps(doc()).replace('"size_gb": 0.16', f'"size_gb": {literal}')
+    with pytest.raises(InstanceError) as e:
+        loads(text)
+    assert e.value.path == "datasets[1].size_gb"
+
+
+def test_regression_issue9_3_files_beyond_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
+    """A file larger than MAX_FILE_BYTES is refused before it is parsed (the limit lowered to 100 bytes here)."""
+    monkeypatch.setattr(instance_module, "MAX_FILE_BYTES", 100)
+    with pytest.raises(InstanceError, match="larger than 100 bytes"):
+        load(write(tmp_path, json.dumps(doc())))
+
+
+def test_regression_issue9_3_memory_error_while_parsing_is_a_clean_error(tmp_path, monkeypatch) -> None:
+    """A MemoryError while the document is parsed becomes an InstanceError naming the file (exit 2, not 1)."""
+
+    def exhausted(text: str) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(instance_module, "loads", exhausted)
+    path = write(tmp_path, json.dumps(doc()))
+    with pytest.raises(InstanceError, match="out of memory while parsing") as e:
+        load(path)
+    assert str(path) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (json.dumps(doc()).encode("utf-16"), "binary content"),
+        (json.dumps(doc()).replace("imagenet", "imagenét").encode("latin-1"), "not UTF-8 at line 1 column"),
+    ],
+)
+def test_regression_issue9_3_other_encodings_are_named(tmp_path, data: bytes, problem: str) -> None:
+    """UTF-16 and Latin-1 files are InstanceErrors naming the file, with the offset or the line and column."""
+    path = tmp_path / "instance.json"
+    path.write_bytes(data)
+    with pytest.raises(InstanceError, match=problem):
+        load(path)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"), [("prices.bandwidth_gbps_per_hour", 5e-324), ("jobs[2].options[0].io_gbps", 5e-301)]
+)
+def test_regression_issue9_2_subnormal_magnitudes_are_refused(path: str, value: float) -> None:
+    """Found by the fuzz test: p_b = 5e-324 made p_b · need underflow to 0 and the welfare MILP divide by it.
+
+    Nonzero magnitudes below MIN_MAGNITUDE (1e-30) are refused naming the field; 0 stays allowed.
+    """
+    d = doc()
+    set_field(d, path, value)
+    with pytest.raises(InstanceError, match="must be 0 or at least 1e-30") as e:
+        from_dict(d)
+    assert e.value.path == path
+    set_field(d, path, 0.0)
+    from_dict(d)

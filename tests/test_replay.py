@@ -362,3 +362,30 @@ def test_regression_issue20_welfare_checks_out_before_the_replay(tmp_path, capsy
     monkeypatch.setattr(tempfile, "mkstemp", refuse)  # models/files.py tries a real file: as root, bits say nothing
     code, out, err = cli(capsys, *argv, str(locked / "run"))
     assert code == 2 and out == "" and "permission denied" in err and "takes no new file" in err
+
+
+# ------------------------------------------------ issue 9: the writer's summary is last
+
+
+def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tmp_path, capsys, monkeypatch) -> None:
+    """summary.json records the sha256 of jobs.csv and timeseries.csv; a rerun cut short leaves no stale summary."""
+    out = tmp_path / "run"
+    assert cli(capsys, "simulate", "--generate", "30", "--policy", "cba", "--quiet", "--out", str(out))[0] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["files"] == {name: {"sha256": sha256_file(out / name)} for name in ("jobs.csv", "timeseries.csv")}
+
+    calls = {"n": 0}
+    real = engine.atomic_write_csv
+
+    def cut_short(path: Path, frame: object) -> Path:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(path, frame)
+
+    monkeypatch.setattr(engine, "atomic_write_csv", cut_short)
+    code, _, err = cli(capsys, "simulate", "--generate", "31", "--policy", "cba", "--quiet", "--out", str(out))
+    assert code == 130 and err == "cbalab: interrupted\n"
+    assert not (out / "summary.json").exists()  # the old summary is gone: the folder says it is incomplete
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "timeseries.csv"]  # whole files, no temporaries
+    assert sha256_file(out / "jobs.csv") != summary["files"]["jobs.csv"]["sha256"]

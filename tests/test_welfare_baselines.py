@@ -381,3 +381,22 @@ def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypat
     inst = generate_welfare(40, 4, seed=9)
     monkeypatch.setattr(gavel_tput, "DP_CELLS", 0)
     assert gavel_tput.allocate(inst, 37).gpus.tolist() == gavel_tput.allocate_hull(inst, 37).gpus.tolist()
+
+
+# ------------------------------------------------ issue 9: the tuned envelopes keep the time limit
+
+
+def test_regression_issue9_5_tuned_baselines_stop_their_grid_search_at_the_time_limit() -> None:
+    """``gavel-tput-tuned`` with 1 s ran 1.9 s and said ``feasible``; now it stops between splits with ``time_limit``.
+
+    The naive split is scored first, so the stopped answer is never worse than the naive scheduler.
+    """
+    inst = generate_welfare(60, 8, seed=3, budget_fraction=0.3)
+    for name in ("gavel-tput", "gavel-fair", "optimus"):
+        stopped, ev = methods.run(inst, "welfare", f"{name}-tuned", time_limit=1e-9)
+        naive, _ = methods.run(inst, "welfare", name)
+        full, _ = methods.run(inst, "welfare", f"{name}-tuned")
+        assert stopped["status"] == "time_limit" and "GPU/IO splits" in stopped["reason"], name
+        assert ev is not None and ev.feasible
+        assert naive["welfare"] <= stopped["welfare"] <= full["welfare"]
+        assert full["status"] == "feasible"
