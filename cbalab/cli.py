@@ -507,20 +507,15 @@ def _delay(text: str) -> float:
 
 def _utility_mix(text: str) -> str | dict[str, float]:
     """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``)."""
-    from cbalab.models.options import SHAPES
+    from cbalab.models.options import SHAPES, parse_shares
 
     if text == "mixed" or text in SHAPES:
         return text
-    shares: dict[str, float] = {}
-    for part in text.split(","):
-        name, _, value = part.partition("=")
-        try:
-            shares[name.strip()] = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
-            ) from None
-    return shares
+    hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
+    try:
+        return parse_shares(text, "utility_mix", hint)
+    except InstanceError:
+        raise argparse.ArgumentTypeError(hint) from None
 
 
 def _gpu_counts(text: str) -> list[int]:

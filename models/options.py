@@ -37,6 +37,20 @@ from cbalab.models.instance import InstanceError
 SHAPES = ("linear", "log", "sqrt", "alpha", "sigmoid", "deadline")
 
 
+def parse_shares(text: str, field: str, hint: str) -> dict[str, float]:
+    """The shares of ``shape=share,...`` (e.g. ``linear=3,deadline=1``) as a dict; which shapes exist, and whether the
+    shares may be used, is the caller's to check.  A part without a number is an InstanceError on ``field`` that
+    says ``hint`` (what the caller accepts)."""
+    shares: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            raise InstanceError(field, text, hint) from None
+    return shares
+
+
 @dataclass(frozen=True)
 class OptionTable:
     """One job's options: GPU counts (increasing), r_j(g) in GB/s and U_j(g) in utility per hour."""

@@ -52,6 +52,7 @@ import pandas as pd
 from cbalab.experiments.workload.assign import Workload
 from cbalab.experiments.workload.catalog import Catalog
 from cbalab.models.instance import InstanceError
+from cbalab.models.options import parse_shares
 
 #: The utility shapes of the elastic replay, in the order of their codes in ``ElasticWorkload.shape``.
 ELASTIC_SHAPES = ("linear", "concave", "sigmoid", "deadline")
@@ -93,14 +94,7 @@ class UtilityMix:
             return cls()
         if text in ELASTIC_SHAPES:
             return cls(shares={text: 1.0})
-        shares: dict[str, float] = {}
-        for part in text.split(","):
-            name, _, value = part.partition("=")
-            try:
-                shares[name.strip()] = float(value)
-            except ValueError:
-                raise InstanceError("utility_mix", text, "expected 'mixed', a shape, or shape=share,...") from None
-        return cls(shares=shares)
+        return cls(shares=parse_shares(text, "utility_mix", "expected 'mixed', a shape, or shape=share,..."))
 
     def normalised(self) -> dict[str, float]:
         """Shares summing to 1, in ELASTIC_SHAPES order (shapes left out have share 0)."""
