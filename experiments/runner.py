@@ -114,16 +114,8 @@ ABOUT: dict[str, About] = {
         1082.9,
         1,
         {
-            "best_competitor": (
-                "price_ratio",
-                "cache_gb",
-                "skew",
-                "warmup",
-                "bandwidth_gbps",
-                "best_competitor",
-                "saving_vs_best",
-            ),
-            "headline": ("competitor", "max_saving", "min_saving", "points", "times_best_competitor"),
+            "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
+            "headline": ("compared_points", "max_mean_saving", "share_reaching_20_5pct", "reaching_conditions"),
         },
     ),
     "welfare": About(
