@@ -440,7 +440,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     results = Path(args.results) if args.results else Path(args.paper) / "results"
     for meta in sorted(results.glob("*/meta.json")):
         read_meta(meta)
-    return main_paper(args.paper, args.results, args.check)
+    return main_paper(args.paper, args.results, args.check, strict=args.strict)
 
 
 def _fmt(x: float | None, digits: int = 6) -> str:
@@ -770,6 +770,7 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--paper", default="paper", help="the paper folder (paper.tex, generated/, claims.md)")
     pp.add_argument("--results", default=None, help="results folder (default: PAPER/results)")
     pp.add_argument("--check", action="store_true", help="exit 1 if the committed paper is out of step")
+    pp.add_argument("--strict", action="store_true", help="with --check: results older than their code fail too")
     pp.set_defaults(run=cmd_paper)
     return p
 

@@ -648,8 +648,21 @@ def run_sweep(
     sessions.append(
         {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
     )
+    meta["rows_commits"] = _rows_commits(sessions)
+    meta["runs_sha256"] = hashlib.sha256((folder / "runs.csv").read_bytes()).hexdigest()
     atomic_write_json(folder / "meta.json", _plain(meta))
     return sweep
+
+
+def _rows_commits(sessions: list[dict]) -> list[dict]:
+    """The commits that computed rows (sessions with ``done`` > 0), each once, oldest first: what meta.json's
+    ``rows_commits`` names, so that a resume that did nothing does not pass for the rows' commit."""
+    out: list[dict] = []
+    for x in sessions:
+        git = x.get("git")
+        if (x.get("done") or 0) > 0 and isinstance(git, dict) and git not in out:
+            out.append(git)
+    return out
 
 
 def _make_folder(out: Path, run_dir: Path) -> None:

@@ -337,10 +337,15 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"points": pts, "headline": headline}
 
 
+def _core(pts: pd.DataFrame) -> pd.DataFrame:
+    """The points of the core arm: C = 500 GB, no cap (every price x datasets x skew)."""
+    return pts[(pts["cache_gb"] == CENTRE["cache_gb"]) & np.isinf(pts["bandwidth_gbps"].astype(float))]
+
+
 def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
     """Draw, one panel per skew, CBA's mean saving (%) over price x datasets at C = 500 GB without a cap, each
     cell labelled with its mean saving and the cheapest baseline; returns the data drawn."""
-    core = pts[(pts["cache_gb"] == CENTRE["cache_gb"]) & np.isinf(pts["bandwidth_gbps"].astype(float))]
+    core = _core(pts)
     prices = sorted(core["price_ratio"].unique())
     counts = sorted(core["n_datasets"].unique())
     skews = sorted(core["skew"].unique())
@@ -370,6 +375,7 @@ def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
         a.set_xlabel("$p_c/p_b$ (1/s)")
     if axes and image is not None:
         axes[0].set_ylabel("datasets")
+        axes[-1].figure.colorbar(image, ax=axes, label="saving (%)", fraction=0.03, pad=0.01)
     return pd.DataFrame(data)
 
 
@@ -378,11 +384,11 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     if runs.empty:
         return []
     pts = summary(runs)
-    skews = sorted(pts["skew"].unique())
-    fig, ax = figure(len(skews), 1, width=2.2 * len(skews), height=2.4)
+    skews = _core(pts)["skew"].nunique()
+    fig, ax = figure(skews, 1, width=2.4 * skews, height=2.4)
     _heatmaps(list(ax[0]), pts)
     fig.suptitle("CBA's mean saving over the cheapest baseline (%), C = 500 GB, no cap", fontsize=8)
-    return save(fig, outdir, "io_cost_grid")
+    return save(fig, outdir, "io_cost_grid", tight=False)
 
 
 def paper_section(res: Results) -> Section:
@@ -476,9 +482,7 @@ def paper_section(res: Results) -> Section:
             "lrrrrrl",
         ),
     )
-    skews = sorted(pts["skew"].unique())
-    fig, ax = paper_figure(len(skews), 1, width=7.0, height=2.0)
+    fig, ax = paper_figure(_core(pts)["skew"].nunique(), 1, width=7.0, height=2.0)
     data = _heatmaps(list(ax[0]), pts)
-    fig.tight_layout()
     s.figure("io-cost", fig, data)
     return s

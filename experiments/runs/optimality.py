@@ -417,6 +417,10 @@ def paper_section(res: Results) -> Section:
         share = float((cba_gap <= ZERO_GAP).mean())
         worst = float(cba_gap.max())
         s.number(f"{names[variant]}Instances", len(vr), integer(len(vr)))
+        s.number(f"{names[variant]}Compared", len(cba_gap), integer(len(cba_gap)))
+        if "optimum_status" in vr:
+            infeasible = int((vr["optimum_status"].astype(str) == "infeasible").sum())
+            s.number(f"{names[variant]}Infeasible", infeasible, integer(infeasible))
         s.number(f"{names[variant]}CbaSharePct", share, pct(share))
         s.number(f"{names[variant]}CbaWorstGapPct", worst, sci(100 * worst))
         medians = g[g["method"] != "cba"].groupby("method")["gap"].median().dropna()
