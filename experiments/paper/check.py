@@ -17,7 +17,6 @@ exist.  What else it verifies, so that the paper cannot drift from its results u
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from cbalab.experiments.paper.claims import measure_claims
 from cbalab.experiments.paper.lint import claim_numbers_outside_sentences, hand_typed_numbers, undefined_macros
 from cbalab.experiments.paper.section import rows_commits
 from cbalab.experiments.runner import read_meta
+from cbalab.models.files import sha256_file
 
 #: The folders whose change makes every experiment's rows stale (beside the experiment's own runs module).
 CODE = ("algorithms", "models")
@@ -91,7 +91,7 @@ def recorded_hashes(results_dir: Path) -> list[str]:
     for name in experiments():
         csv, meta = results_dir / name / "runs.csv", read_meta(results_dir / name / "meta.json")
         recorded = (meta or {}).get("runs_sha256")
-        if recorded and csv.is_file() and hashlib.sha256(csv.read_bytes()).hexdigest() != recorded:
+        if recorded and csv.is_file() and sha256_file(csv) != recorded:
             out.append(f"{name}/runs.csv: its sha256 is not the one meta.json recorded (edited after the run?)")
     return out
 
