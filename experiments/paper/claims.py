@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cbalab.experiments.paper.section import PAPER_IO_SAVING, PAPER_WELFARE_RATIO, ZERO_GAP, Section
+from cbalab.experiments.paper.section import PAPER_IO_SAVING, PAPER_WELFARE_RATIO, SCATTERED, ZERO_GAP, Section
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _io_claim(v: dict[str, Any]) -> tuple[str, str]:
         return measured, f"partly: on the mean only, under {v['reach_where']}"
     if v["ShareReachPaperPct"] >= 0.5:
         return measured, "yes"
-    return measured, f"yes under {v['reach_where']}"
+    return measured, _under(v["reach_where"], v["PointsReachPaper"])
 
 
 def _io_grid(v: dict[str, Any]) -> tuple[str, str]:
@@ -78,7 +78,7 @@ def _io_grid(v: dict[str, Any]) -> tuple[str, str]:
         return measured, "yes"
     if robust == 0:
         return measured, f"partly: on the mean only, under {v['reach_where']}"
-    return measured, f"yes under {v['robust_where']}"
+    return measured, _under(v["robust_where"], robust)
 
 
 def _io_never_worse(v: dict[str, Any]) -> tuple[str, str]:
@@ -92,9 +92,17 @@ def _io_never_worse(v: dict[str, Any]) -> tuple[str, str]:
     if v["WorseReplays"] == 0:
         return measured, "yes"
     where = v["never_worse_where"]
-    if where in ("nowhere", "everywhere") or where.startswith("at scattered"):
+    if where in ("nowhere", "everywhere") or where.startswith(SCATTERED):
         return measured, "no (Theorem 1 is per instant, a replay is not)"
     return measured, f"yes under {where}"
+
+
+def _under(where: str, points: int) -> str:
+    """"yes under <conditions>" when the points that show a finding share factor levels (io_cost.conditions);
+    "partly" when they are scattered, with their number."""
+    if where.startswith(SCATTERED):
+        return f"partly: at {points} scattered points, with no common factor level"
+    return f"yes under {where}"
 
 
 def _welfare_claim(v: dict[str, Any]) -> tuple[str, str]:

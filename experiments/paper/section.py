@@ -27,6 +27,9 @@ ZERO_GAP = 1e-6
 #: A baseline whose welfare is at most this fraction of AutoCBA's on the same instance is "starved": its
 #: ratio (up to 1e17 in a sweep, a float's rounding of zero) means nothing, so it is counted apart, not averaged.
 STARVED = 1e-6
+#: How a finding whose points share no factor level is described (experiments/runs/io_cost.py ``conditions``);
+#: the claims' rules read it as "partly".
+SCATTERED = "at scattered points"
 
 
 class ResultsUnusableError(Exception):

@@ -52,6 +52,7 @@ import pandas as pd
 from cbalab.experiments.methods import CACHE_POLICIES
 from cbalab.experiments.paper.section import (
     PAPER_IO_SAVING,
+    SCATTERED,
     ZERO_GAP,
     Results,
     ResultsUnusableError,
@@ -304,7 +305,7 @@ def conditions(points: pd.DataFrame, holds: pd.Series, tex: bool = False) -> str
         keep = [v for v in levels if share[v] >= CONDITION_SHARE]
         if keep and len(keep) < len(levels):
             parts.append(" or ".join(_level(f, v, tex) for v in keep))
-    return "; ".join(parts) if parts else "at scattered points (no factor level holds at half its points)"
+    return "; ".join(parts) if parts else f"{SCATTERED} (no factor level holds at half its points)"
 
 
 def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -524,7 +524,7 @@ def paper_section(res: Results) -> Section:
             data += [{"panel": title, "series": m, "x": x[i], "y": y[i]} for i in q]
         a.set(xscale="log", xlim=(5e-8, 5), ylim=(0, 1.02), xlabel="gap to the optimum (0 drawn at $10^{-7}$)")
         a.set_title(title)
-        a.legend(fontsize=5, loc="lower right")
+        a.legend(fontsize=5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
     ax[0, 0].set_ylabel("fraction of instances")
     fig.tight_layout()
     s.figure("optimality", fig, pd.DataFrame(data))
