@@ -56,7 +56,8 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool =
     problems = []
     committed = paper_dir / "generated"
     with tempfile.TemporaryDirectory() as tmp:
-        built = build_paper(results_dir, Path(tmp) / "generated", compile=False, claims_path=Path(tmp) / "claims.md")
+        gen, claims_md = Path(tmp) / "generated", Path(tmp) / "claims.md"
+        built = build_paper(results_dir, gen, compile=False, claims_path=claims_md, paper_dir=paper_dir)
         fresh = {p.name: p for p in (Path(tmp) / "generated").iterdir() if p.name != INPUTS_TEX}
         old = {p.name: p for p in committed.iterdir() if p.name != INPUTS_TEX} if committed.is_dir() else {}
         for name in sorted(set(fresh) | set(old)):
