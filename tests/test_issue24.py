@@ -4,7 +4,6 @@ depend on pandas, and a ``paper --check`` that fails on each tamper case of the 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,16 +18,7 @@ from cbalab.experiments.paper.ratios import pairings
 from cbalab.experiments.paper.section import Section, rows_commits
 from cbalab.experiments.runs import io_cost
 
-ROOT = Path(__file__).resolve().parent.parent
-PAPER = ROOT / "paper"
-
-
-@pytest.fixture
-def paper_copy(tmp_path: Path) -> Path:
-    """A copy of paper/ with its built PDF (the build folder left out)."""
-    dest = tmp_path / "paper"
-    shutil.copytree(PAPER, dest, ignore=shutil.ignore_patterns("build"))
-    return dest
+PAPER = Path(__file__).resolve().parent.parent / "paper"
 
 
 def _no_stale(monkeypatch: pytest.MonkeyPatch) -> None:

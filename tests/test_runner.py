@@ -16,6 +16,7 @@ import pytest
 
 from cbalab.experiments import runner
 from cbalab.experiments.runner import EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
+from cbalab.models.files import sha256_file
 from tests import toy_experiment as toy
 
 
@@ -165,3 +166,22 @@ def test_shipped_data_replays_philly_and_matches_the_catalog() -> None:
         assert (data_root() / folder / "LICENSE").exists() and (data_root() / folder / "README.md").exists()
     with pytest.raises(ValueError, match="no shipped data 'nope'"):
         data_path("nope")
+
+
+def test_run_all_runs_every_experiment_into_one_folder(tmp_path: Path, monkeypatch) -> None:
+    """``cbalab experiment all`` (runner.run_all): each experiment of the registry writes its runs.csv and
+    meta.json under one --out, a failed run makes the exit status 1 without stopping the others, and
+    meta.json names the commit that computed the rows and the sha256 of runs.csv."""
+    monkeypatch.setattr(runner, "EXPERIMENTS", {"toy": "tests.toy_experiment", "toy2": "tests.toy_experiment"})
+    lines: list[str] = []
+    assert runner.run_all(tmp_path, quick=True, echo=lines.append) == 0
+    for name in ("toy", "toy2"):
+        meta = json.loads((tmp_path / name / "meta.json").read_text())
+        assert meta["runs_sha256"] == sha256_file(tmp_path / name / "runs.csv")
+        assert meta["rows_commits"] == ([meta["git"]] if meta["git"] else [])
+    assert [line.split(":")[0] for line in lines] == ["toy", "toy2"]
+    monkeypatch.setenv("CBALAB_TOY_FAIL", "1")
+    assert runner.run_all(tmp_path / "again", quick=True, echo=lines.append) == 1
+    assert (tmp_path / "again" / "toy2" / "runs.csv").exists()
+    with pytest.raises(runner.ExperimentError, match="--workers"):
+        runner.run_all(tmp_path, workers=0)
