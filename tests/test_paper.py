@@ -140,6 +140,7 @@ def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
     paper_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No latexmk on the PATH: no PDF, and the message names what is missing."""
+    (paper_copy / "paper.pdf").unlink()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     pdf, message = paper.compile_pdf(paper_copy)
     assert pdf is None and "latexmk is not installed" in message

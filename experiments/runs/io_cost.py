@@ -80,6 +80,8 @@ DATASET_COUNTS = (12, 24, 48)
 SKEWS = (0.0, 1.0, 1.5, 2.0)
 CACHES = (250.0, 500.0, 2000.0)
 BINDING_CAP = 1.0
+#: The cap of ``--quick`` (200 jobs need far less bandwidth than 20,000: 1 GB/s would not bind).
+QUICK_CAP = 0.05
 CAPS: tuple[float | None, ...] = (None, BINDING_CAP)
 #: The level of C, skew and B at which the other arms hold them (the core arm's C and B, the side arms' skew).
 CENTRE = {"cache_gb": 500.0, "skew": 1.0, "bandwidth_gbps": None}
@@ -93,10 +95,11 @@ POINT = ("trace_jobs", *FACTORS, "warmup")
 
 def design(quick: bool) -> list[dict]:
     """The grid points (without policy and replicate): the core, cache and cap arms of the module docstring."""
-    if quick:
-        prices, counts, skews, other_caches, cap = (PRICE_RATIOS[0], PRICE_RATIOS[2]), (12, 48), (1.5,), (2000.0,), 0.05
-    else:
-        prices, counts, skews, other_caches, cap = PRICE_RATIOS, DATASET_COUNTS, SKEWS, (250.0, 2000.0), BINDING_CAP
+    prices: tuple[float, ...] = (PRICE_RATIOS[0], PRICE_RATIOS[2]) if quick else PRICE_RATIOS
+    counts: tuple[int, ...] = (12, 48) if quick else DATASET_COUNTS
+    skews: tuple[float, ...] = (1.5,) if quick else SKEWS
+    other_caches = tuple(c for c in CACHES if c != CENTRE["cache_gb"] and (not quick or c == max(CACHES)))
+    cap = QUICK_CAP if quick else BINDING_CAP
     points = [{**CENTRE, "price_ratio": r, "n_datasets": n, "skew": k} for r in prices for n in counts for k in skews]
     points += [
         {**CENTRE, "price_ratio": r, "n_datasets": n, "cache_gb": c}
