@@ -98,7 +98,7 @@ def _io_never_worse(v: dict[str, Any]) -> tuple[str, str]:
 
 
 def _under(where: str, points: int) -> str:
-    """"yes under <conditions>" when the points that show a finding share factor levels (io_cost.conditions);
+    """Say "yes under <conditions>" when the points that show a finding share factor levels (io_cost.conditions);
     "partly" when they are scattered, with their number."""
     if where.startswith(SCATTERED):
         return f"partly: at {points} scattered points, with no common factor level"

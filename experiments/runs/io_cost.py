@@ -341,6 +341,12 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"points": pts, "headline": headline}
 
 
+def _short(x: float) -> str:
+    """A price ratio as a short tick label: ``4e-4``, ``2e-3``."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def _core(pts: pd.DataFrame) -> pd.DataFrame:
     """The points of the core arm: C = 500 GB, no cap (every price x datasets x skew)."""
     return pts[(pts["cache_gb"] == CENTRE["cache_gb"]) & np.isinf(pts["bandwidth_gbps"].astype(float))]
@@ -373,7 +379,7 @@ def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
                 }
             )
         image = a.imshow(grid_, cmap="RdYlGn", vmin=-10, vmax=50, origin="lower", aspect="auto")
-        a.set_xticks(range(len(prices)), [f"{p:.1g}" for p in prices])
+        a.set_xticks(range(len(prices)), [_short(p) for p in prices])
         a.set_yticks(range(len(counts)), [f"{int(n)}" for n in counts])
         a.set_title(f"skew {k:g}")
         a.set_xlabel("$p_c/p_b$ (1/s)")
@@ -389,7 +395,8 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         return []
     pts = summary(runs)
     skews = _core(pts)["skew"].nunique()
-    fig, ax = figure(skews, 1, width=2.4 * skews, height=2.4)
+    fig, ax = figure(skews, 1, width=2.4, height=2.6)
+    fig.subplots_adjust(left=0.08, right=0.88, bottom=0.18, top=0.82, wspace=0.25)
     _heatmaps(list(ax[0]), pts)
     fig.suptitle("CBA's mean saving over the cheapest baseline (%), C = 500 GB, no cap", fontsize=8)
     return save(fig, outdir, "io_cost_grid", tight=False)
@@ -486,7 +493,8 @@ def paper_section(res: Results) -> Section:
             "lrrrrrl",
         ),
     )
-    fig, ax = paper_figure(_core(pts)["skew"].nunique(), 1, width=7.0, height=2.0)
+    fig, ax = paper_figure(_core(pts)["skew"].nunique(), 1, width=7.0, height=2.1)
+    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.2, top=0.9, wspace=0.2)
     data = _heatmaps(list(ax[0]), pts)
     s.figure("io-cost", fig, data)
     return s
