@@ -148,6 +148,8 @@ def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
         for commit, dirty in commits:
             if dirty:
                 out.append(f"{name}: rows computed at {commit[:8]} with uncommitted changes")
+            elif _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+                out.append(f"{name}: rows computed at {commit[:8]}, which this checkout lacks (a shallow clone?)")
             elif last and _git(root, "merge-base", "--is-ancestor", last, commit).returncode != 0:
                 out.append(f"{name}: rows computed at {commit[:8]}, before {last[:8]} changed its code")
     return out
