@@ -14,9 +14,10 @@ popularity of the datasets), :data:`CACHES` (C in GB) and :data:`CAPS` (the
 bandwidth cap B: none, or one binding cap, 1 GB/s, under which io-only and
 coordl stall jobs at C = 500 GB).  The full factorial is 4 x 3 x 4 x 3 x 2 =
 288 points; with 3 seeds and 6 policies, 5,184 replays of 20,000 jobs.  One
-point (one seed, every policy) was measured at 35 s on the project's 2-core
-machine under load (``p_c/p_b`` = 2e-3, 48 datasets, skew 1.5, C = 500 GB),
-so the full factorial would take about 8.4 h on one core.  The grid run
+point (one replicate, every policy) was measured at 35 to 55 s on the
+project's 2-core machine under load (p_c/p_b = 2e-3: 48 datasets at skew
+1.5, 35 s; 12 datasets at skew 2, 46 s; 12 datasets under the cap, 55 s), so
+the full factorial would take about 11 h on one core.  The grid run
 instead (:func:`grid`) is a documented fraction of it, 84 points:
 
 * **core**: price x datasets x skew at full resolution (4 x 3 x 4 = 48
@@ -27,8 +28,8 @@ instead (:func:`grid`) is a documented fraction of it, 84 points:
 With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
 assignment, derived from the sweep seed, the replicate and the skew and
 dataset count: common random numbers across the policies, prices, caches and
-caps of one replicate) that is 1,512 replays, about 2.4 h on one core from the
-measured 35 s per point and seed, or about 1.2 h with ``--workers 2`` (the
+caps of one replicate) that is 1,512 replays, about 3.2 h on one core at the measured mean of 45 s
+per point and replicate, or about 1.6 h with ``--workers 2`` on 2 free cores (the
 Dask runner spreads it further).  ``--quick`` replays 200 jobs at 12 points
 (2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap, which
 binds at that size) with 2 replicates: 144 replays, 18 s.
