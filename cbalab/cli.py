@@ -357,7 +357,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    """``cbalab experiment NAME | --list``: one sweep of experiments/runner.py (:func:`run_experiment`)."""
+    """``cbalab experiment NAME | all | --list``: one sweep of experiments/runner.py (:func:`run_experiment`), or every
+    experiment in order (:func:`run_all`)."""
     from cbalab.experiments import runner
 
     if args.list:
@@ -365,7 +366,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             print(line)
         return EXIT_OK
     if not args.name:
-        raise ExperimentError("experiment: give a NAME or --list")
+        raise ExperimentError("experiment: give a NAME, all, or --list")
+    if args.name == "all":
+        return runner.run_all(
+            args.out,
+            quick=args.quick,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
     return runner.run_experiment(
         args.name,
         args.out,
@@ -460,7 +470,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     results = Path(args.results) if args.results else Path(args.paper) / "results"
     for meta in sorted(results.glob("*/meta.json")):
         read_meta(meta)
-    return main_paper(args.paper, args.results, args.check)
+    return main_paper(args.paper, args.results, args.check, strict=args.strict)
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -782,7 +792,7 @@ def parser() -> argparse.ArgumentParser:
 
     e = _command(sub, "experiment", "run one of the paper's experiments into DIR/NAME/ (runs.csv, meta.json, figures)")
     e.description = runner.plain((runner.__doc__ or "").split("\n\n")[0])
-    e.add_argument("name", nargs="?", help="the experiment (see --list)")
+    e.add_argument("name", nargs="?", help="the experiment (see --list), or all: every experiment in order")
     e.add_argument(
         "--list", action="store_true", help="print every experiment with what it measures and its measured times"
     )
@@ -810,6 +820,7 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--paper", default="paper", help="the paper folder (paper.tex, generated/, claims.md)")
     pp.add_argument("--results", default=None, help="results folder (default: PAPER/results)")
     pp.add_argument("--check", action="store_true", help="exit 1 if the committed paper is out of step")
+    pp.add_argument("--strict", action="store_true", help="with --check: results older than their code fail too")
     pp.set_defaults(run=cmd_paper)
     return p
 

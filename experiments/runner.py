@@ -72,7 +72,7 @@ from typing import Any
 import pandas as pd
 
 from cbalab.models import __version__
-from cbalab.models.files import atomic_write_csv, atomic_write_json, unreadable, unwritable_folder
+from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file, unreadable, unwritable_folder
 
 #: Experiment name -> module that implements it (the registry of ``cbalab experiment --list``).
 EXPERIMENTS: dict[str, str] = {
@@ -113,16 +113,8 @@ ABOUT: dict[str, About] = {
         1082.9,
         1,
         {
-            "best_competitor": (
-                "price_ratio",
-                "cache_gb",
-                "skew",
-                "warmup",
-                "bandwidth_gbps",
-                "best_competitor",
-                "saving_vs_best",
-            ),
-            "headline": ("competitor", "max_saving", "min_saving", "points", "times_best_competitor"),
+            "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
+            "headline": ("compared_points", "max_mean_saving", "share_reaching_20_5pct", "reaching_conditions"),
         },
     ),
     "welfare": About(
@@ -655,8 +647,21 @@ def run_sweep(
     sessions.append(
         {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
     )
+    meta["rows_commits"] = _rows_commits(sessions)
+    meta["runs_sha256"] = sha256_file(folder / "runs.csv")
     atomic_write_json(folder / "meta.json", _plain(meta))
     return sweep
+
+
+def _rows_commits(sessions: list[dict]) -> list[dict]:
+    """The commits that computed rows (sessions with ``done`` > 0), each once, oldest first: what meta.json's
+    ``rows_commits`` names, so that a resume that did nothing does not pass for the rows' commit."""
+    out: list[dict] = []
+    for x in sessions:
+        git = x.get("git")
+        if (x.get("done") or 0) > 0 and isinstance(git, dict) and git not in out:
+            out.append(git)
+    return out
 
 
 def _make_folder(out: Path, run_dir: Path) -> None:
@@ -862,3 +867,47 @@ def run_experiment(
     if sweep.interrupted:
         echo("interrupted: finished runs are kept; rerun the same command to resume")
     return sweep.exit_code
+
+
+def run_all(
+    out: str | Path,
+    quick: bool = False,
+    workers: int = 1,
+    scheduler: str | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """``cbalab experiment all``: every experiment of :data:`EXPERIMENTS`, in order, into ``out`` (one command
+    reproduces the paper's results; ``cbalab paper`` then rebuilds the paper from them).
+
+    Each runs as :func:`run_sweep` would on its own (a rerun with the same ``out`` resumes); a failed run or
+    figure does not stop the others, an interruption does.  Returns 0 when every experiment succeeded, 130
+    when interrupted, 1 otherwise; ExperimentError (bad ``out``, ``workers`` or ``scheduler``) before any run.
+    """
+    if workers < 1:
+        raise ExperimentError(f"--workers: must be >= 1 (got {workers})")
+    if scheduler is not None:
+        scheduler_address(scheduler)
+    status = EXIT_OK
+    for name in EXPERIMENTS:
+        sweep = run_sweep(
+            name,
+            out,
+            quick=quick,
+            seed=seed,
+            workers=workers,
+            scheduler=scheduler,
+            progress=progress,
+            argv=sys.argv[1:],
+        )
+        failed = int((sweep.runs["error"] != "").sum()) if "error" in sweep.runs else 0
+        echo(f"{name}: {len(sweep.runs)} runs ({sweep.done} now, {failed} failed) in {sweep.out / 'runs.csv'}")
+        if sweep.figure_error:
+            echo(f"{name}: figures failed: {sweep.figure_error.splitlines()[0]}")
+        if sweep.exit_code == EXIT_INTERRUPTED:
+            echo("interrupted: finished runs are kept; rerun the same command to resume")
+            return EXIT_INTERRUPTED
+        if sweep.exit_code != EXIT_OK:
+            status = EXIT_FAILED
+    return status

@@ -867,3 +867,10 @@ def test_regression_issue23_out_of_range_options_are_one_line_exit_2(
     a negative seed are exit 2 with one line naming the option, before anything runs."""
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == "" and one_line_naming(err, option), err
+
+
+def test_regression_issue24_experiment_all_maps_onto_run_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 7: ``cbalab experiment all`` runs every registered experiment into one --out (runner.run_all)."""
+    monkeypatch.setattr(runner, "EXPERIMENTS", {"toy": "toy_experiment", "toy2": "toy_experiment"})
+    assert main(["experiment", "all", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (tmp_path / "toy" / "runs.csv").exists() and (tmp_path / "toy2" / "runs.csv").exists()

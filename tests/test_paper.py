@@ -11,18 +11,10 @@ import pytest
 from cbalab.cli import main
 from cbalab.experiments import paper
 from cbalab.experiments.runner import EXPERIMENTS, load_experiment
-from cbalab.experiments.runs import io_cost, welfare
+from cbalab.experiments.runs import welfare
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT / "paper"
-
-
-@pytest.fixture
-def paper_copy(tmp_path: Path) -> Path:
-    """A copy of paper/ (sources, results, generated files, claims) without the built PDF."""
-    dest = tmp_path / "paper"
-    shutil.copytree(PAPER, dest, ignore=shutil.ignore_patterns("build", "paper.pdf"))
-    return dest
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -73,30 +65,34 @@ def test_hand_typed_number_in_the_evaluation_is_caught(paper_copy: Path) -> None
 )
 def test_what_counts_as_a_hand_typed_number(text: str, numbers: list[str]) -> None:
     """Digits continuing a name, in references, labels, paths, lengths and comments are not numbers; others are."""
-    tex = f"\\section{{Evaluation}}\n{text}\n\\appendix\n"
+    frame = "\\begin{abstract}\nA.\n\\end{abstract}\n\\section{Introduction}\nB.\n\\section{Model}\n"
+    tex = f"{frame}\\section{{Evaluation}}\n{text}\n\\appendix\n"
     found = paper.hand_typed_numbers(tex)
     assert [f.split("'")[1] for f in found] == numbers
 
 
 def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
     """One changed value in a committed runs.csv puts numbers.tex and claims.md out of step: --check fails."""
-    runs_path = paper_copy / "results" / "io-cost" / "runs.csv"
+    runs_path = paper_copy / "results" / "welfare" / "runs.csv"
     runs = pd.read_csv(runs_path)
-    cba = runs.index[runs["policy"] == "cba"]
-    runs.loc[cba, "io_cost_usd"] = runs.loc[cba, "io_cost_usd"] * 0.5
+    auto = runs.index[runs["method"] == "autocba"]
+    runs.loc[auto, "welfare"] = runs.loc[auto, "welfare"] * 0.5
     runs.to_csv(runs_path, index=False)
     problems = paper.check_paper(paper_copy)
     assert "generated/numbers.tex: differs from what the results generate (run `cbalab paper`)" in problems
     assert "claims.md: out of step with the results (run `cbalab paper`)" in problems
     assert main(["paper", "--paper", str(paper_copy), "--check"]) == 1
     main(["paper", "--paper", str(paper_copy)])  # regenerating brings it back in step
-    assert paper.check_paper(paper_copy) == []
+    left = paper.check_paper(paper_copy)
+    if shutil.which("latexmk") is None:  # without latexmk the PDF cannot be rebuilt, and the check says so
+        left = [p for p in left if not p.startswith("paper.pdf")]
+    assert left == []
 
 
 def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Path) -> None:
     """Without an experiment's results the switch is false, the reason is printed and its claims say 'not yet run'."""
     shutil.rmtree(paper_copy / "results" / "welfare")
-    built = paper.build_paper(paper_copy / "results", tmp_path / "gen", compile=False)
+    built = paper.build_paper(paper_copy / "results", tmp_path / "gen", compile=False, paper_dir=paper_copy)
     numbers = (tmp_path / "gen" / "numbers.tex").read_text()
     assert "\\HaveWelfarefalse" in numbers
     assert "\\newcommand{\\WelfareMissing}{no welfare/runs.csv in the results}" in numbers
@@ -144,6 +140,7 @@ def test_without_latexmk_the_pdf_is_not_built_and_that_is_said(
     paper_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No latexmk on the PATH: no PDF, and the message names what is missing."""
+    (paper_copy / "paper.pdf").unlink()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     pdf, message = paper.compile_pdf(paper_copy)
     assert pdf is None and "latexmk is not installed" in message
@@ -200,25 +197,3 @@ def test_welfare_without_the_exact_references_is_said_not_guessed() -> None:
     runs = _welfare_runs([5.0])
     with pytest.raises(paper.ResultsUnusableError, match="no milp rows"):
         welfare.paper_section(paper.Results("welfare", runs[runs["method"] != "milp"], {}, 0))
-
-
-def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
-    """A baseline that stalls jobs is not the 'cheapest' even if its IO bill is lower."""
-    point = {"trace_jobs": 10, "price_ratio": 1e-3, "cache_gb": 500.0, "skew": 1.0, "warmup": True}
-    rows = [
-        {
-            **point,
-            "bandwidth_gbps": None,
-            "policy": p,
-            "jobs": 10,
-            "io_cost_usd": c,
-            "total_cost_usd": c,
-            "mean_jct_h": 1.0,
-            "stall_h": st,
-        }
-        for p, c, st in (("cba", 80.0, 0.0), ("io-only", 100.0, 0.0), ("quiver", 10.0, 5.0))
-    ]
-    pts = io_cost.compared_points(pd.DataFrame(rows))
-    assert pts.loc[0, "best"] == "io-only"
-    assert pts.loc[0, "saving"] == pytest.approx(0.2)
-    assert not pts.loc[0, "quiver_fed"]

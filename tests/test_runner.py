@@ -23,6 +23,7 @@ from hostile import one_line_naming, run_cli
 
 from cbalab.experiments import runner
 from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
+from cbalab.models.files import sha256_file
 
 
 def _sweep(out: Path, **kw: object) -> runner.Sweep:
@@ -378,3 +379,20 @@ def test_regression_issue23_experiment_out_at_a_file_or_a_read_only_folder_is_ex
     for target in targets:
         code, out, err = run_cli(capsys, "experiment", "sensitivity", "--quick", "--out", str(target))
         assert code == 2 and out == "" and one_line_naming(err, "--out"), (target, err)
+def test_run_all_runs_every_experiment_into_one_folder(tmp_path: Path, monkeypatch) -> None:
+    """``cbalab experiment all`` (runner.run_all): each experiment of the registry writes its runs.csv and
+    meta.json under one --out, a failed run makes the exit status 1 without stopping the others, and
+    meta.json names the commit that computed the rows and the sha256 of runs.csv."""
+    monkeypatch.setattr(runner, "EXPERIMENTS", {"toy": "toy_experiment", "toy2": "toy_experiment"})
+    lines: list[str] = []
+    assert runner.run_all(tmp_path, quick=True, echo=lines.append) == 0
+    for name in ("toy", "toy2"):
+        meta = json.loads((tmp_path / name / "meta.json").read_text())
+        assert meta["runs_sha256"] == sha256_file(tmp_path / name / "runs.csv")
+        assert meta["rows_commits"] == ([meta["git"]] if meta["git"] else [])
+    assert [line.split(":")[0] for line in lines] == ["toy", "toy2"]
+    monkeypatch.setenv("CBALAB_TOY_FAIL", "1")
+    assert runner.run_all(tmp_path / "again", quick=True, echo=lines.append) == 1
+    assert (tmp_path / "again" / "toy2" / "runs.csv").exists()
+    with pytest.raises(runner.ExperimentError, match="--workers"):
+        runner.run_all(tmp_path, workers=0)

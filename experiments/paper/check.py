@@ -3,34 +3,63 @@
 Figures are compared by their data, not their bytes: matplotlib's PDF and PNG bytes depend on its version
 and on FreeType, which a fresh clone's pip may resolve differently, so the check compares every text file
 (``.tex``, ``.csv``, ``claims.md``) byte for byte, and for a figure its data file and that its PDF and PNG
-exist.
+exist.  What else it verifies, so that the paper cannot drift from its results unnoticed:
+
+* every runs.csv against the sha256 that numbers.tex stores (a changed row, quoted or not, is found) and
+  against the one its meta.json recorded when the runner wrote it;
+* the abstract, the introduction and the evaluation for numbers typed by hand (experiments/paper/lint.py),
+  and that the numbers of a claim of the seed paper appear only in the sentence generated for it
+  (``\\Claim<key>Text``, with its verdict and conditions);
+* that paper.pdf embeds the hash of its current inputs (build.inputs_sha256): a PDF not rebuilt is stale;
+* which experiments' rows predate the last change to algorithms/, models/ or their own runs module
+  (:func:`stale_results`): reported always, a problem under ``strict``.
 """
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from cbalab.experiments.paper.build import build_paper, prefixes
-from cbalab.experiments.paper.lint import hand_typed_numbers, undefined_macros
+from cbalab.experiments.paper.build import (
+    INPUTS_TEX,
+    PDF_INPUTS,
+    build_paper,
+    experiments,
+    inputs_sha256,
+    inputs_tex,
+    prefixes,
+)
+from cbalab.experiments.paper.claims import measure_claims
+from cbalab.experiments.paper.lint import claim_numbers_outside_sentences, hand_typed_numbers, undefined_macros
+from cbalab.experiments.paper.section import rows_commits
+from cbalab.experiments.runner import read_meta
+from cbalab.models.files import sha256_file
+
+#: The folders whose change makes every experiment's rows stale (beside the experiment's own runs module).
+CODE = ("algorithms", "models")
 
 
-def check_paper(paper_dir: Path, results_dir: Path | None = None) -> list[str]:
+def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool = False) -> list[str]:
     """``cbalab paper --check``: every way the committed paper differs from what its results generate.
 
     Regenerates into a temporary folder and compares with ``paper_dir/generated`` (text files byte for
-    byte; a figure by its data file, and that its PDF and PNG exist) and ``paper_dir/claims.md``; then
-    looks for hand-typed numbers in the evaluation (:func:`hand_typed_numbers`) and undefined number macros.
+    byte; a figure by its data file, and that its PDF and PNG exist) and ``paper_dir/claims.md``; checks
+    each runs.csv against its meta.json's sha256; looks for hand-typed numbers (:func:`hand_typed_numbers`),
+    claim numbers outside their generated sentences and undefined number macros; compares the inputs' hash
+    that paper.pdf embeds with the current one.  With ``strict``, results older than the code that computes
+    them (:func:`stale_results`) are problems too.
     """
     paper_dir = Path(paper_dir)
     results_dir = Path(results_dir) if results_dir is not None else paper_dir / "results"
     problems = []
     committed = paper_dir / "generated"
     with tempfile.TemporaryDirectory() as tmp:
-        built = build_paper(results_dir, Path(tmp) / "generated", compile=False, claims_path=Path(tmp) / "claims.md")
-        fresh = {p.name: p for p in (Path(tmp) / "generated").iterdir()}
-        old = {p.name: p for p in committed.iterdir()} if committed.is_dir() else {}
+        gen, claims_md = Path(tmp) / "generated", Path(tmp) / "claims.md"
+        built = build_paper(results_dir, gen, compile=False, claims_path=claims_md, paper_dir=paper_dir)
+        fresh = {p.name: p for p in (Path(tmp) / "generated").iterdir() if p.name != INPUTS_TEX}
+        old = {p.name: p for p in committed.iterdir() if p.name != INPUTS_TEX} if committed.is_dir() else {}
         for name in sorted(set(fresh) | set(old)):
             if name not in old:
                 problems.append(f"generated/{name}: missing from the committed paper (run `cbalab paper`)")
@@ -42,23 +71,106 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None) -> list[str]:
         if not claims.exists() or claims.read_text() != built.claims:
             problems.append("claims.md: out of step with the results (run `cbalab paper`)")
         numbers = (Path(tmp) / "generated" / "numbers.tex").read_text()
+    problems += recorded_hashes(results_dir)
     tex_path = paper_dir / "paper.tex"
     if not tex_path.exists():
         return [*problems, f"{tex_path}: missing"]
     tex = tex_path.read_text()
     problems += [f"paper.tex {p}" for p in hand_typed_numbers(tex)]
     problems += undefined_macros(tex, numbers, prefixes(), built.missing)
+    headline = [m for m in measure_claims(built.sections, built.missing) if m.claim.headline]
+    problems += claim_numbers_outside_sentences(tex, headline)
+    problems += pdf_in_step(paper_dir)
+    if strict:
+        problems += [f"stale: {line}" for line in stale_results(paper_dir, results_dir)]
     return problems
 
 
-def main_paper(paper: str, results: str | None, check: bool, echo: Callable[[str], None] = print) -> int:
-    """What ``cbalab paper`` does; returns the exit status (0 ok, 1 the check found differences)."""
+def recorded_hashes(results_dir: Path) -> list[str]:
+    """Each runs.csv whose sha256 differs from the one its meta.json recorded (``runs_sha256``), if it did."""
+    out = []
+    for name in experiments():
+        csv, meta = results_dir / name / "runs.csv", read_meta(results_dir / name / "meta.json")
+        recorded = (meta or {}).get("runs_sha256")
+        if recorded and csv.is_file() and sha256_file(csv) != recorded:
+            out.append(f"{name}/runs.csv: its sha256 is not the one meta.json recorded (edited after the run?)")
+    return out
+
+
+def pdf_in_step(paper_dir: Path) -> list[str]:
+    """Whether generated/inputs.tex and paper.pdf carry the hash of the paper's current inputs."""
+    digest = inputs_sha256(paper_dir)
+    inputs = paper_dir / "generated" / INPUTS_TEX
+    out = []
+    if not inputs.is_file() or inputs.read_text() != inputs_tex(digest):
+        out.append(f"generated/{INPUTS_TEX}: not the hash of the current inputs (run `cbalab paper`)")
+    pdf = paper_dir / "paper.pdf"
+    if not pdf.is_file():
+        return [*out, "paper.pdf: missing (run `cbalab paper` with latexmk installed)"]
+    found = PDF_INPUTS.findall(pdf.read_bytes())
+    if not found:
+        out.append("paper.pdf: embeds no inputs hash; it predates this check (run `cbalab paper`)")
+    elif found[-1].decode() != digest:
+        out.append("paper.pdf: built from other inputs than paper.tex and generated/ (run `cbalab paper`)")
+    return out
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+
+
+def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
+    """The experiments whose rows predate the last commit that changed algorithms/, models/ or their own runs
+    module (git log), with why; rows computed in a work tree with uncommitted changes count as stale.
+
+    A row's commit is that of the runner sessions that computed rows (meta.json ``sessions`` with
+    ``done`` > 0; :func:`rows_commits`).  Outside a git checkout nothing can be told, and the list says so.
+    """
+    try:
+        top = _git(paper_dir, "rev-parse", "--show-toplevel")
+    except (OSError, subprocess.SubprocessError):
+        return ["cannot tell: git is not available"]
+    if top.returncode != 0:
+        return ["cannot tell: the paper is not in a git checkout"]
+    root = Path(top.stdout.strip())
+    out = []
+    for name, module in experiments().items():
+        meta = read_meta(results_dir / name / "meta.json")
+        if meta is None:
+            continue
+        own = Path(str(module.__file__)).resolve()
+        paths = [*(str(root / c) for c in CODE), str(own)]
+        last = _git(root, "log", "-1", "--format=%H", "--", *paths).stdout.strip()
+        commits = rows_commits(meta)
+        if not commits:
+            out.append(f"{name}: meta.json names no commit that computed its rows")
+            continue
+        for commit, dirty in commits:
+            if dirty:
+                out.append(f"{name}: rows computed at {commit[:8]} with uncommitted changes")
+            elif _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+                out.append(f"{name}: rows computed at {commit[:8]}, which this checkout lacks (a shallow clone?)")
+            elif last and _git(root, "merge-base", "--is-ancestor", last, commit).returncode != 0:
+                out.append(f"{name}: rows computed at {commit[:8]}, before {last[:8]} changed its code")
+    return out
+
+
+def main_paper(
+    paper: str, results: str | None, check: bool, echo: Callable[[str], None] = print, strict: bool = False
+) -> int:
+    """What ``cbalab paper`` does; returns the exit status (0 ok, 1 the check found differences).
+
+    ``check`` lists the stale results too; ``strict`` makes them problems (exit 1).
+    """
     paper_dir = Path(paper)
     results_dir = Path(results) if results else paper_dir / "results"
     if check:
-        problems = check_paper(paper_dir, results_dir)
+        problems = check_paper(paper_dir, results_dir, strict=strict)
         for p in problems:
             echo(p)
+        if not strict:
+            for line in stale_results(paper_dir, results_dir):
+                echo(f"note (a problem under --strict): stale: {line}")
         echo(f"paper --check: {len(problems)} problem(s)" if problems else "paper --check: in step with the results")
         return 1 if problems else 0
     built = build_paper(results_dir, paper_dir / "generated", compile=True, claims_path=paper_dir / "claims.md")

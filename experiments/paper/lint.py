@@ -8,6 +8,8 @@ experiment whose results exist that numbers.tex does not define (:func:`undefine
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 #: Commands whose arguments are references, labels, paths or lengths, not quoted numbers.
 EXEMPT = (
@@ -32,34 +34,67 @@ _EXEMPT = re.compile(r"\\(?:" + "|".join(EXEMPT) + r")\*?(?:\s*\[[^\]]*\])*(?:\s
 _OPTIONAL = re.compile(r"(\\[A-Za-z]+\*?|\\\\)\s*\[[^\]]*\]")
 _COMMENT = re.compile(r"(?<!\\)%.*")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_])\d[\d.,]*")
-#: Where the checked text starts and ends in paper.tex.
-EVAL_START, EVAL_END = "\\section{Evaluation}", "\\appendix"
+#: Where the checked text starts and ends in paper.tex: the abstract, the introduction, and the evaluation
+#: with the "what reproduces" section.
+REGIONS = (
+    ("\\begin{abstract}", "\\end{abstract}"),
+    ("\\section{Introduction}", "\\section{"),
+    ("\\section{Evaluation}", "\\appendix"),
+)
+
+
+def _region(tex: str, first: str, last: str) -> tuple[int, int] | None:
+    """Where the text from the line starting ``first`` to the next line starting ``last`` is in ``tex``."""
+    a = re.search("^" + re.escape(first), tex, flags=re.M)
+    if a is None:
+        return None
+    b = re.compile("^" + re.escape(last), flags=re.M).search(tex, a.end())
+    return (a.start(), b.start()) if b else None
 
 
 def hand_typed_numbers(tex: str) -> list[str]:
-    """The numbers typed by hand in the evaluation of ``tex`` ("line N: text"), empty when there is none.
+    """The numbers typed by hand in the checked text of ``tex`` ("line N: text"), empty when there is none.
 
-    The evaluation is the text from the line that starts ``\\section{Evaluation}`` to the line that starts
-    ``\\appendix`` (the evaluation and the
-    "what reproduces" sections).  In it, after removing comments, the arguments of :data:`EXEMPT`
-    (references, labels, citations, file inputs, lengths) and the optional arguments of every command
-    (placement, widths), a number is a digit that does not continue a word: ``P1``, ``K80`` or ``c_1`` are
-    names, ``20.5``, ``3`` or ``10^{-6}`` are numbers and must be macros of numbers.tex.
+    The checked text is each region of :data:`REGIONS`: the abstract, the introduction (up to the next
+    section) and the evaluation (from the line that starts ``\\section{Evaluation}`` to the line that starts
+    ``\\appendix``: the evaluation and the "what reproduces" sections).  In it, after removing comments, the
+    arguments of :data:`EXEMPT` (references, labels, citations, file inputs, lengths) and the optional arguments
+    of every command (placement, widths), a number is a digit that does not continue a word: ``P1``, ``K80`` or
+    ``c_1`` are names, ``20.5``, ``3`` or ``10^{-6}`` are numbers and must be macros of numbers.tex.
     """
-    first = re.search("^" + re.escape(EVAL_START), tex, flags=re.M)
-    last = re.search("^" + re.escape(EVAL_END), tex, flags=re.M)
-    start, end = (first.start() if first else -1), (last.start() if last else -1)
-    if start < 0 or end < start:
-        return [f"paper.tex: the evaluation must run from {EVAL_START} to {EVAL_END}"]
-    first_line = tex.count("\n", 0, start) + 1
     found = []
-    for offset, line in enumerate(tex[start:end].split("\n")):
-        text = _COMMENT.sub("", line)
-        text = _EXEMPT.sub(" ", text)
-        text = _OPTIONAL.sub(r"\1", text)
-        for m in _NUMBER.finditer(text):
-            found.append(f"line {first_line + offset}: hand-typed number {m.group(0)!r} in: {line.strip()[:90]}")
+    for first, last in REGIONS:
+        span = _region(tex, first, last)
+        if span is None:
+            found.append(f"paper.tex: the text must have a part from {first} to {last}")
+            continue
+        start, end = span
+        first_line = tex.count("\n", 0, start) + 1
+        for offset, line in enumerate(tex[start:end].split("\n")):
+            text = _COMMENT.sub("", line)
+            text = _EXEMPT.sub(" ", text)
+            text = _OPTIONAL.sub(r"\1", text)
+            for m in _NUMBER.finditer(text):
+                found.append(f"line {first_line + offset}: hand-typed number {m.group(0)!r} in: {line.strip()[:90]}")
     return found
+
+
+def claim_numbers_outside_sentences(tex: str, measured: Iterable[Any]) -> list[str]:
+    """The macros of a claim's numbers that paper.tex uses outside the claim's generated sentence.
+
+    ``measured`` are the claims as measured (claims.py ``Measured``: the macros its rule read, in ``numbers``).
+    A number a claim is judged by may be stated only by ``\\Claim<key>Text``, generated from the claims table
+    with its conditions, so that no macro can be swapped into a sentence that says something else.
+    """
+    used = set(re.findall(r"\\([A-Za-z]+)", _COMMENT.sub("", tex)))
+    out = []
+    for m in measured:
+        for macro in sorted(m.numbers & used):
+            out.append(
+                f"paper.tex uses \\{macro}, a number of the claim {m.claim.key}: "
+                f"state it through \\Claim{m.claim.key}Text"
+            )
+    return out
 
 
 def undefined_macros(tex: str, numbers: str, prefixes: dict[str, str], missing: dict[str, str]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 
 from cbalab.experiments.methods import FAITHFUL
@@ -21,10 +22,19 @@ def pairings(wide: pd.DataFrame, keys: Iterable[str], baselines: list) -> pd.Dat
     """One row per (setting, baseline) of ``wide`` (a row per setting, a welfare column per method).
 
     Columns: the setting's ``keys``, ``method``, the baseline's welfare ``base``, AutoCBA's ``auto`` and
-    ``scheduler`` (the method's name before ``[``).
+    ``scheduler`` (the method's name before ``[``).  A setting in which a baseline was not run (an empty
+    cell of ``wide``) gives no row: the long form is built explicitly, row-major (setting, then baseline),
+    because ``DataFrame.stack`` keeps empty cells as NaN in pandas 3 and drops them in pandas 2, which
+    would make the pairing counts depend on the installed pandas.
     """
-    long = wide[baselines].rename_axis(columns="method").stack().rename("base").reset_index()
-    long = long.merge(wide["autocba"].rename("auto").reset_index(), on=list(keys))
+    keys = list(keys)
+    values = wide[baselines].to_numpy(dtype=float)
+    rows, cols = values.shape
+    long = wide.index.to_frame(index=False).iloc[np.repeat(np.arange(rows), cols)].reset_index(drop=True)
+    long["method"] = np.tile(np.asarray(baselines, dtype=object), rows)
+    long["base"] = values.ravel()
+    long = long[~np.isnan(long["base"].to_numpy())].reset_index(drop=True)
+    long = long.merge(wide["autocba"].rename("auto").reset_index(), on=keys)
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
     return long
 

@@ -27,6 +27,9 @@ ZERO_GAP = 1e-6
 #: A baseline whose welfare is at most this fraction of AutoCBA's on the same instance is "starved": its
 #: ratio (up to 1e17 in a sweep, a float's rounding of zero) means nothing, so it is counted apart, not averaged.
 STARVED = 1e-6
+#: How a finding whose points share no factor level is described (experiments/runs/io_cost.py ``conditions``);
+#: the claims' rules read it as "partly".
+SCATTERED = "at scattered points"
 
 
 class ResultsUnusableError(Exception):
@@ -119,8 +122,29 @@ def provenance(s: Section, res: Results) -> None:
     sessions = res.meta.get("sessions") or []
     wall = sum(float(x.get("wall_seconds") or 0.0) for x in sessions) if sessions else res.meta.get("wall_seconds")
     s.number("WallMin", wall or math.nan, fixed(wall / 60.0, 1) if wall else "?")
-    commit = (res.meta.get("git") or {}).get("commit") or "unknown"
-    s.word("Commit", commit[:8])
+    commits = [c[:8] + ("+" if dirty else "") for c, dirty in rows_commits(res.meta)]
+    s.word("Commit", ", ".join(commits) or "unknown")
+
+
+def rows_commits(meta: dict) -> list[tuple[str, bool]]:
+    """The commits (and whether their work tree had changes) that computed an experiment's rows, oldest first.
+
+    They are those of the runner sessions of meta.json that did runs (``done`` > 0), not of a last session that
+    only resumed (``done`` 0) or redrew the figures; a meta.json without sessions names its own ``git``.  The
+    runner records this list as ``rows_commits``; older meta.json files are read from their sessions.
+    """
+    recorded = meta.get("rows_commits")
+    if isinstance(recorded, list):
+        return [(str(x.get("commit", "")), bool(x.get("dirty"))) for x in recorded if isinstance(x, dict)]
+    sessions = [x for x in meta.get("sessions") or [] if (x.get("done") or 0) > 0 and x.get("git")]
+    if not sessions and meta.get("git"):
+        sessions = [{"git": meta["git"]}]
+    out: list[tuple[str, bool]] = []
+    for x in sessions:
+        item = (str(x["git"].get("commit", "")), bool(x["git"].get("dirty")))
+        if item[0] and item not in out:
+            out.append(item)
+    return out
 
 
 def as_bool(series: pd.Series) -> pd.Series:

@@ -65,6 +65,14 @@ def integer(x: float) -> str:
     return f"{round(float(x)):,}"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` things in words, singular or plural as the count asks: ``1 instance``, ``3 instances``,
+    ``no instance``."""
+    if n == 0:
+        return f"no {noun}"
+    return f"{integer(n)} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def booktabs(columns: list[str], rows: list[list[str]], align: str, caption_note: str = "") -> str:
     """A booktabs tabular (cells already LaTeX), small font, for ``\\input`` inside a table environment."""
     lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule", " & ".join(columns) + " \\\\", "\\midrule"]

@@ -243,7 +243,9 @@ def paper_section(res: Results) -> Section:
     long["policy"] = long["policy"].str.removeprefix("ratio_")
     if long.empty:
         raise ResultsUnusableError("dynamic has no finite ratio (P3 gave no positive bound)")
-    s.number("Windows", len(rows_), integer(len(rows_)))
+    windows = int(rows_["window"].nunique()) if "window" in rows_ else len(rows_)
+    s.number("Windows", windows, integer(windows))
+    s.number("Cases", len(rows_), integer(len(rows_)))
     s.number("WindowJobs", int(rows_["jobs"].max()), integer(int(rows_["jobs"].max())))
     factors = sorted(rows_["io_price_factor"].unique())
     s.number("PriceFactors", len(factors), integer(len(factors)))

@@ -1,29 +1,43 @@
-"""io-cost: how much IO cost does CBA save on the Philly trace against every cache baseline?
+"""io-cost: how much IO cost does CBA save on the Philly trace against the cheapest cache baseline?
 
 Every run replays the Philly trace (the shipped copy, cbalab.experiments.data)
 under one cost policy (experiments/simulate.py: FIFO on G GPUs, the policy
-re-run at every job start and departure, cache warm-up or instant caches) and
-records the IO cost (cache + remote bandwidth, $ over the replay), the total
-cost (GPUs too), the mean and p99 job completion time and the stall time.
+re-run at every job start and departure, cache warm-up on) and records the IO
+cost (cache + remote bandwidth, $ over the replay), the total cost (GPUs too),
+the mean and p99 job completion time and the stall time.
 
-Sweeps, one factor at a time around a base point (price ratio p_c/p_b =
-0.0004/0.9 $/GB-h per $/(GB/s)-h, cache C = 500 GB, Zipf skew 1, warm-up on,
-no bandwidth cap):
+The design is pre-registered and factorial (issue 24), not one factor at a
+time: the factors and their levels are :data:`PRICE_RATIOS` (p_c/p_b, with
+p_b = 0.9 $/(GB/s)-h), :data:`DATASET_COUNTS` (how many datasets the jobs
+read: the 12 public ones, or 2 or 4 copies of each), :data:`SKEWS` (Zipf
+popularity of the datasets), :data:`CACHES` (C in GB) and :data:`CAPS` (the
+bandwidth cap B: none, or one binding cap, 1 GB/s, under which io-only and
+coordl stall jobs at C = 500 GB).  The full factorial is 4 x 3 x 4 x 3 x 2 =
+288 points; with 3 seeds and 6 policies, 5,184 replays of 20,000 jobs.  One
+point (one replicate, every policy) was measured at 35 to 55 s on the
+project's 2-core machine under load (p_c/p_b = 2e-3: 48 datasets at skew
+1.5, 35 s; 12 datasets at skew 2, 46 s; 12 datasets under the cap, 55 s), so
+the full factorial would take about 11 h on one core.  The grid run
+instead (:func:`grid`) is a documented fraction of it, 84 points:
 
-* the price ratio p_c/p_b from 1e-6 /s (caching nearly free: the cache fills)
-  to 10 /s (caching worthless: no dataset's IO density ρ_k = R_k/d_k, at most
-  about 7 /s on this trace, passes Theorem 1's threshold), with warm-up on and
-  off; p_b stays 0.9 $/(GB/s)-h and p_c = ratio × p_b;
-* the cache capacity C; the dataset-popularity skew; a bandwidth cap B (the
-  only setting where JCT and stall time differ between policies: uncapped,
-  every policy feeds every job, and JCTs are the trace's own).
+* **core**: price x datasets x skew at full resolution (4 x 3 x 4 = 48
+  points), C = 500 GB, no cap: the interaction the issue asks for;
+* **cache**: C = 250 and 2000 GB for every price x datasets, skew 1 (24);
+* **cap**: B = 1 GB/s for every price x datasets, C = 500 GB, skew 1 (12).
 
-Every policy of a point replays the same workload: one model and dataset
-assignment per skew, drawn with a seed derived from the sweep seed (common
-random numbers, so differences are the policies', not the draw's).  The
-full size replays the first 20,000 jobs of the trace (the whole trace takes
-about 12 s per replay alone and 222 replays; 20,000 jobs keep the sweep
-near a quarter of an hour on one busy core), plus every policy on the whole trace at the base point.
+With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
+assignment, derived from the sweep seed, the replicate and the skew and
+dataset count: common random numbers across the policies, prices, caches and
+caps of one replicate) that is 1,512 replays, about 3.2 h on one core at the measured mean of 45 s
+per point and replicate, or about 1.6 h with ``--workers 2`` on 2 free cores (the
+Dask runner spreads it further).  ``--quick`` replays 200 jobs at 12 points
+(2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap, which
+binds at that size) with 2 replicates: 144 replays, 18 s.
+
+The verdicts on the seed paper's 20.5% are computed from this grid by the
+rules of experiments/paper/claims.py; the per-point summary (:func:`summary`)
+is the mean and min-max over the replicates of CBA's saving against the
+cheapest baseline that feeds every job in that replicate.
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ import pandas as pd
 from cbalab.experiments.methods import CACHE_POLICIES
 from cbalab.experiments.paper.section import (
     PAPER_IO_SAVING,
+    SCATTERED,
     ZERO_GAP,
     Results,
     ResultsUnusableError,
@@ -48,7 +63,7 @@ from cbalab.experiments.paper.section import (
     provenance,
 )
 from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sci, tex_escape
-from cbalab.experiments.plotting import figure, paper_figure, save, style
+from cbalab.experiments.plotting import figure, paper_figure, save
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import Workload
 
@@ -58,55 +73,88 @@ PREFIX = "IoCost"
 
 #: The cost policies replayed (CBA first; the rest are the cache baselines of algorithms/baselines).
 POLICIES = CACHE_POLICIES
-#: p_b in $/(GB/s)-h (experiments.workload.DEFAULT_PRICES) and the base price ratio p_c/p_b.
+#: p_b in $/(GB/s)-h (experiments.workload.DEFAULT_PRICES); p_c = ratio x p_b.
 PRICE_BANDWIDTH = 0.9
-BASE_RATIO = 0.0004 / 0.9
-BASE = {"cache_gb": 500.0, "skew": 1.0, "warmup": True, "bandwidth_gbps": None, "price_ratio": BASE_RATIO}
-PHILLY_JOBS = 82_247
+#: The factor levels of the pre-registered design (module docstring).
+PRICE_RATIOS = (0.0004 / 0.9, 1e-3, 2e-3, 4e-3)
+DATASET_COUNTS = (12, 24, 48)
+SKEWS = (0.0, 1.0, 1.5, 2.0)
+CACHES = (250.0, 500.0, 2000.0)
+BINDING_CAP = 1.0
+#: The cap of ``--quick`` (200 jobs need far less bandwidth than 20,000: 1 GB/s would not bind).
+QUICK_CAP = 0.05
+CAPS: tuple[float | None, ...] = (None, BINDING_CAP)
+#: The level of C, skew and B at which the other arms hold them (the core arm's C and B, the side arms' skew).
+CENTRE = {"cache_gb": 500.0, "skew": 1.0, "bandwidth_gbps": None}
+#: Replicates per point (each a different job -> model/dataset assignment) and jobs replayed.
+SEEDS = 3
+TRACE_JOBS = 20_000
+#: The factors of a grid point, and the columns that identify a point (the replicate and its seed aside).
+FACTORS = ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps")
+POINT = ("trace_jobs", *FACTORS, "warmup")
+
+
+def design(quick: bool) -> list[dict]:
+    """The grid points (without policy and replicate): the core, cache and cap arms of the module docstring."""
+    prices: tuple[float, ...] = (PRICE_RATIOS[0], PRICE_RATIOS[2]) if quick else PRICE_RATIOS
+    counts: tuple[int, ...] = (12, 48) if quick else DATASET_COUNTS
+    skews: tuple[float, ...] = (1.5,) if quick else SKEWS
+    other_caches = tuple(c for c in CACHES if c != CENTRE["cache_gb"] and (not quick or c == max(CACHES)))
+    cap = QUICK_CAP if quick else BINDING_CAP
+    points = [{**CENTRE, "price_ratio": r, "n_datasets": n, "skew": k} for r in prices for n in counts for k in skews]
+    points += [
+        {**CENTRE, "price_ratio": r, "n_datasets": n, "cache_gb": c}
+        for r in prices
+        for n in counts
+        for c in other_caches
+    ]
+    points += [{**CENTRE, "price_ratio": r, "n_datasets": n, "bandwidth_gbps": cap} for r in prices for n in counts]
+    return points
 
 
 def grid(quick: bool, seed: int) -> list[dict]:
-    """The runs: price sweep (warm-up on and off), cache, skew and bandwidth-cap sweeps, every policy at each."""
-    ratios: tuple[float, ...]
-    caches: tuple[float, ...]
-    skews: tuple[float, ...]
-    caps: tuple[float, ...]
-    if quick:
-        jobs, ratios, caches, skews, caps, whole = 200, (1e-5, 1.0), (100.0,), (0.0,), (0.05,), False
-    else:
-        ratios = (1e-6, 1e-5, 1e-4, 2e-4, BASE_RATIO, 1e-3, 2e-3, 4e-3, 1e-2, 1e-1, 1.0, 10.0)
-        jobs, whole = 20_000, True
-        caches, skews, caps = (100.0, 250.0, 1000.0, 2000.0), (0.0, 0.5, 1.5, 2.0), (2.0, 1.0, 0.5, 0.1)
-    points = [{**BASE, "price_ratio": r, "warmup": w} for r in ratios for w in ((True,) if quick else (True, False))]
-    points += [{**BASE, "cache_gb": c} for c in caches]
-    points += [{**BASE, "skew": s} for s in skews]
-    points += [{**BASE, "bandwidth_gbps": b} for b in caps]
-    points = [{"trace_jobs": jobs, **p} for p in points]
-    if whole:
-        points.append({"trace_jobs": PHILLY_JOBS, **BASE})
+    """Every policy at every point of :func:`design` for each replicate (2 in ``--quick``, :data:`SEEDS` else).
+
+    Runs are ordered replicate, dataset count, skew outermost, so that the workload cache of a worker is hit.
+    """
+    jobs, seeds = (200, 2) if quick else (TRACE_JOBS, SEEDS)
     runs = []
-    for p in points:
-        for policy in POLICIES:
-            runs.append({"policy": policy, **p, "seed": derive_seed(seed, "assign", p["skew"])})
+    points = sorted(design(quick), key=lambda p: (p["n_datasets"], p["skew"]))
+    for replicate in range(seeds):
+        for p in points:
+            assignment = derive_seed(seed, "assign", replicate, p["skew"], p["n_datasets"])
+            for policy in POLICIES:
+                runs.append(
+                    {
+                        "policy": policy,
+                        "trace_jobs": jobs,
+                        **p,
+                        "warmup": True,
+                        "replicate": replicate,
+                        "seed": assignment,
+                    }
+                )
     return runs
 
 
 @functools.lru_cache(maxsize=4)
-def _workload(trace_jobs: int, skew: float, seed: int) -> Workload:
+def _workload(trace_jobs: int, skew: float, n_datasets: int, seed: int) -> Workload:
     """The first ``trace_jobs`` jobs of the shipped Philly trace with models and datasets assigned (cached)."""
     from cbalab.experiments.data import data_path
     from cbalab.experiments.workload import assign, load_trace
 
     trace = load_trace(data_path("philly")).iloc[:trace_jobs].reset_index(drop=True)
     trace.attrs["source"] = f"philly (first {trace_jobs} jobs)"
-    return assign(trace, seed, skew=skew)
+    return assign(trace, seed, skew=skew, n_datasets=n_datasets)
 
 
 def run_one(params: dict) -> dict:
-    """Replay the trace under one policy at one sweep point; the summary's costs, JCTs and stall time."""
+    """Replay the trace under one policy at one grid point and replicate; the summary's costs, JCTs and stall."""
     from cbalab.experiments.simulate import SimConfig, simulate
 
-    workload = _workload(int(params["trace_jobs"]), float(params["skew"]), int(params["seed"]))
+    workload = _workload(
+        int(params["trace_jobs"]), float(params["skew"]), int(params["n_datasets"]), int(params["seed"])
+    )
     cap = params["bandwidth_gbps"]
     cfg = SimConfig(
         policy=params["policy"],
@@ -140,160 +188,35 @@ def run_one(params: dict) -> dict:
     }
 
 
-#: The columns that identify a sweep point (everything but the policy and the result).
-POINT = ("trace_jobs", "price_ratio", "cache_gb", "skew", "warmup", "bandwidth_gbps")
-
-
-def _points(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per sweep point with CBA's IO cost and every baseline's, and the best baseline."""
-    frame = runs.assign(bandwidth_gbps=runs["bandwidth_gbps"].fillna(math.inf))
-    wide = frame.pivot_table(index=list(POINT), columns="policy", values="io_cost_usd", aggfunc="first")
-    wide = wide.dropna(subset=["cba"])
-    rivals = [p for p in POLICIES if p != "cba" and p in wide]
-    out = wide.reset_index()
-    out["best_competitor"] = wide[rivals].idxmin(axis=1).to_numpy()
-    out["best_competitor_io_cost_usd"] = wide[rivals].min(axis=1).to_numpy()
-    out["saving_vs_best"] = 1.0 - wide["cba"].to_numpy() / out["best_competitor_io_cost_usd"]
-    return out.rename(columns={p: f"{p}_io_cost_usd" for p in POLICIES})
-
-
-def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """``best_competitor``: per point, the cheapest baseline and CBA's saving over it.
-
-    ``headline``: per baseline, the largest and smallest saving of CBA over the
-    sweep and where the largest happens, and at how many points the saving
-    reaches the paper's 20.5%.
-    """
-    pts = _points(runs)
-    rows = []
-    for rival in (p for p in POLICIES if p != "cba"):
-        col = f"{rival}_io_cost_usd"
-        if col not in pts:
-            continue
-        saving = 1.0 - pts["cba_io_cost_usd"] / pts[col]
-        i = int(saving.idxmax())
-        rows.append(
-            {
-                "competitor": rival,
-                "max_saving": float(saving.max()),
-                "min_saving": float(saving.min()),
-                "points": len(pts),
-                "points_at_or_above_20_5pct": int((saving >= PAPER_IO_SAVING).sum()),
-                "times_best_competitor": int((pts["best_competitor"] == rival).sum()),
-                **{f"at_{c}": pts.loc[i, c] for c in POINT},
-            }
-        )
-    headline = pd.DataFrame(rows)
-    best = pts[[*POINT, "best_competitor", "best_competitor_io_cost_usd", "cba_io_cost_usd", "saving_vs_best"]]
-    best = best.assign(reaches_paper_20_5pct=best["saving_vs_best"] >= PAPER_IO_SAVING)
-    best.columns.name = None
-    return {"headline": headline, "best_competitor": best}
-
-
-def _base(frame: pd.DataFrame, free: str, **fixed: object) -> pd.DataFrame:
-    """Rows at the base point except for ``free`` (and the ``fixed`` overrides)."""
-    want = {**BASE, **fixed}
-    mask = pd.Series(True, index=frame.index)
-    for col, value in want.items():
-        if col == free:
-            continue
-        if value is None:
-            mask &= frame[col].isna() | np.isinf(frame[col].astype(float))
-        elif isinstance(value, float):
-            mask &= np.isclose(frame[col].astype(float), value)
-        else:
-            mask &= frame[col] == value
-    return frame[mask]
-
-
-def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
-    """io_cost_price (IO cost and CBA's saving vs the price ratio) and io_cost_sweeps (cache, skew, bandwidth cap)."""
-    if runs.empty:
-        return []
-    jobs = int(runs["trace_jobs"].min())
-    runs = runs[runs["trace_jobs"] == jobs]
-    paths: list[Path] = []
-    fig, ax = figure(2, 1, width=4.6, height=3.4)
-    for warm, dash in ((True, "-"), (False, ":")):
-        part = _base(runs, "price_ratio", warmup=warm)
-        for policy in POLICIES:
-            g = part[part["policy"] == policy].sort_values("price_ratio")
-            label = policy if warm else None
-            ax[0, 0].plot(g["price_ratio"], g["io_cost_usd"], dash, label=label, ms=4, **style(policy))
-    ax[0, 0].set(xscale="log", yscale="log", xlabel="price ratio p_c/p_b (1/s)", ylabel="IO cost over the replay ($)")
-    ax[0, 0].set_title(f"Philly, first {jobs:,} jobs (solid: warm-up, dotted: instant)", fontsize=8)
-    ax[0, 0].legend(fontsize=7)
-    pts = _points(runs)
-    for warm, dash in ((True, "-"), (False, ":")):
-        g = _base(pts, "price_ratio", warmup=warm).sort_values("price_ratio")
-        ax[0, 1].plot(
-            g["price_ratio"],
-            100 * g["saving_vs_best"],
-            dash,
-            label=f"warm-up {'on' if warm else 'off'}",
-            **style("cba"),
-        )
-        for _, row in g.iterrows():
-            ax[0, 1].annotate(
-                row["best_competitor"],
-                (row["price_ratio"], 100 * row["saving_vs_best"]),
-                fontsize=6,
-                textcoords="offset points",
-                xytext=(2, 4 if warm else -9),
-            )
-    ax[0, 1].axhline(100 * PAPER_IO_SAVING, color="k", lw=0.8, ls="--", label="paper: 20.5%")
-    ax[0, 1].set(xscale="log", xlabel="price ratio p_c/p_b (1/s)", ylabel="CBA's saving vs best baseline (%)")
-    ax[0, 1].legend(fontsize=7)
-    paths += save(fig, outdir, "io_cost_price")
-
-    fig, ax = figure(2, 2, width=4.2, height=3.1)
-    panels = (
-        (ax[0, 0], "cache_gb", "io_cost_usd", "cache capacity C (GB)", "IO cost ($)", True),
-        (ax[0, 1], "skew", "io_cost_usd", "dataset popularity skew (Zipf)", "IO cost ($)", False),
-        (ax[1, 0], "bandwidth_gbps", "total_cost_usd", "bandwidth cap B (GB/s)", "total cost ($)", False),
-        (ax[1, 1], "bandwidth_gbps", "mean_jct_h", "bandwidth cap B (GB/s)", "mean JCT (h)", False),
-    )
-    for a, free, y, xlabel, ylabel, logx in panels:
-        part = _base(runs, free)
-        top = None
-        if free == "bandwidth_gbps" and part["bandwidth_gbps"].notna().any():
-            caps = sorted(part["bandwidth_gbps"].dropna().unique())
-            top = 2.0 * float(caps[-1])
-            a.set_xticks([*caps, top], [f"{c:g}" for c in caps] + ["none"])
-        for policy in POLICIES:
-            g = part[part["policy"] == policy].copy()
-            if top is not None:
-                g["bandwidth_gbps"] = g["bandwidth_gbps"].fillna(top)
-            g = g.sort_values(free)
-            a.plot(g[free], g[y], "-", label=policy, ms=4, **style(policy))
-        a.set(xlabel=xlabel, ylabel=ylabel, yscale="log")
-        if logx:
-            a.set_xscale("log")
-    ax[0, 0].legend(fontsize=7)
-    paths += save(fig, outdir, "io_cost_sweeps")
-    return paths
-
-
-#: A policy "feeds every job" at a point when its jobs' stall time is at most this fraction of their job-hours
+#: A policy "feeds every job" in a replay when its jobs' stall time is at most this fraction of their job-hours
 #: (jobs x mean JCT).  IO costs are compared only between policies that feed every job: one that stalls buys less
 #: IO and trains slower.
 STALL_TOLERANCE = 1e-4
+#: A level of a factor belongs to the conditions of a finding when at least this share of the grid points at
+#: that level show it (:func:`conditions`); the rule is fixed here, before the runs.
+CONDITION_SHARE = 0.5
 
 
-def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per sweep point: every policy's IO cost (column ``<policy>``), whether it fed every job
-    (``<policy>_fed``) and its mean JCT (``<policy>_jct_h``); the cheapest baseline that fed every job
-    (``best``, ``best_cost``) and CBA's saving over it (NaN when CBA or every baseline stalled)."""
-    frame = runs.assign(
+def _frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the cap as a number (inf for none), warm-up as booleans and each replay's stall share."""
+    return runs.assign(
         bandwidth_gbps=runs["bandwidth_gbps"].astype(float).fillna(math.inf),
         warmup=as_bool(runs["warmup"]),
         stall_share=runs["stall_h"] / (runs["jobs"] * runs["mean_jct_h"]),
     )
-    index = list(POINT)
+
+
+def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per grid point and replicate: every policy's IO cost (column ``<policy>``) and whether it fed
+    every job (``<policy>_fed``); the cheapest baseline that fed every job (``best``, ``best_cost``) and CBA's
+    saving over it (``saving``, NaN when CBA or every baseline stalled)."""
+    frame = _frame(runs)
+    index = [*POINT, "replicate"]
     wide = frame.pivot_table(index=index, columns="policy", values="io_cost_usd", aggfunc="first")
+    if "cba" not in wide:
+        raise ResultsUnusableError("io-cost has no cba rows")
     wide = wide.dropna(subset=["cba"])
     stall = frame.pivot_table(index=index, columns="policy", values="stall_share", aggfunc="first").reindex_like(wide)
-    jct = frame.pivot_table(index=index, columns="policy", values="mean_jct_h", aggfunc="first").reindex_like(wide)
     rivals = [p for p in POLICIES[1:] if p in wide]
     if not rivals:
         raise ResultsUnusableError("io-cost has no baseline rows")
@@ -302,7 +225,6 @@ def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
     out = wide.reset_index()
     for p in wide.columns:
         out[f"{p}_fed"] = fed[p].to_numpy()
-        out[f"{p}_jct_h"] = jct[p].to_numpy()
     some = fed_cost[rivals].notna().any(axis=1).to_numpy()
     out["best"] = np.where(some, fed_cost[rivals].fillna(np.inf).idxmin(axis=1).to_numpy(), "")
     out["best_cost"] = fed_cost[rivals].min(axis=1).to_numpy()
@@ -313,165 +235,267 @@ def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _where(row: pd.Series, base_ratio: float, tex: bool = True) -> str:
-    """The sweep point of ``row`` in words (LaTeX, or plain text for claims.md): what differs from the base point."""
+def summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per grid point: CBA's saving over the cheapest feeding baseline, mean, min and max over the
+    replicates (``mean_saving``, ``min_saving``, ``max_saving``), the replicates run and compared, the
+    baseline cheapest in most replicates (``cheapest``; ties to the first in :data:`POLICIES`) and whether the
+    mean reaches the seed paper's 20.5% (``reaches_20_5pct``).  A point enters the verdicts only when every
+    replicate is compared (``compared``): CBA and some baseline fed every job in each."""
+    pts = compared_points(runs)
+    order = {p: i for i, p in enumerate(POLICIES)}
+    rows = []
+    for key, g in pts.groupby(list(POINT), sort=True, dropna=False):
+        saving = g["saving"].astype(float)
+        best = g.loc[saving.notna(), "best"]
+        counts = best.value_counts()
+        cheapest = min(counts.index[counts == counts.max()], key=lambda p: order[p]) if len(counts) else ""
+        rows.append(
+            {
+                **dict(zip(POINT, key)),
+                "replicates": len(g),
+                "replicates_compared": int(saving.notna().sum()),
+                "mean_saving": float(saving.mean()),
+                "min_saving": float(saving.min()),
+                "max_saving": float(saving.max()),
+                "cheapest": cheapest,
+                "cheapest_replicates": int(counts.max()) if len(counts) else 0,
+            }
+        )
+    out = pd.DataFrame(rows)
+    out["compared"] = out["replicates_compared"] == out["replicates"]
+    out["reaches_20_5pct"] = out["compared"] & (out["mean_saving"] >= PAPER_IO_SAVING)
+    return out
+
+
+def _level(factor: str, value: float, tex: bool) -> str:
+    """One factor level in words, as LaTeX or as plain text."""
+    v = float(value)
+    if factor == "price_ratio":
+        return f"$p_c/p_b={sci(v)}$" if tex else f"p_c/p_b = {v:.2g}/s"
+    if factor == "n_datasets":
+        return f"{integer(v)} datasets"
+    if factor == "skew":
+        return f"skew {fixed(v, 1)}"
+    if factor == "cache_gb":
+        return f"$C={integer(v)}$\\,GB" if tex else f"C = {v:g} GB"
+    if math.isinf(v):
+        return "no cap"
+    return f"$B={fixed(v, 1)}$\\,GB/s" if tex else f"B = {v:g} GB/s"
+
+
+def where(row: pd.Series, tex: bool = False) -> str:
+    """A grid point in words: every factor's level."""
+    return ", ".join(_level(f, row[f], tex) for f in FACTORS)
+
+
+def conditions(points: pd.DataFrame, holds: pd.Series, tex: bool = False) -> str:
+    """The conditions under which ``holds`` (a boolean per row of ``points``) is found, from the data.
+
+    For each factor with more than one level in ``points``, the levels at which at least
+    :data:`CONDITION_SHARE` of the points hold; a factor all of whose levels qualify is no condition, and one
+    none of whose levels qualify is left out (the finding does not follow it).  "nowhere" when no point
+    holds, "everywhere" when every point does.
+    """
+    if not holds.any():
+        return "nowhere"
+    if holds.all():
+        return "everywhere"
     parts = []
-    ratio = float(row["price_ratio"])
-    if not math.isclose(ratio, base_ratio, rel_tol=1e-9):
-        parts.append(f"$p_c/p_b={sci(ratio)}$" if tex else f"p_c/p_b = {ratio:.3g}/s")
-    if row["cache_gb"] != BASE["cache_gb"]:
-        parts.append(f"$C={fixed(float(row['cache_gb']), 0)}$\\,GB" if tex else f"C = {float(row['cache_gb']):g} GB")
-    if row["skew"] != BASE["skew"]:
-        parts.append(f"skew {fixed(float(row['skew']), 1)}")
-    if not bool(row["warmup"]):
-        parts.append("no warm-up")
-    cap = float(row["bandwidth_gbps"])
-    if math.isfinite(cap):
-        parts.append(f"$B={fixed(cap, 1)}$\\,GB/s" if tex else f"B = {cap:g} GB/s")
-    return ", ".join(parts) or "the base point"
+    for f in FACTORS:
+        levels = sorted(points[f].astype(float).unique())
+        if len(levels) < 2:
+            continue
+        share = holds.groupby(points[f].astype(float)).mean()
+        keep = [v for v in levels if share[v] >= CONDITION_SHARE]
+        if keep and len(keep) < len(levels):
+            parts.append(" or ".join(_level(f, v, tex) for v in keep))
+    return "; ".join(parts) if parts else f"{SCATTERED} (no factor level holds at half its points)"
+
+
+def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``points``: :func:`summary`, per grid point.  ``headline``: the largest mean saving and its point, the
+    smallest saving of any replicate, the share of compared points whose mean reaches 20.5% and under which
+    conditions (:func:`conditions`)."""
+    pts = summary(runs)
+    cmp = pts[pts["compared"]].reset_index(drop=True)
+    if cmp.empty:
+        return {"points": pts}
+    top = cmp.loc[cmp["mean_saving"].idxmax()]
+    low = cmp.loc[cmp["min_saving"].idxmin()]
+    headline = pd.DataFrame(
+        [
+            {
+                "points": len(pts),
+                "compared_points": len(cmp),
+                "max_mean_saving": float(top["mean_saving"]),
+                "max_point_min_saving": float(top["min_saving"]),
+                "max_point_max_saving": float(top["max_saving"]),
+                "max_point": where(top),
+                "max_point_cheapest": str(top["cheapest"]),
+                "min_replicate_saving": float(low["min_saving"]),
+                "min_point": where(low),
+                "share_reaching_20_5pct": float(cmp["reaches_20_5pct"].mean()),
+                "reaching_conditions": conditions(cmp, cmp["reaches_20_5pct"]),
+            }
+        ]
+    )
+    return {"points": pts, "headline": headline}
+
+
+def _short(x: float) -> str:
+    """A price ratio as a short tick label: ``4e-4``, ``2e-3``."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _core(pts: pd.DataFrame) -> pd.DataFrame:
+    """The points of the core arm: C = 500 GB, no cap (every price x datasets x skew)."""
+    return pts[(pts["cache_gb"] == CENTRE["cache_gb"]) & np.isinf(pts["bandwidth_gbps"].astype(float))]
+
+
+def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
+    """Draw, one panel per skew, CBA's mean saving (%) over price x datasets at C = 500 GB without a cap, each
+    cell labelled with its mean saving and the cheapest baseline; returns the data drawn."""
+    core = _core(pts)
+    prices = sorted(core["price_ratio"].unique())
+    counts = sorted(core["n_datasets"].unique())
+    skews = sorted(core["skew"].unique())
+    data = []
+    image = None
+    for a, k in zip(axes, skews):
+        part = core[core["skew"] == k]
+        grid_ = np.full((len(counts), len(prices)), np.nan)
+        for _, row in part.iterrows():
+            i, j = counts.index(row["n_datasets"]), prices.index(row["price_ratio"])
+            grid_[i, j] = 100 * row["mean_saving"]
+            text = f"{100 * row['mean_saving']:.0f}\n{row['cheapest']}"
+            a.text(j, i, text, ha="center", va="center", fontsize=5)
+            data.append(
+                {
+                    "skew": k,
+                    "price_ratio": row["price_ratio"],
+                    "n_datasets": row["n_datasets"],
+                    "mean_saving": row["mean_saving"],
+                    "cheapest": row["cheapest"],
+                }
+            )
+        image = a.imshow(grid_, cmap="RdYlGn", vmin=-10, vmax=50, origin="lower", aspect="auto")
+        a.set_xticks(range(len(prices)), [_short(p) for p in prices])
+        a.set_yticks(range(len(counts)), [f"{int(n)}" for n in counts])
+        a.set_title(f"skew {k:g}")
+        a.set_xlabel("$p_c/p_b$ (1/s)")
+    if axes and image is not None:
+        axes[0].set_ylabel("datasets")
+        axes[-1].figure.colorbar(image, ax=axes, label="saving (%)", fraction=0.03, pad=0.01)
+    return pd.DataFrame(data)
+
+
+def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
+    """io_cost_grid: CBA's mean saving over the cheapest baseline, price x datasets, one panel per skew."""
+    if runs.empty:
+        return []
+    pts = summary(runs)
+    skews = _core(pts)["skew"].nunique()
+    fig, ax = figure(skews, 1, width=2.4, height=2.6)
+    fig.subplots_adjust(left=0.08, right=0.88, bottom=0.18, top=0.82, wspace=0.25)
+    _heatmaps(list(ax[0]), pts)
+    fig.suptitle("CBA's mean saving over the cheapest baseline (%), C = 500 GB, no cap", fontsize=8)
+    return save(fig, outdir, "io_cost_grid", tight=False)
 
 
 def paper_section(res: Results) -> Section:
-    """The paper's io-cost section: CBA against every cache baseline on the Philly replay (docs/model.md §4, §6).
-
-    IO costs are compared only between policies that feed every job (:func:`compared_points`).
-    """
+    """The paper's io-cost section: CBA against the cheapest cache baseline over the pre-registered grid
+    (docs/model.md §4, §6); IO costs are compared only between policies that feed every job."""
     runs = res.runs
-    need(runs, *POINT, "policy", "jobs", "io_cost_usd", "total_cost_usd", "mean_jct_h", "stall_h")
+    need(runs, *POINT, "replicate", "policy", "jobs", "io_cost_usd", "mean_jct_h", "stall_h")
     s = Section(PREFIX)
     provenance(s, res)
+    pts = summary(runs)
+    cmp = pts[pts["compared"]].reset_index(drop=True)
+    if cmp.empty:
+        raise ResultsUnusableError("io-cost: no grid point where CBA and a baseline feed every job in every replicate")
     jobs = int(runs["trace_jobs"].min())
-    sweep = runs[runs["trace_jobs"] == jobs]
-    pts = compared_points(sweep)
-    ratios = sorted(pts["price_ratio"].unique())
-    base_pts = _base(pts, "price_ratio")
-    base_ratio = float(base_pts["price_ratio"].median()) if len(base_pts) else float(ratios[len(ratios) // 2])
     s.number("Jobs", jobs, integer(jobs))
     s.number("Points", len(pts), integer(len(pts)))
-    s.number("RatioMin", min(ratios), sci(min(ratios)))
-    s.number("RatioMax", max(ratios), sci(max(ratios)))
-    s.number("BaseRatio", base_ratio, sci(base_ratio))
+    s.number("Seeds", int(pts["replicates"].max()), integer(int(pts["replicates"].max())))
+    s.number("ComparedPoints", len(cmp), integer(len(cmp)))
     s.number("StallTolPct", STALL_TOLERANCE, sci(100 * STALL_TOLERANCE))
-    stalled = pts[~pts["cba_fed"].astype(bool)]
-    s.number("CbaStalledPoints", len(stalled), integer(len(stalled)))
-    if "infeasible_events" in sweep:
-        events = int(sweep[sweep["policy"] == "cba"]["infeasible_events"].sum())
-        s.number("CbaInfeasibleEvents", events, integer(events))
-    pts = pts.dropna(subset=["saving"])
-    s.number("ComparedPoints", len(pts), integer(len(pts)))
-    if pts.empty:
-        raise ResultsUnusableError("io-cost: no sweep point where CBA and a baseline both feed every job")
-    i = int(pts["saving"].idxmax())
-    s.number("MaxSavingPct", float(pts.loc[i, "saving"]), pct(float(pts.loc[i, "saving"])))
-    s.word("MaxSavingRival", str(pts.loc[i, "best"]))
-    s.number("MaxSavingWhere", math.nan, _where(pts.loc[i], base_ratio))
-    s.values["max_where"] = _where(pts.loc[i], base_ratio, tex=False)
-    j = int(pts["saving"].idxmin())
-    s.number("MinSavingPct", float(pts.loc[j, "saving"]), pct(float(pts.loc[j, "saving"]), 2))
-    worse = int((pts["saving"] < -ZERO_GAP).sum())
-    if worse:
-        s.number("WorsePoints", worse, integer(worse))
-    s.word("MinSavingRival", str(pts.loc[j, "best"]))
-    s.number("MinSavingWhere", math.nan, _where(pts.loc[j], base_ratio))
-    s.values["min_where"] = _where(pts.loc[j], base_ratio, tex=False)
-    reach = int((pts["saving"] >= PAPER_IO_SAVING).sum())
-    s.number("PointsReachPaper", reach, integer(reach))
-    naive = [p for p in ("io-only", "cache-all", "silod") if p in pts]
-    if naive:
-        savings = pd.DataFrame({p: (1.0 - pts["cba"] / pts[p]).where(pts[f"{p}_fed"].astype(bool)) for p in naive})
-        s.number("NaiveMaxSavingPct", float(savings.max().max()), pct(float(savings.max().max())))
-        s.word("NaiveMaxSavingRival", str(savings.max().idxmax()))
-    counts = pts["best"].value_counts()
+    for f, name in (
+        ("price_ratio", "Prices"),
+        ("n_datasets", "DatasetCounts"),
+        ("skew", "Skews"),
+        ("cache_gb", "Caches"),
+    ):
+        levels = sorted(pts[f].astype(float).unique())
+        s.number(name, len(levels), integer(len(levels)))
+    caps = sorted(c for c in pts["bandwidth_gbps"].astype(float).unique() if math.isfinite(c))
+    if caps:
+        s.number("Cap", caps[0], fixed(caps[0], 1))
+    top = cmp.loc[cmp["mean_saving"].idxmax()]
+    s.number("MaxSavingPct", float(top["mean_saving"]), pct(float(top["mean_saving"])))
+    s.number("MaxSavingLowPct", float(top["min_saving"]), pct(float(top["min_saving"])))
+    s.number("MaxSavingHighPct", float(top["max_saving"]), pct(float(top["max_saving"])))
+    s.word("MaxSavingRival", str(top["cheapest"]))
+    s.number("MaxSavingWhere", math.nan, where(top, tex=True))
+    s.values["max_where"] = where(top)
+    low = cmp.loc[cmp["min_saving"].idxmin()]
+    s.number("MinSavingPct", float(low["min_saving"]), pct(float(low["min_saving"]), 2))
+    s.number("MinSavingWhere", math.nan, where(low, tex=True))
+    s.values["min_where"] = where(low)
+    reach = cmp["reaches_20_5pct"]
+    robust = cmp["min_saving"] >= PAPER_IO_SAVING
+    s.number("PointsReachPaper", int(reach.sum()), integer(int(reach.sum())))
+    s.number("ShareReachPaperPct", float(reach.mean()), pct(float(reach.mean())))
+    s.number("PointsReachPaperEverySeed", int(robust.sum()), integer(int(robust.sum())))
+    s.number("ReachWhere", math.nan, conditions(cmp, reach, tex=True))
+    s.values["reach_where"] = conditions(cmp, reach)
+    s.values["robust_where"] = conditions(cmp, robust)
+    per_replicate = compared_points(runs).dropna(subset=["saving"])
+    worse = per_replicate["saving"] < -ZERO_GAP
+    s.number("WorseReplays", int(worse.sum()), integer(int(worse.sum())))
+    s.number("Replays", len(per_replicate), integer(len(per_replicate)))
+    worse_pts = cmp["min_saving"] < -ZERO_GAP
+    s.values["never_worse_where"] = conditions(cmp, ~worse_pts)
+    counts = cmp["cheapest"].value_counts()
     s.word("MostOftenBest", str(counts.index[0]))
     s.number("MostOftenBestPoints", int(counts.iloc[0]), integer(int(counts.iloc[0])))
-    base = base_pts[base_pts["warmup"] & base_pts["saving"].notna()]
-    if len(base):
-        b = base.iloc[0]
-        s.number("BaseSavingPct", float(b["saving"]), pct(float(b["saving"])))
-        s.word("BaseBest", str(b["best"]))
-    whole = runs[runs["trace_jobs"] > jobs]
-    whole_pts = compared_points(whole).dropna(subset=["saving"]) if len(whole) else pd.DataFrame()
-    if len(whole_pts):
-        wp = whole_pts.iloc[0]
-        s.number("WholeJobs", int(wp["trace_jobs"]), integer(int(wp["trace_jobs"])))
-        s.number("WholeSavingPct", float(wp["saving"]), pct(float(wp["saving"])))
-        s.word("WholeBest", str(wp["best"]))
-        io_only = float(wp["io-only"])
-        s.number("WholeVsIoOnlyPct", 1 - float(wp["cba"]) / io_only, pct(1 - float(wp["cba"]) / io_only))
-    stall = sweep.groupby("policy")["stall_h"].max()
-    s.number("CbaMaxStallH", float(stall.get("cba", 0.0)), fixed(float(stall.get("cba", 0.0)), 1))
-    capped = sweep[np.isfinite(sweep["bandwidth_gbps"].astype(float).fillna(math.inf))]
+    frame = _frame(runs)
+    capped = frame[np.isfinite(frame["bandwidth_gbps"])]
     if len(capped):
-        tight = capped[capped["bandwidth_gbps"].astype(float) == capped["bandwidth_gbps"].astype(float).min()]
-        jct = tight.set_index("policy")["mean_jct_h"]
-        s.number("TightCap", float(tight["bandwidth_gbps"].iloc[0]), fixed(float(tight["bandwidth_gbps"].iloc[0]), 1))
-        s.number("TightCbaJctH", float(jct["cba"]), fixed(float(jct["cba"]), 1))
-        s.number("TightWorstJctH", float(jct.max()), fixed(float(jct.max()), 1))
-        s.word("TightWorstJctPolicy", str(jct.idxmax()))
-        s.number("TightBestJctH", float(jct.min()), fixed(float(jct.min()), 1))
-        s.word("TightBestJctPolicy", str(jct.idxmin()))
+        stalled = capped[capped["stall_share"] > STALL_TOLERANCE]
+        s.number("CapStalledReplays", len(stalled), integer(len(stalled)))
+        s.number("CapReplays", len(capped), integer(len(capped)))
+        s.number(
+            "CapCbaStalled", int((stalled["policy"] == "cba").sum()), integer(int((stalled["policy"] == "cba").sum()))
+        )
 
     rows = []
-    for rival in POLICIES[1:]:
-        if rival not in pts:
-            continue
-        both = pts[pts[f"{rival}_fed"].astype(bool)]
-        if both.empty:
-            continue
-        saving = 1.0 - both["cba"] / both[rival]
-        k = int(saving.idxmax())
-        rows.append(
-            [
-                tex_escape(rival),
-                pct(float(saving.max())),
-                pct(float(saving.min()), 2),
-                _where(both.loc[k], base_ratio),
-                integer(int((saving >= PAPER_IO_SAVING).sum())),
-                integer(len(both)),
-                integer(int((pts["best"] == rival).sum())),
-            ]
-        )
+    for f in FACTORS:
+        for v in sorted(cmp[f].astype(float).unique()):
+            g = cmp[cmp[f].astype(float) == v]
+            if len(g) == len(cmp):
+                continue
+            rows.append(
+                [
+                    _level(f, v, tex=True),
+                    integer(len(g)),
+                    pct(float(g["mean_saving"].mean())),
+                    pct(float(g["mean_saving"].max())),
+                    pct(float(g["min_saving"].min()), 2),
+                    integer(int(g["reaches_20_5pct"].sum())),
+                    tex_escape(str(g["cheapest"].value_counts().index[0])),
+                ]
+            )
     s.table(
         "io-cost",
         booktabs(
-            ["vs", "max \\%", "min \\%", "where the max is", "$\\geq$20.5\\%", "of", "cheapest"],
+            ["level", "points", "mean \\%", "max mean \\%", "min \\%", "$\\geq$20.5\\%", "cheapest most often"],
             rows,
-            "lrrlrrr",
+            "lrrrrrl",
         ),
     )
-
-    fig, ax = paper_figure(2, 1, width=7.0, height=2.4)
-    data = []
-    part = _base(pts, "price_ratio", warmup=True).sort_values("price_ratio")
-    for policy in POLICIES:
-        if policy in part:
-            ax[0, 0].plot(
-                part["price_ratio"],
-                part[policy],
-                "-",
-                **style(policy),
-                label=policy,
-            )
-            data += [
-                {"panel": "a", "series": policy, "x": x, "y": y} for x, y in zip(part["price_ratio"], part[policy])
-            ]
-    ax[0, 0].set(
-        xscale="log", yscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="IO cost over the replay (\\$)"
-    )
-    ax[0, 0].legend(ncol=2)
-    for warm, dash, marker, colour in ((True, "-", "o", style("cba")["color"]), (False, "--", "s", "#7b1010")):
-        g = _base(pts, "price_ratio", warmup=warm).sort_values("price_ratio")
-        label = f"warm-up {'on' if warm else 'off'}"
-        ax[0, 1].plot(
-            g["price_ratio"], 100 * g["saving"], dash, marker=marker, mfc="none", ms=4, color=colour, label=label
-        )
-        data += [{"panel": "b", "series": label, "x": x, "y": y} for x, y in zip(g["price_ratio"], g["saving"])]
-    ax[0, 1].axhline(100 * PAPER_IO_SAVING, color="k", lw=0.8, ls="--", label="seed paper: 20.5%")
-    ax[0, 1].axhline(0.0, color="#999999", lw=0.6)
-    ax[0, 1].set(xscale="log", xlabel="price ratio $p_c/p_b$ (1/s)", ylabel="CBA's saving vs best baseline (%)")
-    ax[0, 1].legend()
-    ax[0, 0].set_title("(a) IO cost per policy (warm-up on)")
-    ax[0, 1].set_title("(b) CBA's saving over the cheapest baseline")
-    fig.tight_layout()
-    s.figure("io-cost", fig, pd.DataFrame(data))
+    fig, ax = paper_figure(_core(pts)["skew"].nunique(), 1, width=7.0, height=2.1)
+    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.2, top=0.9, wspace=0.2)
+    data = _heatmaps(list(ax[0]), pts)
+    s.figure("io-cost", fig, data)
     return s

@@ -429,6 +429,10 @@ def paper_section(res: Results) -> Section:
         share = float((cba_gap <= ZERO_GAP).mean())
         worst = float(cba_gap.max())
         s.number(f"{names[variant]}Instances", len(vr), integer(len(vr)))
+        s.number(f"{names[variant]}Compared", len(cba_gap), integer(len(cba_gap)))
+        if "optimum_status" in vr:
+            infeasible = int((vr["optimum_status"].astype(str) == "infeasible").sum())
+            s.number(f"{names[variant]}Infeasible", infeasible, integer(infeasible))
         s.number(f"{names[variant]}CbaSharePct", share, pct(share))
         s.number(f"{names[variant]}CbaWorstGapPct", worst, sci(100 * worst))
         medians = g[g["method"] != "cba"].groupby("method")["gap"].median().dropna()
@@ -532,7 +536,7 @@ def paper_section(res: Results) -> Section:
             data += [{"panel": title, "series": m, "x": x[i], "y": y[i]} for i in q]
         a.set(xscale="log", xlim=(5e-8, 5), ylim=(0, 1.02), xlabel="gap to the optimum (0 drawn at $10^{-7}$)")
         a.set_title(title)
-        a.legend(fontsize=5, loc="lower right")
+        a.legend(fontsize=5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
     ax[0, 0].set_ylabel("fraction of instances")
     fig.tight_layout()
     s.figure("optimality", fig, pd.DataFrame(data))

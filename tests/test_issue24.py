@@ -1,0 +1,271 @@
+"""Issue 24: the pre-registered io-cost grid, verdicts computed by written rules, pairing counts that do not
+depend on pandas, and a ``paper --check`` that fails on each tamper case of the issue."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cbalab.experiments import paper
+from cbalab.experiments.paper import check
+from cbalab.experiments.paper.claims import CLAIMS, measure_claims
+from cbalab.experiments.paper.ratios import pairings
+from cbalab.experiments.paper.section import Section, rows_commits
+from cbalab.experiments.runs import io_cost
+
+PAPER = Path(__file__).resolve().parent.parent / "paper"
+
+
+def _no_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy outside git has no history to judge staleness by; these tests are about the other checks."""
+    monkeypatch.setattr(check, "stale_results", lambda paper_dir, results_dir: [])
+
+
+# ------------------------------------------------------------------------------ pairings (item 4)
+
+
+def test_pairing_count_skips_empty_cells_whatever_pandas_does() -> None:
+    """A baseline not run in a setting (an empty cell) is no pairing: 2 settings x 3 baselines with 2 empty
+    cells give 4 pairings, in setting-then-baseline order, with AutoCBA's welfare beside each."""
+    wide = pd.DataFrame(
+        {
+            "budget": [0.5, 1.0],
+            "autocba": [10.0, 20.0],
+            "gavel[silod]": [5.0, np.nan],
+            "optimus[cba]": [np.nan, 4.0],
+            "optimus[silod]": [2.0, 8.0],
+        }
+    ).set_index("budget")
+    long = pairings(wide, ["budget"], ["gavel[silod]", "optimus[cba]", "optimus[silod]"])
+    assert len(long) == 4
+    assert long[["budget", "method", "base", "auto"]].values.tolist() == [
+        [0.5, "gavel[silod]", 5.0, 10.0],
+        [0.5, "optimus[silod]", 2.0, 10.0],
+        [1.0, "optimus[cba]", 4.0, 20.0],
+        [1.0, "optimus[silod]", 8.0, 20.0],
+    ]
+    assert long["scheduler"].tolist() == ["gavel", "optimus", "optimus", "optimus"]
+
+
+# ------------------------------------------------------------------------------ the io-cost grid (item 1)
+
+
+def test_io_cost_full_grid_is_the_documented_fraction_with_the_interaction_at_full_resolution() -> None:
+    """84 points (48 core + 24 cache + 12 cap), 3 replicates, every policy; the core arm crosses every price,
+    dataset count and skew; each replicate draws its own assignment, shared by the policies of a point."""
+    runs = io_cost.grid(quick=False, seed=0)
+    points = {tuple(r[f] for f in io_cost.FACTORS) for r in runs}
+    assert len(points) == 84
+    assert len(runs) == 84 * io_cost.SEEDS * len(io_cost.POLICIES)
+    core = {
+        (r["price_ratio"], r["n_datasets"], r["skew"])
+        for r in runs
+        if r["cache_gb"] == 500.0 and r["bandwidth_gbps"] is None
+    }
+    assert core == {(p, n, k) for p in io_cost.PRICE_RATIOS for n in io_cost.DATASET_COUNTS for k in io_cost.SKEWS}
+    assert {r["cache_gb"] for r in runs} == set(io_cost.CACHES)
+    assert {r["bandwidth_gbps"] for r in runs} == set(io_cost.CAPS)
+    assert all(r["warmup"] for r in runs) and {r["trace_jobs"] for r in runs} == {io_cost.TRACE_JOBS}
+    one = [r for r in runs if (r["price_ratio"], r["n_datasets"], r["skew"]) == (2e-3, 12, 1.5)]
+    assert len({r["seed"] for r in one}) == io_cost.SEEDS  # one assignment per replicate, shared by the policies
+    assert len({r["seed"] for r in one if r["replicate"] == 0}) == 1
+    quick = io_cost.grid(quick=True, seed=0)
+    assert len(quick) == 12 * 2 * len(io_cost.POLICIES)
+
+
+def _replays(savings: dict[tuple[float, int], list[float]]) -> pd.DataFrame:
+    """Runs of cba and io-only (both feeding every job) whose costs give CBA the savings asked, per
+    (price ratio, dataset count) and replicate."""
+    rows = []
+    for (ratio, count), per_seed in savings.items():
+        for rep, saving in enumerate(per_seed):
+            point = {"trace_jobs": 10, "price_ratio": ratio, "n_datasets": count, "skew": 1.0, "cache_gb": 500.0}
+            point |= {"bandwidth_gbps": None, "warmup": True, "replicate": rep, "jobs": 10, "mean_jct_h": 1.0}
+            rows.append({**point, "policy": "io-only", "io_cost_usd": 100.0, "stall_h": 0.0})
+            rows.append({**point, "policy": "cba", "io_cost_usd": 100.0 * (1 - saving), "stall_h": 0.0})
+    return pd.DataFrame(rows)
+
+
+def test_summary_and_conditions_come_from_the_replicates() -> None:
+    """Mean and min-max over replicates per point; the conditions are the factor levels at which at least half
+    the points reach 20.5%."""
+    runs = _replays(
+        {
+            (1e-3, 12): [0.10, 0.12, 0.14],
+            (1e-3, 48): [0.01, 0.02, 0.03],
+            (2e-3, 12): [0.30, 0.40, 0.50],
+            (2e-3, 48): [0.25, 0.22, 0.28],
+        }
+    )
+    s = io_cost.summary(runs).set_index(["price_ratio", "n_datasets"])
+    assert s.loc[(2e-3, 12), "mean_saving"] == pytest.approx(0.40)
+    assert (s.loc[(2e-3, 12), "min_saving"], s.loc[(2e-3, 12), "max_saving"]) == pytest.approx((0.30, 0.50))
+    assert s["reaches_20_5pct"].sum() == 2 and (s["cheapest"] == "io-only").all()
+    pts = io_cost.summary(runs)
+    assert io_cost.conditions(pts, pts["reaches_20_5pct"]) == "p_c/p_b = 0.002/s"
+    head = io_cost.tables(runs)["headline"].iloc[0]
+    assert head["max_mean_saving"] == pytest.approx(0.40) and head["share_reaching_20_5pct"] == pytest.approx(0.5)
+
+
+def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
+    """A baseline that stalls jobs is not the 'cheapest' even if its IO bill is lower."""
+    runs = _replays({(1e-3, 12): [0.2]})
+    stalled = runs.iloc[[0]].assign(policy="quiver", io_cost_usd=10.0, stall_h=5.0)
+    pts = io_cost.compared_points(pd.concat([runs, stalled], ignore_index=True))
+    assert pts.loc[0, "best"] == "io-only"
+    assert pts.loc[0, "saving"] == pytest.approx(0.2)
+    assert not pts.loc[0, "quiver_fed"]
+
+
+# ------------------------------------------------------------------------------ verdicts by rules (item 3)
+
+
+def _io_verdicts(savings: dict[tuple[float, int], list[float]]) -> list[str]:
+    section = io_cost.paper_section(paper.Results("io-cost", _replays(savings), {}, 0))
+    measured = measure_claims({"io-cost": section}, {c.experiment: "x" for c in CLAIMS if c.experiment != "io-cost"})
+    return [m.verdict for m in measured[:3]]
+
+
+def test_io_verdicts_follow_the_written_rules() -> None:
+    """Rows 1-3 of claims.md: yes under the conditions of the points that reach 20.5%, partly when only a mean
+    does, no when nothing does; never-worse holds or names where it does."""
+    under = _io_verdicts({(1e-3, 12): [0.1, 0.1], (1e-3, 48): [0.1, 0.1], (2e-3, 12): [0.3, 0.3]})
+    assert under[0] == "yes under p_c/p_b = 0.002/s; 12 datasets" and under[2] == "yes"
+    everywhere = _io_verdicts({(1e-3, 12): [0.3, 0.25], (2e-3, 12): [0.3, 0.4]})
+    assert everywhere[:2] == ["yes", "yes"]
+    mean_only = _io_verdicts({(1e-3, 12): [0.05, 0.1], (2e-3, 12): [0.1, 0.35]})
+    assert mean_only[0].startswith("partly") and mean_only[1].startswith("partly")
+    none = _io_verdicts({(1e-3, 12): [0.05, -0.1], (2e-3, 12): [0.1, 0.1]})
+    assert none[:2] == ["no", "no"] and none[2] == "yes under p_c/p_b = 0.002/s"
+    assert all(c.rule or c.measure.__doc__ for c in CLAIMS)  # every verdict has its rule in words
+
+
+def test_the_paper_states_claim_numbers_only_through_generated_sentences() -> None:
+    """The sentence of a claim carries its verdict and what was measured, from the claims table."""
+    section = Section("Demo")
+    measured = measure_claims({}, {c.experiment: "absent" for c in CLAIMS})
+    assert measured[0].sentence().startswith(CLAIMS[0].text + ": not yet run: absent")
+    assert section.macros == {}
+
+
+# ------------------------------------------------------------------------------ provenance (item 5)
+
+
+def test_rows_commit_is_the_session_that_computed_rows_not_the_last_resume() -> None:
+    """A resume that did nothing (done 0) at a later commit does not pass for the rows' commit."""
+    meta = {
+        "git": {"commit": "b" * 40, "dirty": False},
+        "sessions": [
+            {"done": 48, "git": {"commit": "a" * 40, "dirty": True}},
+            {"done": 0, "git": {"commit": "b" * 40, "dirty": False}},
+        ],
+    }
+    assert rows_commits(meta) == [("a" * 40, True)]
+    assert rows_commits({"git": {"commit": "c" * 40, "dirty": False}}) == [("c" * 40, False)]
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_stale_results_are_listed_and_fail_only_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows computed before a later commit changed algorithms/ are listed; a later resume does not hide it."""
+    repo = tmp_path / "repo"
+    (repo / "algorithms").mkdir(parents=True)
+    (repo / "runs").mkdir()
+    (repo / "algorithms" / "a.py").write_text("x = 1\n")
+    (repo / "runs" / "exp.py").write_text("y = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    results = repo / "paper" / "results" / "exp"
+    results.mkdir(parents=True)
+    meta = {"config": {}, "runs": {}, "sessions": [{"done": 3, "git": {"commit": first, "dirty": False}}]}
+    (results / "meta.json").write_text(json.dumps(meta))
+    module = type("M", (), {"__file__": str(repo / "runs" / "exp.py")})
+    monkeypatch.setattr(check, "experiments", lambda: {"exp": module})
+    assert check.stale_results(repo / "paper", repo / "paper" / "results") == []
+    (repo / "algorithms" / "a.py").write_text("x = 2\n")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two")
+    second = _git(repo, "rev-parse", "HEAD")
+    meta["sessions"].append({"done": 0, "git": {"commit": second, "dirty": False}})
+    (results / "meta.json").write_text(json.dumps(meta))
+    assert check.stale_results(repo / "paper", repo / "paper" / "results") == [
+        f"exp: rows computed at {first[:8]}, before {second[:8]} changed its code"
+    ]
+
+
+def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --strict the stale list is a note and the check passes; with it, the check fails."""
+    monkeypatch.setattr(check, "stale_results", lambda paper_dir, results_dir: ["exp: rows computed at x"])
+    assert check.check_paper(paper_copy) == []
+    assert check.check_paper(paper_copy, strict=True) == ["stale: exp: rows computed at x"]
+    notes: list[str] = []
+    assert check.main_paper(str(paper_copy), None, True, echo=notes.append) == 0
+    assert any("stale: exp" in n for n in notes)
+    assert check.main_paper(str(paper_copy), None, True, echo=notes.append, strict=True) == 1
+
+
+# ------------------------------------------------------------------------------ tamper cases (items 5, 6)
+
+
+def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's first case: a claim's number macro moved into another sentence is found and named."""
+    _no_stale(monkeypatch)
+    tex = (paper_copy / "paper.tex").read_text()
+    assert "\\WelfareMedianRatio{}" in tex
+    (paper_copy / "paper.tex").write_text(tex.replace("\\WelfareMedianRatio{}", "\\WelfareVsBestMax{}", 1))
+    problems = check.check_paper(paper_copy)
+    assert any("\\WelfareVsBestMax, a number of the claim WelfareRatio" in p for p in problems), problems
+
+
+def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's second case: "21.3%" typed into the abstract (or the introduction) is a hand-typed number."""
+    _no_stale(monkeypatch)
+    tex = (paper_copy / "paper.tex").read_text()
+    for anchor in ("\\begin{abstract}\n", "\\section{Introduction}\n"):
+        (paper_copy / "paper.tex").write_text(tex.replace(anchor, anchor + "CBA saves 21.3\\,\\% of the IO cost.\n"))
+        assert any("hand-typed number '21.3'" in p for p in check.check_paper(paper_copy)), anchor
+
+
+def test_tamper_an_unquoted_runs_csv_row_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's third case: a changed runs.csv row that no number quotes changes the stored sha256."""
+    _no_stale(monkeypatch)
+    path = paper_copy / "results" / "sensitivity" / "runs.csv"
+    text = path.read_text()
+    path.write_text(text.rstrip("\n") + "\n" if text.endswith("\n\n") else text + "\n")
+    problems = check.check_paper(paper_copy)
+    assert "generated/numbers.tex: differs from what the results generate (run `cbalab paper`)" in problems
+    meta = json.loads((path.parent / "meta.json").read_text())
+    meta["runs_sha256"] = "0" * 64  # the runner's record of what it wrote
+    (path.parent / "meta.json").write_text(json.dumps(meta))
+    assert any(
+        "sensitivity/runs.csv: its sha256 is not the one meta.json recorded" in p for p in check.check_paper(paper_copy)
+    )
+
+
+def test_tamper_a_stale_pdf_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's fourth case: a PDF not rebuilt after its inputs changed (here a sentence of paper.tex)."""
+    _no_stale(monkeypatch)
+    assert check.check_paper(paper_copy) == []
+    tex = paper_copy / "paper.tex"
+    tex.write_text(tex.read_text().replace("\\section{The model}", "A new sentence.\n\n\\section{The model}", 1))
+    problems = check.check_paper(paper_copy)
+    assert any(p.startswith("paper.pdf: built from other inputs") for p in problems), problems
+    (paper_copy / "paper.pdf").unlink()
+    assert any(p.startswith("paper.pdf: missing") for p in check.check_paper(paper_copy))
+
+
+def test_claims_md_names_the_results_folder_it_was_built_from(tmp_path: Path) -> None:
+    """`cbalab paper --results DIR`: claims.md's commands and files name DIR, not paper/results."""
+    built = paper.build_paper(PAPER / "results", tmp_path / "p" / "generated", compile=False)
+    assert f"--out {(PAPER / 'results').as_posix()}`" in built.claims
+    own = paper.build_paper(tmp_path / "p" / "results", tmp_path / "p" / "generated", compile=False)
+    assert "`cbalab experiment io-cost --out paper/results`" in own.claims
