@@ -53,7 +53,8 @@ def replay_cpu(problem: str, trace: Path = PHILLY, window: tuple[float, float] |
     in [start, end) s, as ``--window``.  Reading the trace is outside the clock."""
     from cbalab.experiments.elastic import ElasticConfig
     from cbalab.experiments.elastic import replay as welfare_replay
-    from cbalab.experiments.simulate import SimConfig, simulate, window as keep_window
+    from cbalab.experiments.simulate import SimConfig, simulate
+    from cbalab.experiments.simulate import window as keep_window
     from cbalab.experiments.workload import make_workload
     from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
