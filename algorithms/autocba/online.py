@@ -400,7 +400,7 @@ class _Moves:
         self.refresh(np.asarray(jobs, dtype=np.int64))
 
     def _first_enough(
-        self, others: np.ndarray, oc: np.ndarray, need_c: float, need_g: int, need_b: float
+        self, others: np.ndarray, oc: np.ndarray, need_c: float, need_g: float, need_b: float
     ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
         """The least p such that the first p + 1 downgrades free ``need_*``, and the running sums of what they free.
 
