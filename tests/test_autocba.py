@@ -533,3 +533,18 @@ def test_regression_issue22_same_answers_as_before_the_speed_up(case: tuple) -> 
     allocation, welfare, certificate and status, on the enumeration, swap-pass, one-greedy and finite-B paths."""
     saved = json.loads(reference_answers.FIXTURE.read_text())["offline"][json.dumps(list(case))]
     assert reference_answers.offline_case(*case) == saved
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 6), min_size=0, max_size=700), st.integers(0, 700))
+def test_profile_read_lazily_is_the_full_stable_sort(levels: list[int], read: int) -> None:
+    """The feeder's profile, sorted only as far as it is read (issue 22), lists the datasets in the order of a
+    full stable sort by density (ties by index), whatever prefix is read first and however many ties."""
+    from cbalab.algorithms.autocba.feeder import _Profile
+
+    ks = np.arange(len(levels), dtype=np.int64) * 3
+    dens = np.asarray(levels, dtype=float) / 7.0
+    profile = _Profile(ks, dens)
+    full = ks[np.argsort(dens, kind="stable")].tolist()
+    assert list(itertools.islice(profile, read)) == full[:read]
+    assert list(profile) == full

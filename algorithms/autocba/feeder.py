@@ -52,8 +52,8 @@ class _Feeder:
     def reset(self, cache: np.ndarray, demand: np.ndarray) -> None:
         """Adopt the feeding with cache ``cache`` of demands ``demand`` (e.g. CBA's optimum)."""
         d = self._d
-        #: c and R twice: lists for the moves' scalar reads, arrays (kept equal by :meth:`apply`) for
-        #: :meth:`profile`, so that a rebuild never converts K Python floats (it did, quadratic at 100k jobs).
+        # c and R twice: lists for the moves' scalar reads, arrays (kept equal by :meth:`apply`) for
+        # :meth:`profile`, so that a rebuild never converts K Python floats (it did, quadratic at 100k jobs).
         self._c = np.minimum(np.asarray(cache, dtype=float), d)
         self._R = np.array(demand, dtype=float)
         self.c = self._c.tolist()
