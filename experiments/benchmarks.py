@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "autocba-hard": "cbalab.experiments.runs.autocba_hard",
     "integer-milp": "cbalab.experiments.runs.integer_milp_bench",
     "magnitude-fuzz": "cbalab.experiments.runs.magnitude_fuzz",
+    "trace-scale": "cbalab.experiments.runs.trace_scale",
 }
 
 #: The value types an option of ``measure`` may have.

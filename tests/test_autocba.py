@@ -9,10 +9,12 @@ generated instances.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
 import pytest
+import reference_answers
 from hypothesis import given, settings, target
 from hypothesis import strategies as st
 from strategies import magnitudes
@@ -521,3 +523,28 @@ def test_issue_12_forced_caching_at_exactly_b() -> None:
         options=(np.array([0, 1]), np.array([8]), np.array([2.47]), np.array([10.0])),
     )
     assert _check_feasible(inst, autocba(inst)) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("case", reference_answers.OFFLINE, ids=str)
+def test_regression_issue22_same_answers_as_before_the_speed_up(case: tuple) -> None:
+    """Issue 22 made AutoCBA linear in size (the feeder's profile sorted only as far as a move reads it, the
+    certificate's tables made once); its answers are bit-identical to those of the code before the change
+    (tests/fixtures/autocba_reference.json, written by tests/reference_answers.py at commit 88f8302): the same
+    allocation, welfare, certificate and status, on the enumeration, swap-pass, one-greedy and finite-B paths."""
+    saved = json.loads(reference_answers.FIXTURE.read_text())["offline"][json.dumps(list(case))]
+    assert reference_answers.offline_case(*case) == saved
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 6), min_size=0, max_size=700), st.integers(0, 700))
+def test_profile_read_lazily_is_the_full_stable_sort(levels: list[int], read: int) -> None:
+    """The feeder's profile, sorted only as far as it is read (issue 22), lists the datasets in the order of a
+    full stable sort by density (ties by index), whatever prefix is read first and however many ties."""
+    from cbalab.algorithms.autocba.feeder import _Profile
+
+    ks = np.arange(len(levels), dtype=np.int64) * 3
+    dens = np.asarray(levels, dtype=float) / 7.0
+    profile = _Profile(ks, dens)
+    full = ks[np.argsort(dens, kind="stable")].tolist()
+    assert list(itertools.islice(profile, read)) == full[:read]
+    assert list(profile) == full

@@ -12,6 +12,9 @@ import numpy as np
 from cbalab.algorithms.autocba.limits import _BOUND_SLACK, _HUGE, _TINY, fits_alone
 from cbalab.models.instance import Instance
 
+#: Rows of the option tables one step of a dual evaluation works on: its temporaries stay in the processor's cache.
+_BLOCK = 2048
+
 
 class Multipliers(NamedTuple):
     """The Lagrange multipliers of the certificate: μ budget, ν GPUs, λ cache, β bandwidth."""
@@ -76,6 +79,12 @@ class Dual:
         self.hbar = np.minimum(1.0, inst.cache_gb / inst.dataset_size_gb)
         self.miss = (1.0 - self.hbar[inst.job_dataset])[:, None]
         self.count = 0
+        # Work tables of one block of rows, made once: fresh (n × width) temporaries at every evaluation fell
+        # out of the processor's cache and grew faster than the instance (issue 22); the arithmetic is the same.
+        self._rows = np.arange(n)
+        block = (min(n, _BLOCK), width)
+        self._base, self._v0, self._v1 = np.empty(block), np.empty(block), np.empty(block)
+        self._best = (np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp), np.empty(n), np.empty(n))
 
     def value(self, x: np.ndarray, utility: np.ndarray) -> float:
         """L at multipliers ``x`` with the table ``utility`` in place of U (−inf forbids an entry; column 0 is none).
@@ -106,14 +115,22 @@ class Dual:
         mu, nu, lam, beta = (float(v) for v in x)
         a = mu * inst.price_gpu + nu
         e = mu * inst.price_bandwidth + beta
-        base = self.U - a * self.G
-        v0 = base - e * self.R
-        v1 = base - (e * self.miss) * self.R
-        i1 = v1.argmax(axis=1)
-        i0 = v0.argmax(axis=1)
-        rows = np.arange(inst.n_jobs)
-        f1 = v1[rows, i1]
-        f0 = v0[rows, i0]
+        i0, i1, f0, f1 = self._best
+        em = e * self.miss
+        for start in range(0, inst.n_jobs, _BLOCK):
+            part = slice(start, start + _BLOCK)
+            U, G, R = self.U[part], self.G[part], self.R[part]
+            size = U.shape[0]
+            base, v0, v1 = self._base[:size], self._v0[:size], self._v1[:size]
+            np.subtract(U, np.multiply(G, a, out=base), out=base)  # U − a G
+            np.subtract(base, np.multiply(R, e, out=v1), out=v0)  # U − a G − e R
+            np.subtract(base, np.multiply(R, em[part], out=v1), out=v1)  # U − a G − (e (1 − h̄)) R
+            here = self._rows[:size]
+            i0[part] = c0 = v0.argmax(axis=1)
+            i1[part] = c1 = v1.argmax(axis=1)
+            f0[part] = v0[here, c0]
+            f1[part] = v1[here, c1]
+        rows = self._rows
         d = inst.dataset_size_gb
         s0 = np.bincount(inst.job_dataset, weights=f0, minlength=inst.n_datasets)
         held = d * self.hbar

@@ -185,15 +185,16 @@ class _Greedy:
         dg = 0
         sizes = _prefix_sizes(len(items))
         m_prev = 0
+        moves: list[tuple[int, int]] = []  # the prefix's moves, grown with it (copied only into a candidate)
         for m in sizes:
             for t in items[m_prev:m]:
                 du += t[1]
                 dg += t[2]
                 dR += t[3]
+                moves.append((t[4], t[5]))
             m_prev = m
             if self.gpus_used + dg > self.G:
                 break
-            moves = [(t[4], t[5]) for t in items[:m]]
             priced = self._price(k, dR, moves)
             if priced is None:
                 continue
@@ -206,7 +207,7 @@ class _Greedy:
             wgt = self._weight(dcost, dg, drem, dR)
             ratio = du / wgt if wgt > 0 else math.inf
             if out is None or (ratio, du) > (out.ratio, out.gain):
-                out = _Candidate(ratio, du, moves, dcost, dg, dR, inc, full)
+                out = _Candidate(ratio, du, list(moves), dcost, dg, dR, inc, full)
         return out
 
     # -- the heap
@@ -315,12 +316,7 @@ class _Greedy:
         c.group_wait = list(self.group_wait)
         c.heap = []
         c.stored = {}
-        f = object.__new__(_Feeder)
-        f.__dict__.update(self.feeder.__dict__)
-        f.c = list(self.feeder.c)
-        f.R = list(self.feeder.R)
-        f._profile = list(self.feeder._profile)
-        c.feeder = f
+        c.feeder = self.feeder.copy()
         return c
 
     def adopt(self, other: _Greedy) -> None:

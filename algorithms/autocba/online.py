@@ -400,6 +400,28 @@ class _Moves:
         self.cols[jobs] = options
         self.refresh(np.asarray(jobs, dtype=np.int64))
 
+    def _first_enough(
+        self, others: np.ndarray, oc: np.ndarray, need_c: float, need_g: float, need_b: float
+    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The least p such that the first p + 1 downgrades free ``need_*``, and the running sums of what they free.
+
+        The sums are taken over a prefix that doubles until it suffices (an exchange usually needs a few
+        downgrades, not all of them: issue 22); a prefix of a running sum is the running sum of the prefix, so
+        p and the sums are those over all the downgrades.  None when even all of them do not suffice.
+        """
+        length = 16
+        while True:
+            head, hc = others[:length], oc[:length]
+            cum_c = np.cumsum(-self.dc[head, hc])
+            cum_g = np.cumsum(-self.dg[head, hc])
+            cum_b = np.cumsum(-self.db[head, hc])
+            ok = (cum_c >= need_c) & (cum_g >= need_g) & (cum_b >= need_b)
+            if ok.any():
+                return int(np.argmax(ok)), cum_c, cum_g, cum_b
+            if length >= others.size:
+                return None
+            length *= 4
+
     def exchange(self, room: float, room_g: float, room_b: float) -> tuple[float, float, float] | None:
         """The best upgrade that does not fit, paid for by the cheapest downgrades of other jobs, if it gains.
 
@@ -433,13 +455,10 @@ class _Moves:
             need_b = self.db[j, o] - room_b
             others = order[order != j]
             oc = dn[others]
-            cum_c = np.cumsum(-self.dc[others, oc])
-            cum_g = np.cumsum(-self.dg[others, oc])
-            cum_b = np.cumsum(-self.db[others, oc])
-            ok = (cum_c >= need_c) & (cum_g >= need_g) & (cum_b >= need_b)
-            if not ok.any():
+            found = self._first_enough(others, oc, need_c, need_g, need_b)
+            if found is None:
                 continue
-            p = int(np.argmax(ok))
+            p, cum_c, cum_g, cum_b = found
             lost = float(-self.du[others[: p + 1], oc[: p + 1]].sum())
             if not lost < gain[j] * (1.0 - 1e-9):
                 continue

@@ -1,0 +1,96 @@
+"""Trace scale (issue 22, items 3 and 4): AutoCBA's growth with size and online AutoCBA against the cost replay.
+
+Two CPU-time ratios, each measured in one run (``time.process_time``, so that other load on the machine
+does not count), with the goals of issue 22's Measure table:
+
+* ``autocba_100k_over_10k``: AutoCBA (algorithms/autocba/driver.py, the registered ``autocba`` with its
+  certificate) on the seeded welfare instance of 100,000 jobs over its time on 10,000 jobs
+  (experiments.workload.generate_welfare, N/10 datasets, seed 1, mixed utilities, budget fraction 0.2:
+  what ``cbalab generate --kind welfare --jobs N --datasets N/10 --seed 1 --utility mixed
+  --budget-fraction 0.2`` writes); goal ≤ 12.
+* ``online_over_cost_replay``: the elastic welfare replay of the whole Philly trace under online AutoCBA
+  (algorithms/autocba/online.py; ``cbalab simulate --problem welfare --trace data/philly/philly_jobs.csv.gz
+  --policy autocba``) over the CBA cost replay of the same trace (``cbalab simulate --trace ... --policy
+  cba``); goal ≤ 3.
+
+    nice -n 10 cbalab bench trace-scale
+
+prints the JSON of :func:`measure` with its defaults (the whole trace, sizes 10,000 and 100,000).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.workload import generate_welfare
+from cbalab.models.instance import InstanceError
+
+#: The Philly trace shipped with the package (data/philly/).
+PHILLY = Path(__file__).resolve().parents[2] / "data" / "philly" / "philly_jobs.csv.gz"
+
+
+def autocba_cpu(jobs: int, seed: int = 1) -> dict[str, Any]:
+    """CPU seconds of AutoCBA on the seeded welfare instance of ``jobs`` jobs (module docstring), and its answer.
+
+    The instance is built before the clock starts; the welfare and bound are AutoCBA's, re-scored by the
+    referee elsewhere (tests/test_autocba.py): here they identify the answer, so that a faster AutoCBA can be
+    seen to give the same one.
+    """
+    inst = generate_welfare(jobs, max(1, jobs // 10), seed, utility_mix="mixed", budget_fraction=0.2)
+    start = time.process_time()
+    alloc = autocba(inst)
+    cpu = time.process_time() - start
+    return {"jobs": jobs, "cpu_s": cpu, "welfare": alloc.objective, "bound": alloc.bound, "status": alloc.status}
+
+
+def replay_cpu(problem: str, trace: Path = PHILLY, window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """CPU seconds of one replay of ``trace`` with the command line's defaults: ``welfare`` under online AutoCBA
+    (experiments/elastic.py), ``cost`` under CBA (experiments/simulate.py); ``window`` keeps the jobs submitted
+    in [start, end) s, as ``--window``.  Reading the trace is outside the clock."""
+    from cbalab.experiments.elastic import ElasticConfig
+    from cbalab.experiments.elastic import replay as welfare_replay
+    from cbalab.experiments.simulate import SimConfig, simulate
+    from cbalab.experiments.simulate import window as keep_window
+    from cbalab.experiments.workload import make_workload
+    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+
+    base = make_workload(trace=trace)
+    if window is not None:
+        base = keep_window(base, *window)
+    if problem == "welfare":
+        workload = elastic(base, 0, UtilityMix.parse("mixed"))
+        start = time.process_time()
+        result = welfare_replay(workload, ElasticConfig(policy="autocba"))
+    else:
+        start = time.process_time()
+        result = simulate(base, SimConfig(policy="cba"))
+    cpu = time.process_time() - start
+    summary = result.summary
+    keys = ("jobs", "decisions", "events", "unfinished_jobs", "welfare", "full_reopts", "certified_gap_mean")
+    return {"problem": problem, "cpu_s": cpu, **{k: summary[k] for k in keys if k in summary}}
+
+
+def measure(
+    *, small: int = 10_000, large: int = 100_000, trace: Path = PHILLY, window: tuple[float, ...] | None = None
+) -> dict[str, Any]:
+    """Both ratios of the module docstring in one run: AutoCBA at ``large`` over ``small`` jobs, and online
+    AutoCBA's welfare replay of ``trace`` over the CBA cost replay of it (``window``: START,END seconds, only
+    that part of the trace).  ``cbalab bench trace-scale`` runs it."""
+    if window is not None and len(window) != 2:
+        raise InstanceError("window", list(window), "must be two numbers, START,END in seconds")
+    span = None if window is None else (window[0], window[1])
+    at_small, at_large = autocba_cpu(small), autocba_cpu(large)
+    online, cost = replay_cpu("welfare", trace, span), replay_cpu("cost", trace, span)
+    return {
+        "autocba": [at_small, at_large],
+        "autocba_large_over_small": at_large["cpu_s"] / at_small["cpu_s"],
+        "online_autocba": online,
+        "cba_cost_replay": cost,
+        "online_over_cost_replay": online["cpu_s"] / cost["cpu_s"],
+        "goals": {"autocba_large_over_small": 12.0, "online_over_cost_replay": 3.0},
+    }
+
+

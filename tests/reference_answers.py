@@ -1,0 +1,97 @@
+"""Answers of AutoCBA and of online AutoCBA saved before issue 22 made them faster, to prove them unchanged.
+
+``python -m tests.reference_answers`` rewrites tests/fixtures/autocba_reference.json from the code as it is;
+it was run once on the code before the change (commit 88f8302), and tests/test_autocba.py and
+tests/test_elastic.py compare the faster code with those answers bit for bit (floats by ``repr``, arrays by
+the SHA-256 of their bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cbalab.algorithms.autocba import autocba
+from cbalab.experiments.elastic import ElasticConfig, replay
+from cbalab.experiments.workload import assign, generate_trace, generate_welfare
+from cbalab.experiments.workload.elastic import elastic
+
+FIXTURE = Path(__file__).parent / "fixtures" / "autocba_reference.json"
+
+#: (jobs, datasets, seed, budget fraction, bandwidth fraction or None, cache fraction) of the offline cases:
+#: the enumeration regime (≤ 256 options that fit), the swap pass (≤ 500 jobs), one greedy (> 2,000 jobs),
+#: and a finite B (re-pricing by full CBA solves).
+OFFLINE = [
+    (6, 2, 0, 0.3, None, 0.2),
+    (12, 3, 1, 0.2, 0.4, 0.3),
+    (40, 10, 2, 0.2, None, 0.2),
+    (40, 4, 3, 0.4, 0.3, 0.1),
+    (150, 15, 4, 0.2, None, 0.2),
+    (600, 60, 5, 0.3, 0.5, 0.2),
+    (2500, 250, 6, 0.2, None, 0.2),
+    (2500, 100, 7, 0.2, 0.3, 0.3),
+]
+
+#: (trace jobs, seed, datasets, GPUs, cache GB, prices, budget fraction) of the elastic replays.
+ONLINE = [
+    (80, 11, 8, 24, 40.0, (2.5, 0.004, 9.0), 0.3),
+    (150, 3, 6, 64, 100.0, (2.5, 0.0004, 0.9), 0.5),
+]
+
+
+def digest(a: Any) -> str:
+    """SHA-256 of an array's float64 (or int64) bytes: equal digests, bit-identical arrays."""
+    arr = np.asarray(a)
+    arr = arr.astype(np.int64 if arr.dtype.kind in "iub" else np.float64)
+    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+
+
+def offline_case(jobs: int, datasets: int, seed: int, budget: float, bw: float | None, cache: float) -> dict:
+    """AutoCBA's answer on one generated instance: welfare, bound and status, and digests of its arrays."""
+    inst = generate_welfare(
+        jobs, datasets, seed, utility_mix="mixed", budget_fraction=budget, bandwidth_fraction=bw, cache_fraction=cache
+    )
+    alloc = autocba(inst)
+    return {
+        "welfare": repr(float(alloc.objective)),
+        "bound": repr(alloc.bound),
+        "status": str(alloc.status),
+        "source": alloc.facts.source,
+        "gpus": digest(alloc.gpus),
+        "cache_gb": digest(alloc.cache_gb),
+        "bandwidth_gbps": digest(alloc.bandwidth_gbps),
+    }
+
+
+def online_case(
+    n: int, seed: int, datasets: int, gpus: int, cache: float, prices: tuple[float, float, float], fraction: float
+) -> dict:
+    """Online AutoCBA's elastic replay of a generated trace: every summary number and digests of jobs.csv and
+    timeseries.csv's numeric columns."""
+    w = elastic(assign(generate_trace(n, seed), seed, n_datasets=datasets), seed)
+    cfg = ElasticConfig(policy="autocba", gpus=gpus, cache_gb=cache, prices=prices, budget_fraction=fraction)
+    res = replay(w, cfg)
+    res.drop_timing()
+    numeric = res.jobs.select_dtypes("number")
+    return {
+        "summary": json.loads(json.dumps(res.summary, default=str)),
+        "jobs": {c: digest(numeric[c].to_numpy(dtype=float)) for c in numeric.columns},
+        "timeseries": {c: digest(res.timeseries[c].to_numpy(dtype=float)) for c in res.timeseries.columns},
+    }
+
+
+def answers() -> dict:
+    """Every case's answer, keyed by its parameters."""
+    return {
+        "offline": {json.dumps(case): offline_case(*case) for case in OFFLINE},
+        "online": {json.dumps(case): online_case(*case) for case in ONLINE},
+    }
+
+
+if __name__ == "__main__":
+    FIXTURE.write_text(json.dumps(answers(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {FIXTURE}")
