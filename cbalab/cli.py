@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from cbalab import api
 from cbalab.algorithms import registry
 from cbalab.algorithms.resolve import method_problems
-from cbalab.experiments import runner
+from cbalab.experiments import about, runner
 from cbalab.experiments.runner import ExperimentError
 from cbalab.models import __version__
 from cbalab.models.files import atomic_write_text, unwritable_file
@@ -362,7 +362,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from cbalab.experiments import runner
 
     if args.list:
-        for line in runner.listing():
+        for line in about.listing():
             print(line)
         return EXIT_OK
     if not args.name:
@@ -454,13 +454,13 @@ def _number(text: str) -> float:
 def cmd_paper(args: argparse.Namespace) -> int:
     """``cbalab paper [--results DIR] [--check]``: the paper's numbers, tables and figures (experiments/paper/).
 
-    Every meta.json of the results is read through runner.read_meta first, so a broken one is exit 2 naming
+    Every meta.json of the results is read through experiments.meta.read_meta first, so a broken one is exit 2 naming
     the file before anything is generated.
     """
     from pathlib import Path
 
+    from cbalab.experiments.meta import read_meta
     from cbalab.experiments.paper import main_paper
-    from cbalab.experiments.runner import read_meta
 
     for option, folder in (("--paper", args.paper), ("--results", args.results)):
         if folder is not None and not os.path.isdir(folder):
@@ -791,7 +791,7 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(run=cmd_simulate, options=_option_names(m))
 
     e = _command(sub, "experiment", "run one of the paper's experiments into DIR/NAME/ (runs.csv, meta.json, figures)")
-    e.description = runner.plain((runner.__doc__ or "").split("\n\n")[0])
+    e.description = about.plain((runner.__doc__ or "").split("\n\n")[0])
     e.add_argument("name", nargs="?", help="the experiment (see --list), or all: every experiment in order")
     e.add_argument(
         "--list", action="store_true", help="print every experiment with what it measures and its measured times"

@@ -31,7 +31,7 @@ the number of workers or where they run, except for the wall-time columns
 error (the ``error`` column, empty for a successful run) and does not stop
 the sweep.  ``meta.json`` records the configuration, the seed, the cbalab
 version, the git commit, the package versions, the machine and the start and
-end times; :func:`read_meta` is the one reader of it (``cbalab paper`` too).
+end times; :func:`cbalab.experiments.meta.read_meta` is the one reader of it (``cbalab paper`` too).
 
 The runner shrugs off bad state and refuses bad input before it runs anything:
 a run file that cannot be read or does not hold a run of its own parameters
@@ -45,32 +45,29 @@ ExperimentError naming the file or the option, exit 2.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import importlib.metadata
 import json
 import math
-import multiprocessing
 import os
 import platform
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pandas as pd
 
+from cbalab.experiments.about import ABOUT, console_table
+from cbalab.experiments.backends import dask_runs, local_runs, overwritten_parameter, scheduler_address
+from cbalab.experiments.errors import ExperimentError
+from cbalab.experiments.meta import earlier_sessions, git_commit, now, rows_commits, versions
 from cbalab.models import __version__
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file, unreadable, unwritable_folder
 
@@ -86,130 +83,9 @@ EXPERIMENTS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class About:
-    """What ``cbalab experiment --list`` says of an experiment: one short line, and its measured wall times.
-
-    ``quick_seconds`` is the wall time of ``cbalab experiment NAME --quick`` (one worker) on the project's
-    2-core machine, twice: a second run at load average 3 and a first run (cold caches) at load average 6-7,
-    which is what a newcomer on a busy machine sees; ``full_seconds`` the sum over the sessions of
-    ``paper/results/NAME/meta.json`` with ``full_workers`` workers (tests/test_runner.py holds it
-    to that file).  ``console`` names, per summary table, the columns
-    printed on the console (at most 100 characters wide); the CSV has them all.
-    """
-
-    description: str
-    quick_seconds: tuple[float, float]
-    full_seconds: float
-    full_workers: int
-    console: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-#: Experiment name -> what ``--list`` prints of it (every name of EXPERIMENTS has one).
-ABOUT: dict[str, About] = {
-    "io-cost": About(
-        "CBA vs every cache baseline: IO cost on the Philly replay",
-        (7.1, 20.5),
-        1082.9,
-        1,
-        {
-            "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
-            "headline": ("compared_points", "max_mean_saving", "share_reaching_20_5pct", "reaching_conditions"),
-        },
-    ),
-    "welfare": About(
-        "AutoCBA vs GPU schedulers x cache policies under a budget",
-        (3.3, 11.1),
-        253.3,
-        2,
-        {
-            "headline": (
-                "method",
-                "instances",
-                "of_reference_mean",
-                "of_reference_min",
-                "autocba_over_geomean",
-                "autocba_over_max",
-            ),
-            "references": ("jobs", "budget_fraction", "utility_mix", "io_price_scale", "p2_gap", "p2s_gap"),
-        },
-    ),
-    "optimality": About(
-        "each method's gap to the proven optimum (P1 variants, P2)",
-        (15.3, 56.5),
-        1666.9,
-        1,
-        {
-            "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
-            "certificates": ("problem", "variant", "method", "mean_slack", "worst_slack", "bound_valid_share"),
-        },
-    ),
-    "scaling": About(
-        "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
-        (9.5, 13.5),
-        1481.1,
-        1,
-        {
-            "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
-            "ratios_welfare": ("jobs", "median_autocba_seconds", "median_pyomo_lp_seconds", "pyomo_lp_over_autocba"),
-        },
-    ),
-    "sensitivity": About(
-        "when caching pays: cached fraction vs price x IO density",
-        (5.7, 7.3),
-        62.7,
-        1,
-    ),
-    "dynamic": About(
-        "online cache policies vs the offline optimum P3 (Philly)",
-        (22.2, 51.9),
-        568.0,
-        2,
-    ),
-    "online-welfare": About(
-        "AutoCBA online vs GPU schedulers on elastic Philly replays",
-        (7.6, 16.8),
-        722.9,
-        2,
-        {
-            "ratios": (
-                "policy",
-                "cache_policy",
-                "budget_fraction",
-                "utility_mix",
-                "io_scale",
-                "welfare_ratio",
-                "welfare_total_ratio",
-                "jct_ratio",
-            )
-        },
-    ),
-}
-
-#: A run to do (grid index, key, parameters) and a finished one (…, outcome of :func:`execute`).
-Todo = list[tuple[int, str, dict]]
-Done = tuple[int, str, dict, dict]
-
-#: How long to try to reach a Dask scheduler before the address counts as bad input (seconds): the one
-#: deadline of the check that it answers as a scheduler, and of the client's connection after it.
-CONNECT_TIMEOUT_S = 10.0
-
-#: The transports a Dask scheduler address may name (distributed.comm); ``inproc`` is an in-process cluster.
-SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
-
-#: The widest a console summary line may be; wider tables are cut to the columns that fit (the CSV has all).
-CONSOLE_WIDTH = 100
-
-#: Packages whose versions meta.json records.
-PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
-
 #: Exit statuses of ``cbalab experiment`` (docs/interface.md): 0 every run done, 1 a run or a figure failed,
 #: 2 bad input (unknown or unavailable experiment, bad option), 130 interrupted.
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class ExperimentError(Exception):
-    """A usage error: unknown experiment, an experiment whose module is missing, a bad option (exit 2)."""
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -248,30 +124,6 @@ def load_experiment(name: str) -> ModuleType:
         if not hasattr(module, attr):
             raise ExperimentError(f"experiment module {target} lacks {attr!r}")
     return module
-
-
-def execute(module_name: str, params: dict) -> dict:
-    """Run one grid point in whatever process this is; never raises for the run's own errors.
-
-    Returns ``{"row": result columns or None, "error": "" or the error, "run_seconds": wall time}``.
-    """
-    start = time.perf_counter()
-    try:
-        module = importlib.import_module(module_name)
-        row = module.run_one(dict(params))
-        if not isinstance(row, dict):
-            raise TypeError(f"run_one returned {type(row).__name__}, not a dict")
-        if not row:
-            raise ValueError("run_one returned no result column")
-        clash = _clash(params, row)
-        if clash:
-            raise ValueError(f"run_one changed the parameter column {clash!r}")
-        error = ""
-    except Exception as e:  # a failed run is a result of the sweep, recorded, not a crash of it
-        row = None
-        last = traceback.extract_tb(e.__traceback__)[-1]
-        error = f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})"
-    return {"row": row, "error": error, "run_seconds": time.perf_counter() - start}
 
 
 @dataclass
@@ -327,12 +179,6 @@ def _plain(x: Any) -> Any:
     return x
 
 
-def _clash(params: dict, row: dict) -> str | None:
-    """The first column of ``row`` that would overwrite a parameter (or runs.csv's own ``run_key``/``error``)."""
-    clash = sorted(k for k in row if k in ("run_key", "error") or (k in params and row[k] != params[k]))
-    return clash[0] if clash else None
-
-
 def _load_run(path: Path, params: dict) -> tuple[dict | None, str]:
     """The run recorded at ``path`` and "" when it is a well-formed run of ``params``; else None and why not.
 
@@ -359,7 +205,7 @@ def _load_run(path: Path, params: dict) -> tuple[dict | None, str]:
         return (doc, "") if row is None else (None, "records an error and a row")
     if not isinstance(row, dict) or not row:
         return None, "records success but no result column"
-    clash = _clash(params, row)
+    clash = overwritten_parameter(params, row)
     if clash:
         return None, f"its row would overwrite the parameter {clash!r}"
     return doc, ""
@@ -400,135 +246,6 @@ def assemble(run_dir: Path, grid: list[dict]) -> pd.DataFrame:
     return frame
 
 
-def _local(module_name: str, todo: Todo, workers: int) -> Iterator[Done]:
-    """Yield (index, key, params, outcome) as runs finish on ``workers`` local processes (1: this process)."""
-    if workers <= 1:
-        for index, key, params in todo:
-            yield index, key, params, execute(module_name, params)
-        return
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
-    try:
-        pending: dict[Future, tuple[int, str, dict]] = {}
-        queue = iter(todo)
-        for item in queue:  # keep 2 runs per worker in flight: a Ctrl-C then cancels the rest at once
-            pending[pool.submit(execute, module_name, item[2])] = item
-            if len(pending) >= 2 * workers:
-                break
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                index, key, params = pending.pop(fut)
-                yield index, key, params, fut.result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending[pool.submit(execute, module_name, nxt[2])] = nxt
-    finally:  # on Ctrl-C: runs not started are cancelled, the workers end with the run they are in
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the runner, which stops the sweep and keeps every finished run."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def scheduler_address(address: str) -> str:
-    """``address`` if it has the form of a Dask scheduler address, else ExperimentError naming ``--scheduler``.
-
-    The form is ``SCHEME://HOST:PORT`` with SCHEME one of :data:`SCHEDULER_SCHEMES` and PORT in 1-65535, or
-    ``HOST:PORT`` (tcp, as Dask reads it), or ``inproc://...`` (a cluster in this process).
-    """
-    scheme, sep, rest = address.partition("://")
-    if not sep:
-        scheme, rest = "tcp", address
-    if scheme not in SCHEDULER_SCHEMES:
-        raise ExperimentError(
-            f"--scheduler: {scheme!r} is not a Dask transport ({', '.join(SCHEDULER_SCHEMES)}); "
-            f"give tcp://HOST:PORT (got {address!r})"
-        )
-    if scheme == "inproc":
-        if not rest:
-            raise ExperimentError(f"--scheduler: an inproc address names its cluster (got {address!r})")
-        return address
-    host, colon, port = rest.rpartition(":")
-    if not colon or not host.strip("[]") or "/" in rest:
-        raise ExperimentError(f"--scheduler: must be tcp://HOST:PORT (got {address!r})")
-    if not (port.isdigit() and 1 <= int(port) <= 65535):
-        raise ExperimentError(f"--scheduler: the port must be a number from 1 to 65535 (got {address!r})")
-    return address
-
-
-def _identity(address: str, timeout: float) -> dict:
-    """What the server at ``address`` says it is (Dask's ``identity`` call), within ``timeout`` seconds.
-
-    Runs its own event loop in a thread, so it works inside a running loop (a notebook) too, and gives up at
-    the deadline whatever the server does: accept and stay silent, or answer bytes that are no Dask message.
-    """
-    from distributed.comm import connect
-
-    async def ask() -> Any:
-        comm = await connect(address, timeout=timeout)
-        try:
-            await comm.write({"op": "identity"})
-            return await comm.read()
-        finally:
-            comm.abort()
-
-    async def bounded() -> Any:
-        return await asyncio.wait_for(ask(), timeout)
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cbalab-dask-probe")
-    try:
-        reply = pool.submit(asyncio.run, bounded()).result(timeout=timeout + 2.0)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    return reply if isinstance(reply, dict) else {}
-
-
-def _dask(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
-    """Check that ``address`` is a Dask scheduler (ExperimentError, exit 2, if not), connect, then run there."""
-    from dask.distributed import Client
-
-    scheduler_address(address)
-    try:
-        what = _identity(address, CONNECT_TIMEOUT_S).get("type")
-    except (TimeoutError, OSError):  # silent, refused or unreachable until the deadline
-        raise ExperimentError(
-            f"--scheduler: no Dask scheduler answered at {address!r} within {CONNECT_TIMEOUT_S:g} s"
-        ) from None
-    except Exception as e:  # bytes that are no Dask message: a MemoryError or a decoding error, among others
-        raise ExperimentError(
-            f"--scheduler: {address!r} is not a Dask scheduler ({type(e).__name__}: {str(e)[:120]})"
-        ) from None
-    if what != "Scheduler":
-        raise ExperimentError(
-            f"--scheduler: {address!r} answers as {what or 'something else'}, not as a Dask scheduler"
-        )
-    try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
-    except (OSError, TimeoutError) as e:
-        raise ExperimentError(f"--scheduler: cannot reach a Dask scheduler at {address!r}: {e}") from None
-    return _dask_results(client, module_name, todo)
-
-
-def _dask_results(client: Any, module_name: str, todo: Todo) -> Iterator[Done]:
-    """Yield (index, key, params, outcome) as the runs finish on ``client``'s cluster."""
-    from dask.distributed import as_completed
-
-    try:
-        items = {}
-        futures = []
-        for index, key, params in todo:
-            fut = client.submit(execute, module_name, params, key=f"cbalab-{key}-{os.getpid()}", pure=False)
-            items[fut.key] = (index, key, params)
-            futures.append(fut)
-        for fut in as_completed(futures):
-            index, key, params = items[fut.key]
-            yield index, key, params, fut.result()
-    finally:
-        client.close()
-
-
 def run_sweep(
     name: str,
     out: str | Path = "results",
@@ -550,14 +267,14 @@ def run_sweep(
     from the runs finished so far (``Sweep.interrupted``).  Before any run:
     ExperimentError (exit 2) for an ``out`` that cannot hold the results, a
     malformed ``scheduler`` address or one that is no Dask scheduler, and a
-    meta.json that is not one (:func:`read_meta`).
+    meta.json that is not one (:func:`cbalab.experiments.meta.read_meta`).
     """
     mod = module if module is not None else load_experiment(name)
     if workers < 1:
         raise ExperimentError(f"--workers: must be >= 1 (got {workers})")
     if scheduler is not None:
         scheduler_address(scheduler)
-    started = _now()
+    started = now()
     wall = time.perf_counter()
     grid = mod.grid(quick, seed)
     keys = [run_key(p) for p in grid]
@@ -566,7 +283,7 @@ def run_sweep(
     folder = Path(out) / name
     run_dir = folder / "runs"
     _make_folder(Path(out), run_dir)
-    sessions = _sessions(folder / "meta.json")
+    sessions = earlier_sessions(folder / "meta.json")
     todo = []
     for i, (key, params) in enumerate(zip(keys, grid)):
         doc, why = _load_run(run_dir / f"{key}.json", params)
@@ -576,7 +293,7 @@ def run_sweep(
             todo.append((i, key, params))
     sweep = Sweep(name, folder, pd.DataFrame(), skipped=len(grid) - len(todo))
     bar = _bar(len(grid), sweep.skipped, name, progress)
-    source = _dask(mod.__name__, todo, scheduler) if scheduler else _local(mod.__name__, todo, workers)
+    source = dask_runs(mod.__name__, todo, scheduler) if scheduler else local_runs(mod.__name__, todo, workers)
     try:
         for index, key, params, outcome in source:
             _record(run_dir, index, key, params, outcome)
@@ -632,8 +349,8 @@ def run_sweep(
         "tables": [f"{t}.csv" for t in sweep.tables],
         "figure_error": sweep.figure_error or None,
         "cbalab_version": __version__,
-        "git": _git(),
-        "packages": _versions(),
+        "git": git_commit(),
+        "packages": versions(),
         "machine": {
             "platform": platform.platform(),
             "python": sys.version.split()[0],
@@ -641,27 +358,16 @@ def run_sweep(
             "cpu_count": os.cpu_count(),
         },
         "started": started,
-        "ended": _now(),
+        "ended": now(),
         "wall_seconds": time.perf_counter() - wall,
     }
     sessions.append(
         {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
     )
-    meta["rows_commits"] = _rows_commits(sessions)
+    meta["rows_commits"] = rows_commits(sessions)
     meta["runs_sha256"] = sha256_file(folder / "runs.csv")
     atomic_write_json(folder / "meta.json", _plain(meta))
     return sweep
-
-
-def _rows_commits(sessions: list[dict]) -> list[dict]:
-    """The commits that computed rows (sessions with ``done`` > 0), each once, oldest first: what meta.json's
-    ``rows_commits`` names, so that a resume that did nothing does not pass for the rows' commit."""
-    out: list[dict] = []
-    for x in sessions:
-        git = x.get("git")
-        if (x.get("done") or 0) > 0 and isinstance(git, dict) and git not in out:
-            out.append(git)
-    return out
 
 
 def _make_folder(out: Path, run_dir: Path) -> None:
@@ -678,54 +384,6 @@ def _make_folder(out: Path, run_dir: Path) -> None:
         raise ExperimentError(f"--out: {problem} (got {str(out)!r})")
 
 
-def read_meta(path: str | Path) -> dict | None:
-    """The meta.json at ``path`` (None when there is none), checked to be one: ExperimentError naming the
-    file otherwise (exit 2).
-
-    The fields that readers use must have their types: ``config`` and ``runs`` objects, ``sessions`` a
-    list of objects, ``git`` an object or null, ``wall_seconds`` a number or null.  ``cbalab paper`` checks
-    every experiment's meta.json through here before it reads any.
-    """
-    p = Path(path)
-    if not p.exists():
-        return None
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ExperimentError(f"{p}: {unreadable(e)}") from None
-    except ValueError as e:
-        raise ExperimentError(f"{p}: not JSON ({e}); rerun the experiment or remove the file") from None
-    if not isinstance(doc, dict):
-        raise ExperimentError(f"{p}: holds {type(doc).__name__}, not a meta.json object; rerun the experiment")
-    checks = (
-        ("config", dict, False),
-        ("sessions", list, False),
-        ("git", dict, True),
-        ("wall_seconds", int | float, True),
-        ("runs", dict, False),
-    )
-    for key, kind, nullable in checks:
-        if key in doc and not (isinstance(doc[key], kind) or (nullable and doc[key] is None)):
-            raise ExperimentError(f"{p}: {key!r} holds {type(doc[key]).__name__}; rerun the experiment")
-    if not all(isinstance(x, dict) for x in doc.get("sessions", [])):
-        raise ExperimentError(f"{p}: 'sessions' holds an entry that is not an object; rerun the experiment")
-    return doc
-
-
-def _sessions(path: Path) -> list[dict]:
-    """The earlier invocations recorded in an existing meta.json (a resumed sweep keeps its history)."""
-    old = read_meta(path)
-    if old is None:
-        return []
-    if "sessions" in old:
-        return list(old["sessions"])
-    keys = ("started", "ended", "wall_seconds", "git")
-    if not all(k in old for k in keys):
-        return []
-    done = old.get("runs", {}).get("done_now")
-    return [{k: old[k] for k in keys} | {"done": done, "workers": old.get("config", {}).get("workers")}]
-
-
 def _bar(total: int, initial: int, name: str, enabled: bool) -> Any:
     """A tqdm bar over the runs (with ETA), or None."""
     if not enabled:
@@ -735,93 +393,7 @@ def _bar(total: int, initial: int, name: str, enabled: bool) -> Any:
     return tqdm(total=total, initial=initial, unit="run", desc=name, mininterval=0.5, file=sys.stderr)
 
 
-def _now() -> str:
-    """The current UTC time, ISO 8601 to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _versions() -> dict[str, str | None]:
-    """Installed versions of :data:`PACKAGES` (None when one is missing)."""
-    out: dict[str, str | None] = {}
-    for pkg in PACKAGES:
-        try:
-            out[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def _git() -> dict[str, Any] | None:
-    """The git commit (and whether the work tree has changes) of the checkout cbalab runs from, if it is one."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return {"commit": commit, "dirty": bool(dirty)}
-
-
 # ------------------------------------------------------------------------------------------ the command line
-
-
-def plain(text: str) -> str:
-    """``text`` without reST markup, for help printed on a terminal: double-backquoted literals and roles
-    such as ``:func:`` keep their text and lose their markup."""
-    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
-    return re.sub(r"``([^`]+)``", r"\1", text)
-
-
-def _duration(seconds: float) -> str:
-    """A measured wall time as --list prints it: ``21 s``, ``18 min``."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-def quick_time(about: About) -> str:
-    """The two measured ``--quick`` times as --list and docs/reproduce.md print them: ``7-21 s``."""
-    low, high = about.quick_seconds
-    return f"{low:.0f}-{_duration(high)}"
-
-
-def listing() -> list[str]:
-    """The lines of ``cbalab experiment --list``: each experiment's name, measured times and what it measures."""
-    width = max(len(n) for n in EXPERIMENTS) + 2
-    lines = [f"{'':<{width}}{'--quick':>8}{'full':>16}  what it measures"]
-    for name in EXPERIMENTS:
-        about = ABOUT[name]
-        full = f"{_duration(about.full_seconds)} ({about.full_workers}w)"
-        lines.append(f"{name:<{width}}{quick_time(about):>8}{full:>16}  {about.description}")
-    lines.append("wall clock, 2 cores: --quick with 1 worker (quiet to busy machine), full with (N) workers")
-    return lines
-
-
-def console_table(table: pd.DataFrame, columns: Iterable[str] = (), width: int = CONSOLE_WIDTH) -> str:
-    """``table`` as console text at most ``width`` characters wide: the ``columns`` named (those it has), or
-    else every column; then as many of them as fit, numbers to 4 significant digits, at most 40 rows, and
-    a last line saying what was left out (the CSV has it all)."""
-    chosen = [c for c in columns if c in table] or list(table.columns)
-    rows = table[chosen].head(40)
-    left_rows = len(table) - len(rows)
-    kept: list[str] = []
-    text = ""
-    for column in chosen:
-        trial = rows[[*kept, column]].to_string(index=False, float_format=lambda x: f"{x:.4g}")
-        if kept and max(len(line) for line in trial.splitlines()) > width:
-            break
-        kept.append(column)
-        text = trial
-    omitted = len(table.columns) - len(kept)
-    notes = [f"{omitted} more columns"] if omitted else []
-    notes += [f"{left_rows} more rows"] if left_rows else []
-    return text + (f"\n({', '.join(notes)} in the CSV)" if notes else "")
 
 
 def run_experiment(

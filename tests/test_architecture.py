@@ -166,9 +166,6 @@ def test_a_users_own_package_does_not_shadow_cbalab(tmp_path: Path, shadow: str)
 
 #: The most lines one source file of experiments/ may hold: a longer one holds more than one concern.
 MAX_LINES = 600
-#: Files above it today, each awaiting its split (runner.py still holds the sweep, the experiments' listing and the
-#: console tables after its parser moved to cbalab/cli.py, issue 20 item 3).  No other file may grow past it.
-OVER_LONG = {"experiments/runner.py"}
 
 
 def test_no_experiments_file_holds_more_than_one_concern() -> None:
@@ -177,7 +174,6 @@ def test_no_experiments_file_holds_more_than_one_concern() -> None:
         f"{path.relative_to(ROOT)}: {n} lines"
         for path in _sources("experiments")
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-        and str(path.relative_to(ROOT)) not in OVER_LONG
     ]
     assert long == []
 

@@ -29,7 +29,7 @@ from hostile import doc, one_line_naming, run_cli, write
 
 import cbalab
 from cbalab.cli import main, parser
-from cbalab.experiments import runner
+from cbalab.experiments import about, runner
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.models import solve as solve_module
 from cbalab.models.instance import build, load
@@ -844,7 +844,7 @@ def test_regression_issue23_help_text_has_no_raw_rest() -> None:
     """Issue 23 item 7: no ``literal`` or :role:`x` markup reaches a terminal in any --help."""
     for name, text in _helps():
         assert "``" not in text and not re.search(r":[a-z]+:`", text), (name, text)
-    assert runner.plain("(``cbalab experiment NAME``, :func:`run_sweep`)") == "(cbalab experiment NAME, run_sweep)"
+    assert about.plain("(``cbalab experiment NAME``, :func:`run_sweep`)") == "(cbalab experiment NAME, run_sweep)"
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,11 @@ import pytest
 import toy_experiment as toy
 from hostile import one_line_naming, run_cli
 
-from cbalab.experiments import runner
-from cbalab.experiments.runner import ABOUT, EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
+from cbalab.experiments import about as about_module
+from cbalab.experiments import backends, runner
+from cbalab.experiments.about import ABOUT
+from cbalab.experiments.meta import read_meta
+from cbalab.experiments.runner import EXPERIMENTS, ExperimentError, comparable, run_key, run_sweep
 from cbalab.models.files import sha256_file
 
 
@@ -114,7 +117,7 @@ def test_dask_cluster_gives_the_rows_of_local_processes(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_scheduler_is_bad_input(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1.0)
     with pytest.raises(ExperimentError, match=r"no Dask scheduler answered at 'tcp://127\.0\.0\.1:9' within 1 s"):
         _sweep(tmp_path, quick=True, scheduler="tcp://127.0.0.1:9")
 
@@ -128,7 +131,7 @@ def test_unknown_and_missing_experiments_fail_clearly(monkeypatch) -> None:
 
 
 def test_experiment_list_prints_one_line_per_experiment() -> None:
-    lines = runner.listing()
+    lines = about_module.listing()
     names = [line.split()[0] for line in lines[1:-1]]
     assert names == ["io-cost", "welfare", "optimality", "scaling", "sensitivity", "dynamic", "online-welfare"]
 
@@ -147,7 +150,7 @@ def test_every_experiment_quick_writes_runs_meta_and_a_figure(name: str, tmp_pat
     assert pngs and all((folder / f"{p.stem}.pdf").exists() for p in pngs)
     # issue 23 item 7: the console summary fits 100 columns (lines naming a path aside), with the columns chosen
     assert all(len(line) <= 100 for text in lines for line in text.splitlines() if str(tmp_path) not in line)
-    for table, columns in runner.ABOUT[name].console.items():
+    for table, columns in about_module.ABOUT[name].console.items():
         header = pd.read_csv(folder / f"{table}.csv", nrows=0).columns
         assert set(columns) <= set(header), (table, set(columns) - set(header))
 
@@ -175,20 +178,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_regression_issue23_experiment_list_describes_and_times_every_experiment() -> None:
     """Issue 23 item 7: --list gives each experiment a one-line description and its quick and full times."""
-    lines = runner.listing()
+    lines = about_module.listing()
     assert len(lines) == len(EXPERIMENTS) + 2
     for name, line in zip(EXPERIMENTS, lines[1:-1]):
         about = ABOUT[name]
         assert line.startswith(name) and line.endswith(about.description)
-        assert runner.quick_time(about) in line and runner._duration(about.full_seconds) in line
-    assert max(len(line) for line in lines) <= runner.CONSOLE_WIDTH
+        assert about_module.quick_time(about) in line and about_module.duration(about.full_seconds) in line
+    assert max(len(line) for line in lines) <= about_module.CONSOLE_WIDTH
 
 
 @pytest.mark.parametrize("name", [n for n in EXPERIMENTS if (ROOT / "paper" / "results" / n / "meta.json").exists()])
 def test_regression_issue23_full_times_are_those_of_the_committed_results(name: str) -> None:
     """Issue 23 item 7: each full time --list prints is the wall time paper/results/NAME/meta.json records (the
     sum over its sessions), with its workers."""
-    meta = runner.read_meta(ROOT / "paper" / "results" / name / "meta.json")
+    meta = read_meta(ROOT / "paper" / "results" / name / "meta.json")
     assert meta is not None and meta["config"]["quick"] is False
     wall = sum(float(s["wall_seconds"]) for s in meta["sessions"])
     assert ABOUT[name].full_seconds == pytest.approx(wall, abs=0.1)
@@ -199,10 +202,10 @@ def test_regression_issue23_console_tables_fit_100_columns_and_point_at_the_csv(
     """Issue 23 item 7: a 40-column table prints at most 100 characters wide, the chosen columns first, and says
     how many columns and rows only the CSV has."""
     wide = pd.DataFrame({f"a_rather_long_column_name_{i}": np.linspace(0, 1, 50) * i for i in range(40)})
-    text = runner.console_table(wide)
+    text = about_module.console_table(wide)
     assert max(len(line) for line in text.splitlines()) <= 100
     assert re.search(r"\((\d+) more columns, 10 more rows in the CSV\)$", text)
-    chosen = runner.console_table(wide, ["a_rather_long_column_name_39", "nope", "a_rather_long_column_name_2"])
+    chosen = about_module.console_table(wide, ["a_rather_long_column_name_39", "nope", "a_rather_long_column_name_2"])
     header = chosen.splitlines()[0].split()
     assert header == ["a_rather_long_column_name_39", "a_rather_long_column_name_2"]
     assert "38 more columns" in chosen
@@ -214,7 +217,7 @@ def test_regression_issue23_reproduce_md_lists_every_experiment_with_its_times()
     for name, about in ABOUT.items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
         assert row is not None, name
-        assert runner.quick_time(about) in row and runner._duration(about.full_seconds) in row, row
+        assert about_module.quick_time(about) in row and about_module.duration(about.full_seconds) in row, row
 
 
 def _valid_doc(path: Path) -> dict:
@@ -327,7 +330,7 @@ def test_regression_issue23_a_server_that_is_no_dask_scheduler_is_refused_within
 ) -> None:
     """Issue 23 item 9: a port that accepts and stays silent, or answers bytes that are no Dask message (which
     made the client allocate 3 EiB), is ExperimentError naming --scheduler; no run is done."""
-    monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1.0)
     server = _Server(talk)
     try:
         with pytest.raises(ExperimentError, match=rf"^--scheduler: .*{expected}"):
@@ -339,7 +342,7 @@ def test_regression_issue23_a_server_that_is_no_dask_scheduler_is_refused_within
 
 def test_regression_issue23_the_scheduler_deadline_is_within_15_seconds() -> None:
     """Issue 23 item 9: the one deadline of the scheduler check, with the probe thread's margin, is <= 15 s."""
-    assert runner.CONNECT_TIMEOUT_S + 2.0 <= 15.0
+    assert backends.CONNECT_TIMEOUT_S + 2.0 <= 15.0
 
 
 @pytest.mark.parametrize("content", ["[]", "{not json", '{"sessions": {}}', '{"config": [], "sessions": []}'])

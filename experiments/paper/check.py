@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from cbalab.experiments.meta import read_meta
 from cbalab.experiments.paper.build import (
     INPUTS_TEX,
     PDF_INPUTS,
@@ -34,7 +35,6 @@ from cbalab.experiments.paper.build import (
 from cbalab.experiments.paper.claims import measure_claims
 from cbalab.experiments.paper.lint import claim_numbers_outside_sentences, hand_typed_numbers, undefined_macros
 from cbalab.experiments.paper.section import rows_commits
-from cbalab.experiments.runner import read_meta
 from cbalab.models.files import sha256_file
 
 #: The folders whose change makes every experiment's rows stale (beside the experiment's own runs module).

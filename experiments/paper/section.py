@@ -90,7 +90,7 @@ def load_results(results_dir: Path, name: str) -> Results:
         runs = pd.read_csv(csv, keep_default_na=True)
     except (ValueError, pd.errors.ParserError) as e:
         raise ResultsUnusableError(f"{name}/runs.csv cannot be read: {e}") from None
-    from cbalab.experiments.runner import read_meta  # the one reader of meta.json: a broken one is named
+    from cbalab.experiments.meta import read_meta  # the one reader of meta.json: a broken one is named
 
     meta = read_meta(meta_path) or {}
     failed = 0
