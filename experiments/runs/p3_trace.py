@@ -1,0 +1,95 @@
+"""p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
+
+    python -m cbalab.experiments.runs.p3_trace
+
+Measures in one run, in CPU seconds (``time.process_time``, so that the machine's other load does not count):
+
+* the CBA cost replay of the whole trace (what ``cbalab simulate --trace data/philly/philly_jobs.csv.gz
+  --policy cba`` does: 82,247 jobs, default cluster and prices, warm-up on);
+* P3 over that replay's schedule by :func:`cbalab.models.milp.p3_lagrange.solve_lagrange` with the fixed
+  deterministic limits of :data:`DEFAULTS` (no wall clock: the same numbers on any machine);
+
+and prints JSON: the ratio of the two CPU times (goal ≤ 15) and P3's certified gap, (cost − bound) / cost
+between its settled schedule and its Lagrangian bound (goal ≤ 2 %), and the gap of the bound to CBA's own
+replay cost, itself a P3-feasible schedule when no job stalls (proofs/dynamic_lower_bound.md, Theorem 1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from cbalab.experiments.data import data_path
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import make_workload
+from cbalab.models.milp.dynamic import Cluster, instant_bound, schedule_from_replay
+from cbalab.models.milp.p3_lagrange import solve_lagrange
+
+#: The decomposition's limits on the whole trace: iterations, chunk size, the smallest dataset solved with
+#: its warm-up rows (GB; smaller ones get the instant relaxation), schedules built every this many iterations.
+DEFAULTS = {"iterations": 4, "chunk_pairs": 2000, "exact_min_gb": 100.0, "upper_every": 4}
+
+
+def measure(
+    iterations: int = DEFAULTS["iterations"],
+    chunk_pairs: int = DEFAULTS["chunk_pairs"],
+    exact_min_gb: float = DEFAULTS["exact_min_gb"],
+    upper_every: int = DEFAULTS["upper_every"],
+    jobs: int | None = None,
+) -> dict:
+    """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
+    workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
+    if jobs is not None:
+        workload.jobs.drop(workload.jobs.index[jobs:], inplace=True)
+    cfg = SimConfig(policy="cba")
+    cpu = time.process_time()
+    replay = simulate(workload, cfg)
+    replay_cpu = time.process_time() - cpu
+    cpu = time.process_time()
+    frame = replay.jobs
+    schedule = schedule_from_replay(
+        frame["start_s"].to_numpy(),
+        frame["end_s"].to_numpy(),
+        frame["io_gbps"].to_numpy(),
+        workload.jobs["dataset_index"].to_numpy(),
+        workload.datasets["size_gb"].to_numpy(dtype=float),
+    )
+    cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
+    out = solve_lagrange(
+        schedule,
+        cluster,
+        iterations=iterations,
+        chunk_pairs=chunk_pairs,
+        exact_min_gb=exact_min_gb,
+        upper_every=upper_every,
+    )
+    p3_cpu = time.process_time() - cpu
+    cba_io = float(replay.summary["cost"]["io"])
+    return {
+        "jobs": len(workload.jobs),
+        "slots": schedule.n_slots,
+        "limits": {
+            "iterations": iterations,
+            "chunk_pairs": chunk_pairs,
+            "exact_min_gb": exact_min_gb,
+            "upper_every": upper_every,
+        },
+        "replay_cpu_s": replay_cpu,
+        "p3_cpu_s": p3_cpu,
+        "cpu_ratio": p3_cpu / replay_cpu,
+        "p3_status": out.status,
+        "p3_bound": out.bound,
+        "p3_cost_io": out.cost_io,
+        "p3_gap": out.gap,
+        "p3_iterations": out.iterations,
+        "p3_bounds": out.bounds,
+        "p3_message": out.message,
+        "instant_bound": instant_bound(schedule, cluster),
+        "cba_io": cba_io,
+        "cba_stall_hours": float(replay.summary["stall_hours"]),
+        "gap_to_cba": (cba_io - out.bound) / cba_io if cba_io > 0 else None,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(), indent=1))
