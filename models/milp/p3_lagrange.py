@@ -40,7 +40,7 @@ against the coupling rows in numpy; its cost is re-computed from the prices.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -176,7 +176,9 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     """
     import highspy
 
-    built = matrix(_chunk_schedule(schedule, chunk), cluster, warmup=True)
+    # Without B: the chunk's own rows b ≤ B are implied by the dualised Σ_k b ≤ B, and dropping them only relaxes
+    # (a free slot reads 4 d in its second, more than B may allow; Theorem 4 (ii)).
+    built = matrix(_chunk_schedule(schedule, chunk), replace(cluster, bandwidth_gbps=math.inf), warmup=True)
     sub, cols, data, rows, _ = built
     # The chunk's layout runs from its first to its last slot with demand (Lemma 4): slot i of the chunk's
     # schedule is chunk.slots[i − 1] after a free slot, chunk.slots[i] otherwise.
