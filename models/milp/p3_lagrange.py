@@ -73,6 +73,23 @@ TARGET_GAP = 0.01
 FREE_START_READS = 4.0
 
 
+#: Above this many (dataset, slot) pairs the offline optimum uses the decomposition (:func:`large_schedule`):
+#: one LP of P3 with about 70,000 pairs (a 1,000-job Philly window) already takes 11–30 s of CPU.
+LARGE_PAIRS = 150_000
+
+#: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
+#: them on the whole Philly trace): few iterations, chunks of 2,000 pairs, warm-up rows only for datasets of at
+#: least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), one schedule at the start and one at the end.
+TRACE_ITERATIONS = 4
+TRACE_CHUNK_PAIRS = 2000
+TRACE_EXACT_SHARE = 0.2
+
+
+def large_schedule(schedule: Schedule, cluster: Cluster, *, warmup: bool = True) -> bool:
+    """Whether P3 over ``schedule`` goes to the decomposition: warm-up, continuous caches, > LARGE_PAIRS pairs."""
+    return warmup and cluster.granularity == "continuous" and layout(schedule).n_pairs > LARGE_PAIRS
+
+
 @dataclass
 class LagrangeResult:
     """P3's Lagrangian answer: the certified lower ``bound`` ($), the IO cost ``cost_io`` of a checked schedule.
@@ -343,12 +360,14 @@ def solve_lagrange(
     iterations: int = ITERATIONS,
     chunk_pairs: int | None = CHUNK_PAIRS,
     exact_min_gb: float = 0.0,
+    exact_share: float | None = None,
     upper_every: int = 10,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
     ``iterations`` subgradient steps at most (the deterministic limit); ``chunk_pairs`` cuts exact datasets'
-    LPs (None: whole); datasets smaller than ``exact_min_gb`` GB get their instant relaxation; a schedule
+    LPs (None: whole); datasets smaller than ``exact_min_gb`` GB (or, when given, ``exact_share`` · C) get
+    their instant relaxation; a schedule
     is built and settled every ``upper_every`` iterations and at the end.  Continuous caches only.
     """
     cluster.check()
@@ -361,6 +380,8 @@ def solve_lagrange(
     if lay.n_pairs == 0:
         return LagrangeResult("optimal", 0.0, 0.0, S, 0, False, [0.0], "no demand")
     live = np.unique(lay.k)
+    if exact_share is not None:
+        exact_min_gb = exact_share * cluster.cache_gb
     exact = live[schedule.size_gb[live] >= exact_min_gb]
     instant = np.setdiff1d(live, exact)
     pieces = chunks(schedule, exact, chunk_pairs)
@@ -444,3 +465,15 @@ def solve_lagrange(
         f"{done} iteration(s)"
     )
     return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
+
+
+def solve_trace(schedule: Schedule, cluster: Cluster) -> LagrangeResult:
+    """:func:`solve_lagrange` with the trace-scale limits TRACE_* (the offline optimum of a large schedule)."""
+    return solve_lagrange(
+        schedule,
+        cluster,
+        iterations=TRACE_ITERATIONS,
+        chunk_pairs=TRACE_CHUNK_PAIRS,
+        exact_share=TRACE_EXACT_SHARE,
+        upper_every=TRACE_ITERATIONS,
+    )
