@@ -564,15 +564,14 @@ def offline_optimum(
     if time_limit is None and large_schedule(schedule, cluster, warmup=cfg.warmup):
         wall = time.perf_counter()
         big = solve_trace(schedule, cluster)
-        doc = big.summary() | {"seconds": time.perf_counter() - wall}
+        doc = big.summary() | {"seconds": time.perf_counter() - wall, "message": big.message}
         io = float(result.summary["cost"]["io"])
         if result.summary.get("stall_hours", 0.0) == 0 and io > 0:
             # The replay's own schedule is feasible for P3 (proofs/dynamic_lower_bound.md, Theorem 1).
             doc["gap_to_replay"] = (io - big.bound) / io
     else:
         out = solve_dynamic(schedule, cluster, warmup=cfg.warmup, deadline=deadline)
-        doc = out.summary()
-    doc["message"] = out.message
+        doc = out.summary() | {"message": out.message}
     if result.summary.get("stall_hours", 0.0) > 0:
         doc["message"] += "; jobs stalled in this replay, so the bound covers only policies that do not stall"
     return doc

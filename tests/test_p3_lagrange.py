@@ -122,3 +122,27 @@ def test_rejects_what_it_cannot_do() -> None:
         solve_lagrange(schedule, Cluster(cache_gb=cluster.cache_gb, granularity="dataset"))
     with pytest.raises(InstanceError, match="iterations"):
         solve_lagrange(schedule, cluster, iterations=0)
+
+
+def test_offline_optimum_of_a_large_schedule(monkeypatch) -> None:
+    """Theorem 4 and Theorem 1 of proofs/dynamic_lower_bound.md through the replay layer: without a time limit a
+    schedule above LARGE_PAIRS goes to the decomposition, whose certified bound is ≤ the replay's IO cost (a
+    P3-feasible schedule) and ≤ its own settled schedule's cost, the same twice."""
+    from cbalab.experiments.simulate import offline_optimum
+    from cbalab.models.milp import p3_lagrange
+
+    w = assign(generate_trace(12, 5), 5, skew=1.0, n_datasets=3)
+    w.jobs["io_gbps"] = w.jobs["io_gbps"] * 30.0
+    cfg = SimConfig(policy="cba", gpus=64, cache_gb=0.5 * float(w.datasets["size_gb"].sum()))
+    res = simulate(w, cfg)
+    monkeypatch.setattr(p3_lagrange, "LARGE_PAIRS", 0)
+    doc = offline_optimum(w, cfg, res)
+    io = float(res.summary["cost"]["io"])
+    assert doc["method"] == "lagrange" and doc["iterations"] <= p3_lagrange.TRACE_ITERATIONS
+    assert 0 < doc["bound"] <= io * (1 + 1e-9)
+    assert doc["cost_io"] is not None and doc["bound"] <= doc["cost_io"] * (1 + 1e-9)
+    assert doc["gap_to_replay"] == pytest.approx((io - doc["bound"]) / io)
+    again = offline_optimum(w, cfg, res)
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in doc.items() if k != "seconds"}
+    monkeypatch.setattr(p3_lagrange, "LARGE_PAIRS", 10**9)
+    assert "method" not in offline_optimum(w, cfg, res)
