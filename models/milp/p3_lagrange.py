@@ -66,6 +66,10 @@ CHUNK_PAIRS: int | None = None
 #: Consecutive iterations without a better bound after which the step factor is halved.
 PATIENCE = 3
 
+#: HiGHS's feasibility tolerances for the chunk LPs, as models/milp/dynamic.py sets them for P3 (the bound does not
+#: rest on them: it is the weak-duality value of whatever duals HiGHS returns).
+HIGHS_TOLERANCES = (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9))
+
 #: Polyak's target lies at most this share above the best bound found (see :func:`solve_lagrange`).
 TARGET_GAP = 0.01
 
@@ -204,24 +208,27 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     start, index, value, lo, hi = rows.csc(cost.size)
     top = float(np.max(cost)) if cost.size else 0.0
     scale = top if top > 0 else 1.0
-    lp = highspy.HighsLp()
-    lp.num_col_ = cost.size
-    lp.num_row_ = int(lo.size)
-    lp.col_cost_ = cost / scale
-    lp.col_lower_ = data["lower"]
-    lp.col_upper_ = data["upper"]
-    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
-    lp.row_upper_ = np.where(np.isinf(hi), highspy.kHighsInf, hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    h.passModel(lp)
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
+        h.setOptionValue(option, setting)
+    # One call with the arrays (HiGHS's infinity is IEEE's, as highspy.kHighsInf).
+    h.passModel(
+        cost.size,
+        int(lo.size),
+        int(index.size),
+        int(highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
+        0.0,
+        cost / scale,
+        data["lower"],
+        data["upper"],
+        lo,
+        hi,
+        start.astype(np.int32),
+        index.astype(np.int32),
+        value,
+        np.zeros(cost.size, dtype=np.int32),
+    )
     if chunk.basis is not None:
         basis = highspy.HighsBasis()
         basis.col_status = chunk.basis[0]
