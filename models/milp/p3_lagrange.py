@@ -428,11 +428,12 @@ def solve_lagrange(
         value = total - cluster.cache_gb * float(mu.sum()) - B * float(nu.sum())
         bounds.append(value)
         # The mean of the iterates' trajectories meets every dataset's own rows (each set is convex) and tends to
-        # an optimum's as the multipliers converge, where a single iterate's caches are all-or-nothing.
+        # an optimum's as the multipliers converge, where a single iterate's caches are all-or-nothing; at the
+        # first iterate it is the iterate.
         for name in mean:
             mean[name] += (traj[name] - mean[name]) / (it + 1)
         if it % upper_every == upper_every - 1 or it == iterations - 1 or (best is None and it == 0):
-            for candidate in (traj, mean):
+            for candidate in (traj, mean) if it else (traj,):
                 point = _upper(schedule, cluster, candidate)
                 if point is not None and (best is None or point[1] < best[1]):
                     best = point
