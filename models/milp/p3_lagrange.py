@@ -407,7 +407,7 @@ def solve_lagrange(
     traj = {name: np.zeros((schedule.size_gb.size, S)) for name in ("y", "u", "e", "b")}
     ys = traj["y"]
     mean = {name: np.zeros_like(value) for name, value in traj.items()}
-    done = 0
+    done, norm = 0, math.inf
     for it in range(iterations):
         done = it + 1
         total, y_inst = _instant(schedule, cluster, instant, mu, nu)
@@ -432,29 +432,27 @@ def solve_lagrange(
         # first iterate it is the iterate.
         for name in mean:
             mean[name] += (traj[name] - mean[name]) / (it + 1)
-        if it % upper_every == upper_every - 1 or it == iterations - 1 or (best is None and it == 0):
-            for candidate in (traj, mean) if it else (traj,):
-                point = _upper(schedule, cluster, candidate)
-                if point is not None and (best is None or point[1] < best[1]):
-                    best = point
-        if best is not None and certified(best[1], max(best_bound, value, 0.0)):
-            best_bound = max(best_bound, value)
-            break
         g_c = np.where(can_c, schedule.size_gb @ ys - cluster.cache_gb, 0.0)
         if finite_b:
             reads += (schedule.demand[instant] * (1.0 - y_inst)).sum(axis=0)
         g_b = np.where(can_b, reads - B, 0.0) if finite_b else np.zeros(S)
+        # Projected subgradient: components that would go below 0 from 0 do not count in the step length.
+        g_c = np.where((mu <= 0) & (g_c < 0), 0.0, g_c)
+        g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
+        norm = float(g_c @ g_c + g_b @ g_b)
+        last = it == iterations - 1 or norm == 0.0
+        if it % upper_every == upper_every - 1 or last or (best is None and it == 0):
+            for candidate in (traj, mean) if it else (traj,):
+                point = _upper(schedule, cluster, candidate)
+                if point is not None and (best is None or point[1] < best[1]):
+                    best = point
         if value > best_bound:
             best_bound, stall = value, 0
         else:
             stall += 1
             if stall >= PATIENCE:
                 factor, stall = factor / 2.0, 0
-        # Projected subgradient: components that would go below 0 from 0 do not count in the step length.
-        g_c = np.where((mu <= 0) & (g_c < 0), 0.0, g_c)
-        g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
-        norm = float(g_c @ g_c + g_b @ g_b)
-        if norm == 0.0:
+        if last or (best is not None and certified(best[1], max(best_bound, 0.0))):
             break
         # Polyak's step towards a target above the best bound: the best schedule's cost, but at most
         # TARGET_GAP above the bound, since a repaired schedule is often much dearer than the optimum.
@@ -471,6 +469,7 @@ def solve_lagrange(
     note = (
         f"{len(pieces)} exact chunk LP(s) of {exact.size} dataset(s), {instant.size} instant dataset(s); "
         f"{done} iteration(s)"
+        + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
     )
     return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
 
