@@ -6,8 +6,8 @@ Measures in one run, in CPU seconds (``time.process_time``, so that the machine'
 
 * the CBA cost replay of the whole trace (what ``cbalab simulate --trace data/philly/philly_jobs.csv.gz
   --policy cba`` does: 82,247 jobs, default cluster and prices, warm-up on);
-* P3 over that replay's schedule by :func:`cbalab.models.milp.p3_lagrange.solve_lagrange` with the fixed
-  deterministic limits of :data:`DEFAULTS` (no wall clock: the same numbers on any machine);
+* P3 over that replay's schedule by :func:`cbalab.models.milp.p3_lagrange.solve_trace`, the offline optimum's
+  decomposition with its fixed deterministic limits TRACE_* (no wall clock: the same numbers on any machine);
 
 and prints JSON: the ratio of the two CPU times (goal ≤ 15) and P3's certified gap, (cost − bound) / cost
 between its settled schedule and its Lagrangian bound (goal ≤ 2 %), and the gap of the bound to CBA's own
@@ -22,21 +22,12 @@ import time
 from cbalab.experiments.data import data_path
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import make_workload
+from cbalab.models.milp import p3_lagrange
 from cbalab.models.milp.dynamic import Cluster, instant_bound, schedule_from_replay
-from cbalab.models.milp.p3_lagrange import solve_lagrange
-
-#: The decomposition's limits on the whole trace: iterations, chunk size, the smallest dataset solved with
-#: its warm-up rows (GB; smaller ones get the instant relaxation), schedules built every this many iterations.
-DEFAULTS = {"iterations": 4, "chunk_pairs": 2000, "exact_min_gb": 100.0, "upper_every": 4}
+from cbalab.models.milp.p3_lagrange import solve_trace
 
 
-def measure(
-    iterations: int = DEFAULTS["iterations"],
-    chunk_pairs: int = DEFAULTS["chunk_pairs"],
-    exact_min_gb: float = DEFAULTS["exact_min_gb"],
-    upper_every: int = DEFAULTS["upper_every"],
-    jobs: int | None = None,
-) -> dict:
+def measure(jobs: int | None = None) -> dict:
     """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
@@ -55,24 +46,17 @@ def measure(
         workload.datasets["size_gb"].to_numpy(dtype=float),
     )
     cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
-    out = solve_lagrange(
-        schedule,
-        cluster,
-        iterations=iterations,
-        chunk_pairs=chunk_pairs,
-        exact_min_gb=exact_min_gb,
-        upper_every=upper_every,
-    )
+    out = solve_trace(schedule, cluster)
     p3_cpu = time.process_time() - cpu
     cba_io = float(replay.summary["cost"]["io"])
     return {
         "jobs": len(workload.jobs),
         "slots": schedule.n_slots,
         "limits": {
-            "iterations": iterations,
-            "chunk_pairs": chunk_pairs,
-            "exact_min_gb": exact_min_gb,
-            "upper_every": upper_every,
+            "iterations": p3_lagrange.TRACE_ITERATIONS,
+            "chunk_pairs": p3_lagrange.TRACE_CHUNK_PAIRS,
+            "exact_share": p3_lagrange.TRACE_EXACT_SHARE,
+            "target_gap": p3_lagrange.TRACE_TARGET_GAP,
         },
         "replay_cpu_s": replay_cpu,
         "p3_cpu_s": p3_cpu,

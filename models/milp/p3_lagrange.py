@@ -83,10 +83,13 @@ LARGE_PAIRS = 150_000
 
 #: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
 #: them on the whole Philly trace): few iterations, chunks of 2,000 pairs, warm-up rows only for datasets of at
-#: least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), one schedule at the start and one at the end.
+#: least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end only.
 TRACE_ITERATIONS = 4
 TRACE_CHUNK_PAIRS = 2000
 TRACE_EXACT_SHARE = 0.2
+#: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
+#: so full steps towards 1 % above it overshoot (measured on 10,000 Philly jobs: every step lost bound).
+TRACE_TARGET_GAP = 0.002
 
 
 def large_schedule(schedule: Schedule, cluster: Cluster, *, warmup: bool = True) -> bool:
@@ -264,7 +267,7 @@ def _instant(
 
     Per pair: min over u ≤ y ≤ min(1, C/d), b ≥ R (1 − u) of (h p_c + μ) d y + (h p_b + ν) b, which is
     (h p_b + ν) R − min(1, C/d) max(0, (h p_b + ν) R − (h p_c + μ) d) (proofs/dynamic_lower_bound.md,
-    Theorem 4 (iii)); y is min(1, C/d) where caching saves, else 0.
+    Theorem 4 (iii)); y is min(1, C/d) where caching does not lose, else 0.
     """
     if ks.size == 0:
         return 0.0, np.zeros((0, schedule.n_slots))
@@ -275,7 +278,9 @@ def _instant(
     hold = (h * cluster.price_cache + mu)[None, :] * d
     top = np.minimum(1.0, cluster.cache_gb / d) if cluster.cache_gb > 0 else np.zeros_like(d)
     saving = np.maximum(0.0, read - hold)
-    y = np.where(saving > 0, top, 0.0)
+    # Where caching neither saves nor loses (the dataset at P1's dual price), y = min(1, C/d) is a minimiser too;
+    # taking it lets the schedule of :func:`_upper` cut that dataset to what C leaves, as CBA fills C.
+    y = np.where((read >= hold) & (R > 0), top, 0.0)
     return float((read - top * saving).sum()), y
 
 
@@ -369,13 +374,15 @@ def solve_lagrange(
     exact_min_gb: float = 0.0,
     exact_share: float | None = None,
     upper_every: int = 10,
+    target_gap: float = TARGET_GAP,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
     ``iterations`` subgradient steps at most (the deterministic limit); ``chunk_pairs`` cuts exact datasets'
     LPs (None: whole); datasets smaller than ``exact_min_gb`` GB (or, when given, ``exact_share`` · C) get
     their instant relaxation; a schedule
-    is built and settled every ``upper_every`` iterations and at the end.  Continuous caches only.
+    is built and settled every ``upper_every`` iterations and at the end; Polyak's target lies at most
+    ``target_gap`` above the best bound.  Continuous caches only.
     """
     cluster.check()
     if cluster.granularity != "continuous":
@@ -441,7 +448,7 @@ def solve_lagrange(
         g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
         norm = float(g_c @ g_c + g_b @ g_b)
         last = it == iterations - 1 or norm == 0.0
-        if it % upper_every == upper_every - 1 or last or (best is None and it == 0):
+        if it % upper_every == upper_every - 1 or last:
             for candidate in (traj, mean) if it else (traj,):
                 point = _upper(schedule, cluster, candidate)
                 if point is not None and (best is None or point[1] < best[1]):
@@ -456,7 +463,7 @@ def solve_lagrange(
             break
         # Polyak's step towards a target above the best bound: the best schedule's cost, but at most
         # TARGET_GAP above the bound, since a repaired schedule is often much dearer than the optimum.
-        target = best_bound + TARGET_GAP * abs(best_bound)
+        target = best_bound + target_gap * abs(best_bound)
         if best is not None:
             target = min(target, best[1])
         step = factor * max(target - value, 1e-12 * max(1.0, abs(target))) / norm
@@ -468,8 +475,7 @@ def solve_lagrange(
     status = "optimal" if proven else ("feasible" if cost is not None else "bound_only")
     note = (
         f"{len(pieces)} exact chunk LP(s) of {exact.size} dataset(s), {instant.size} instant dataset(s); "
-        f"{done} iteration(s)"
-        + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
+        f"{done} iteration(s)" + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
     )
     return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
 
@@ -483,4 +489,5 @@ def solve_trace(schedule: Schedule, cluster: Cluster) -> LagrangeResult:
         chunk_pairs=TRACE_CHUNK_PAIRS,
         exact_share=TRACE_EXACT_SHARE,
         upper_every=TRACE_ITERATIONS,
+        target_gap=TRACE_TARGET_GAP,
     )
