@@ -55,6 +55,7 @@ from cbalab.models.milp.dynamic import (
     layout,
     matrix,
     settle,
+    tangents,
 )
 
 #: Subgradient iterations by default: each solves every exact chunk once (warm-started from its last basis).
@@ -318,11 +319,47 @@ def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None) -> li
     return out
 
 
+def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The fill that caches targeted at ``y`` (K' × S, rows of ``schedule``'s first K' datasets) reach, slot by slot.
+
+    In each slot, from the previous end fill e⁻ (0 before the first), the mean fill u is the largest that every
+    warm-up row of (P3b) allows when the slot reads exactly its misses, b = R (1 − u): the mean rows give
+    u (1 + (1 − θ) x R) ≤ e⁻ + (1 − θ) x R + θ² ξ / 2 (x = Δ/d, ξ = x R), the held-target ramp
+    u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2, and u ≤ y; then e is the largest its rows allow.  Settling the result
+    (:func:`settle`) changes nothing but rounding; starting from b = R (1 − y) instead, it would read the whole
+    first slot of every warm-up remotely.
+    """
+    d = schedule.size_gb[: y.shape[0]]
+    out = {name: np.zeros_like(y) for name in ("u", "e", "b")}
+    before = np.zeros(y.shape[0])
+    for t in range(schedule.n_slots):
+        R = schedule.demand[: y.shape[0], t]
+        x = schedule.lengths[t] / d
+        xi = x * R
+        yt = y[:, t]
+        u = yt.copy()
+        rows = [(theta, keep, theta * theta * xi / 2.0) for theta, keep in tangents(xi, R)]
+        for theta, keep, c in rows:
+            slope = (1.0 - theta) * x * R
+            u = np.where(keep, np.minimum(u, (before + slope + c) / (1.0 + slope)), u)
+            u = np.where(keep & (theta > 0) & (R > 0), np.minimum(u, (1.0 - theta) * yt + theta * before + c), u)
+        u = np.maximum(u, 0.0)
+        b = R * (1.0 - u)
+        e = np.minimum(yt, before + x * b)
+        for theta, keep, c in rows:
+            e = np.where(keep, np.minimum(e, u + (1.0 - theta) * x * b + c), e)
+        e = np.maximum(e, 0.0)
+        out["u"][:, t], out["e"][:, t], out["b"][:, t] = u, e, b
+        before = e
+    return out
+
+
 def _upper(
-    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray]
+    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
 ) -> tuple[dict[str, np.ndarray], float] | None:
     """A checked P3 schedule from per-dataset trajectories ``traj`` (y, u, e, b; K × S) and its cost, or None.
 
+    ``instant`` lists the datasets whose trajectories are bare targets (their u, e, b are made by :func:`_ramp`).
     In every slot that y overfills, the caches are cut to C in increasing order of density R_k / d_k (the
     densest keep theirs, as CBA fills C), u and e with them; then all are settled against each dataset's own
     rows (:func:`settle`, Lemma 6 of proofs/dynamic_lower_bound.md: it lowers u, e and raises b until every row
@@ -341,6 +378,14 @@ def _upper(
         np.put_along_axis(part, order, kept / d[order], axis=0)
         cut[:, over] = part
     scale = np.divide(cut, traj["y"], out=np.ones_like(cut), where=traj["y"] > 0)
+    if instant.size:
+        # The instant datasets' caches are targets without a fill: give them the fill they reach (_ramp).
+        ramp = _ramp(Schedule(schedule.times, schedule.demand[instant], schedule.size_gb[instant]), cut[instant])
+        traj = {name: value.copy() for name, value in traj.items()}
+        traj["y"][instant] = cut[instant]
+        scale[instant] = 1.0
+        for name, value in ramp.items():
+            traj[name][instant] = value
     lay = layout(schedule)
     names = ("y", "u", "e", "b")
     values = {name: np.zeros(lay.n_pairs) for name in names}
@@ -450,7 +495,7 @@ def solve_lagrange(
         last = it == iterations - 1 or norm == 0.0
         if it % upper_every == upper_every - 1 or last:
             for candidate in (traj, mean) if it else (traj,):
-                point = _upper(schedule, cluster, candidate)
+                point = _upper(schedule, cluster, candidate, instant)
                 if point is not None and (best is None or point[1] < best[1]):
                     best = point
         if value > best_bound:
