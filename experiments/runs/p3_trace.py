@@ -6,7 +6,8 @@ Measures in one run, in CPU seconds (``time.process_time``, so that the machine'
 
 * the CBA cost replay of the whole trace (what ``cbalab simulate --trace data/philly/philly_jobs.csv.gz
   --policy cba`` does: 82,247 jobs, default cluster and prices, warm-up on);
-* P3 over that replay's schedule by :func:`cbalab.models.milp.p3_lagrange.solve_trace`, the offline optimum's
+* P3 over that replay's schedule as ``--offline-optimum`` solves it (experiments/simulate.py
+  ``offline_optimum``): on the whole trace, :func:`cbalab.models.milp.p3_lagrange.solve_trace`, the
   decomposition with its fixed deterministic limits TRACE_* (no wall clock: the same numbers on any machine);
 
 and prints JSON: the ratio of the two CPU times (goal ≤ 15) and P3's certified gap, (cost − bound) / cost
@@ -20,38 +21,28 @@ import json
 import time
 
 from cbalab.experiments.data import data_path
-from cbalab.experiments.simulate import SimConfig, simulate
-from cbalab.experiments.workload import make_workload
+from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
+from cbalab.experiments.workload import Workload, make_workload
 from cbalab.models.milp import p3_lagrange
-from cbalab.models.milp.dynamic import Cluster, instant_bound, schedule_from_replay
-from cbalab.models.milp.p3_lagrange import solve_trace
 
 
 def measure(jobs: int | None = None) -> dict:
     """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
-        workload.jobs.drop(workload.jobs.index[jobs:], inplace=True)
+        workload = Workload(workload.jobs.iloc[:jobs].reset_index(drop=True), workload.datasets, workload.settings)
     cfg = SimConfig(policy="cba")
     cpu = time.process_time()
     replay = simulate(workload, cfg)
     replay_cpu = time.process_time() - cpu
     cpu = time.process_time()
-    frame = replay.jobs
-    schedule = schedule_from_replay(
-        frame["start_s"].to_numpy(),
-        frame["end_s"].to_numpy(),
-        frame["io_gbps"].to_numpy(),
-        workload.jobs["dataset_index"].to_numpy(),
-        workload.datasets["size_gb"].to_numpy(dtype=float),
-    )
-    cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
-    out = solve_trace(schedule, cluster)
+    # What ``cbalab simulate --offline-optimum`` adds to summary.json: above LARGE_PAIRS pairs, solve_trace.
+    out = offline_optimum(workload, cfg, replay)
     p3_cpu = time.process_time() - cpu
     cba_io = float(replay.summary["cost"]["io"])
     return {
         "jobs": len(workload.jobs),
-        "slots": schedule.n_slots,
+        "slots": out["slots"],
         "limits": {
             "iterations": p3_lagrange.TRACE_ITERATIONS,
             "chunk_pairs": p3_lagrange.TRACE_CHUNK_PAIRS,
@@ -61,17 +52,16 @@ def measure(jobs: int | None = None) -> dict:
         "replay_cpu_s": replay_cpu,
         "p3_cpu_s": p3_cpu,
         "cpu_ratio": p3_cpu / replay_cpu,
-        "p3_status": out.status,
-        "p3_bound": out.bound,
-        "p3_cost_io": out.cost_io,
-        "p3_gap": out.gap,
-        "p3_iterations": out.iterations,
-        "p3_bounds": out.bounds,
-        "p3_message": out.message,
-        "instant_bound": instant_bound(schedule, cluster),
+        "p3_method": out.get("method", "whole LP"),
+        "p3_status": out["status"],
+        "p3_bound": out["bound"],
+        "p3_cost_io": out["cost_io"],
+        "p3_gap": out.get("gap"),
+        "p3_iterations": out.get("iterations"),
+        "p3_message": out["message"],
         "cba_io": cba_io,
         "cba_stall_hours": float(replay.summary["stall_hours"]),
-        "gap_to_cba": (cba_io - out.bound) / cba_io if cba_io > 0 else None,
+        "gap_to_cba": (cba_io - out["bound"]) / cba_io if cba_io > 0 else None,
     }
 
 
