@@ -2,34 +2,37 @@
 
     cbalab experiment dynamic [--quick] [--seed 0] [--out results/]
 
-Two kinds of run (one row each):
+Three kinds of run (one row each):
 
 * ``ratio``: one window of ``jobs`` consecutive jobs (in submit order) of the
   Philly trace shipped with the package (cbalab.experiments.data), its models
   and datasets assigned with the run's seed, replayed with warm-up under every
   policy of :data:`POLICIES` at the default prices (``io_price_factor`` 1) or
-  with the remote-IO price p_b × 10.  P3 is solved over the schedule of the
+  with the remote-IO price p_b × 10.  P3 is bounded over the schedule of the
   CBA replay (the same for every policy: proofs/dynamic_lower_bound.md,
-  Lemma 1); ``ratio_<policy>`` is the policy's replay IO cost divided by P3's
-  certified lower bound, so it is an upper bound on the policy's competitive
-  ratio on the window (Theorem 1 there).
-* ``scale``: P3 alone on a window of ``jobs`` jobs with a time limit of
-  ``time_limit_s``: status, LP size (rows, columns), wall and CPU seconds.
+  Lemma 1) by Lagrangian decomposition with the deterministic limits
+  :data:`ITERATIONS` and :data:`CHUNK_PAIRS` (models/milp/p3_lagrange.py,
+  Theorem 4 there); ``ratio_<policy>`` is the policy's replay IO cost divided
+  by P3's certified lower bound, so it is an upper bound on the policy's
+  competitive ratio on the window (Theorem 1 there).  ``p3_gap`` is the
+  certified gap between that bound and the best schedule the decomposition
+  settled; ``p3_at_limit`` flags a row that ended at its iteration limit
+  without certifying.
+* ``scale``: P3 alone on a window of ``jobs`` jobs with the same limits:
+  status, gap, wall and CPU seconds.
+* ``trace`` (full grid only): the whole trace replayed under every policy and
+  P3 bounded by the trace-scale decomposition (``solve_trace``), so the
+  ratios are ratios on the whole trace, not only on windows.
 
 Sizes:
 
-* ``--quick``: two 200-job windows × two prices and one 500-job scaling run
-  (under a minute);
+* ``--quick``: two 200-job windows × two prices and one 500-job scaling run;
 * full (what ``grid(quick=False)`` gives, the size committed under
   paper/results/dynamic/): :data:`FULL_WINDOWS` windows of
-  :data:`FULL_JOBS` jobs spread evenly over the trace × two prices, and
-  scaling runs on :data:`FULL_SCALE` jobs, P3 limited to
-  :data:`TIME_LIMIT_S` seconds.  This is a middle size, chosen so that the
-  sweep finishes in about ten minutes on two shared cores (9.5 min with
-  ``--workers 2``); the first design had ten windows and scaling runs up to
-  8,000 jobs with a 600 s limit.  Where P3's groups overfill C, P3 answers
-  ``feasible`` with a certified bound below its cost, and the ratio is the
-  looser bound ``io / p3_bound``.
+  :data:`FULL_JOBS` jobs spread evenly over the trace × two prices,
+  scaling runs on :data:`FULL_SCALE` jobs, and the whole-trace row.  Until
+  issue 22 P3 ran under a 300 s wall-clock limit, so its bounds changed
+  from machine to machine; the decomposition's limits are iteration counts.
 
 The runner (experiments/runner.py) writes the rows, the ratio table
 (:func:`tables`) and the figure (:func:`figures`).
@@ -52,7 +55,8 @@ from cbalab.experiments.plotting import figure, paper_figure, save, strips, styl
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.simulate import SimConfig, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload, assign, load_trace
-from cbalab.models.milp.dynamic import Cluster, schedule_from_replay, solve_dynamic
+from cbalab.models.milp.dynamic import Cluster, schedule_from_replay
+from cbalab.models.milp.p3_lagrange import solve_lagrange, solve_trace
 
 NAME = "dynamic"
 #: The prefix of the paper's macros for this experiment (``\DynamicWorstRatio`` …, ``\ifHaveDynamic``).
@@ -66,8 +70,12 @@ PRICE_FACTORS = (1.0, 10.0)
 FULL_WINDOWS = 6
 FULL_JOBS = 1000
 FULL_SCALE = (1000, 2000)
-#: P3's time limit per solve (a limited solve is recorded as ``time_limit`` with its bound, never ``optimal``).
-TIME_LIMIT_S = 300.0
+#: P3's deterministic limits on a window (models/milp/p3_lagrange.py, Theorem 4 of
+#: proofs/dynamic_lower_bound.md): subgradient iterations and pairs per chunk; every dataset keeps its warm-up
+#: rows.  No wall clock: the same window gives the same bound on any machine.  A row that ends at the iteration
+#: limit without certifying its schedule has ``p3_at_limit`` True and its certified ``p3_gap``.
+ITERATIONS = 8
+CHUNK_PAIRS = 2000
 
 _TRACES: dict[str, pd.DataFrame] = {}
 
@@ -96,7 +104,7 @@ def grid(quick: bool, seed: int) -> list[dict]:
                     "jobs": n_jobs,
                     "io_price_factor": factor,
                     "seed": derive_seed(seed, NAME, int(start), n_jobs),
-                    "time_limit_s": TIME_LIMIT_S,
+                    "iterations": ITERATIONS,
                 }
             )
     middle = int(starts[len(starts) // 2])
@@ -109,7 +117,20 @@ def grid(quick: bool, seed: int) -> list[dict]:
                 "jobs": n,
                 "io_price_factor": 1.0,
                 "seed": derive_seed(seed, NAME, middle, n),
-                "time_limit_s": TIME_LIMIT_S,
+                "iterations": ITERATIONS,
+            }
+        )
+    if not quick:
+        # The whole trace: every policy's replay and P3 by the trace-scale decomposition (solve_trace).
+        runs.append(
+            {
+                "kind": "trace",
+                "window": -1,
+                "start_job": 0,
+                "jobs": total,
+                "io_price_factor": 1.0,
+                "seed": derive_seed(seed, NAME, 0, total),
+                "iterations": 0,
             }
         )
     return runs
@@ -128,7 +149,7 @@ def run_one(params: dict) -> dict:
     prices = (DEFAULT_PRICES[0], DEFAULT_PRICES[1], DEFAULT_PRICES[2] * params["io_price_factor"])
     cfg = SimConfig(policy="cba", prices=prices, seed=int(params["seed"]))
     row: dict = {"price_cache": prices[1], "price_bandwidth": prices[2], "cache_gb": cfg.cache_gb, "gpus": cfg.gpus}
-    policies = POLICIES if params["kind"] == "ratio" else ("cba",)
+    policies = POLICIES if params["kind"] in ("ratio", "trace") else ("cba",)
     replays = {}
     for name in policies:
         replays[name] = simulate(w, SimConfig(**{**cfg.__dict__, "policy": name}))
@@ -145,15 +166,19 @@ def run_one(params: dict) -> dict:
     )
     cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=prices[1], price_bandwidth=prices[2])
     wall, cpu = time.perf_counter(), time.process_time()
-    out = solve_dynamic(schedule, cluster, time_limit=float(params["time_limit_s"]))
+    if params["kind"] == "trace":
+        out = solve_trace(schedule, cluster)
+    else:
+        out = solve_lagrange(schedule, cluster, iterations=int(params["iterations"]), chunk_pairs=CHUNK_PAIRS)
     row.update(
         {
             "p3_status": out.status,
             "p3_cost_io": out.cost_io,
             "p3_bound": out.bound,
+            "p3_gap": out.gap,
+            "p3_iterations": out.iterations,
+            "p3_at_limit": out.at_limit,
             "p3_slots": out.slots,
-            "p3_rows": out.rows,
-            "p3_cols": out.cols,
             "p3_message": out.message,
             "p3_seconds": time.perf_counter() - wall,
             "p3_cpu_seconds": time.process_time() - cpu,
@@ -187,8 +212,17 @@ def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
 def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """``ratios``: :func:`ratio_table`; ``p3_scale``: P3's status, size and solve time on the scaling runs."""
     scale = runs[runs["kind"] == "scale"]
-    cols = ["jobs", "p3_status", "p3_slots", "p3_rows", "p3_cols", "p3_seconds", "p3_cpu_seconds"]
-    return {"ratios": ratio_table(runs), "p3_scale": scale[cols].reset_index(drop=True)}
+    cols = ["jobs", "p3_status", "p3_gap", "p3_at_limit", "p3_slots", "p3_seconds", "p3_cpu_seconds"]
+    out = {"ratios": ratio_table(runs), "p3_scale": scale[[c for c in cols if c in scale]].reset_index(drop=True)}
+    trace = runs[runs["kind"] == "trace"]
+    if len(trace):
+        out["trace"] = pd.DataFrame(
+            [
+                {"policy": name, "ratio": float(trace[f"ratio_{name}"].iloc[0]), "p3_gap": trace["p3_gap"].iloc[0]}
+                for name in POLICIES
+            ]
+        )
+    return out
 
 
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:

@@ -1,0 +1,69 @@
+"""p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
+
+    python -m cbalab.experiments.runs.p3_trace
+
+Measures in one run, in CPU seconds (``time.process_time``, so that the machine's other load does not count):
+
+* the CBA cost replay of the whole trace (what ``cbalab simulate --trace data/philly/philly_jobs.csv.gz
+  --policy cba`` does: 82,247 jobs, default cluster and prices, warm-up on);
+* P3 over that replay's schedule as ``--offline-optimum`` solves it (experiments/simulate.py
+  ``offline_optimum``): on the whole trace, :func:`cbalab.models.milp.p3_lagrange.solve_trace`, the
+  decomposition with its fixed deterministic limits TRACE_* (no wall clock: the same numbers on any machine);
+
+and prints JSON: the ratio of the two CPU times (goal ≤ 15) and P3's certified gap, (cost − bound) / cost
+between its settled schedule and its Lagrangian bound (goal ≤ 2 %), and the gap of the bound to CBA's own
+replay cost, itself a P3-feasible schedule when no job stalls (proofs/dynamic_lower_bound.md, Theorem 1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from cbalab.experiments.data import data_path
+from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
+from cbalab.experiments.workload import Workload, make_workload
+from cbalab.models.milp import p3_lagrange
+
+
+def measure(jobs: int | None = None) -> dict:
+    """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
+    workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
+    if jobs is not None:
+        workload = Workload(workload.jobs.iloc[:jobs].reset_index(drop=True), workload.datasets, workload.settings)
+    cfg = SimConfig(policy="cba")
+    cpu = time.process_time()
+    replay = simulate(workload, cfg)
+    replay_cpu = time.process_time() - cpu
+    cpu = time.process_time()
+    # What ``cbalab simulate --offline-optimum`` adds to summary.json: above LARGE_PAIRS pairs, solve_trace.
+    out = offline_optimum(workload, cfg, replay)
+    p3_cpu = time.process_time() - cpu
+    cba_io = float(replay.summary["cost"]["io"])
+    return {
+        "jobs": len(workload.jobs),
+        "slots": out["slots"],
+        "limits": {
+            "iterations": p3_lagrange.TRACE_ITERATIONS,
+            "chunk_pairs": p3_lagrange.TRACE_CHUNK_PAIRS,
+            "exact_share": p3_lagrange.TRACE_EXACT_SHARE,
+            "target_gap": p3_lagrange.TRACE_TARGET_GAP,
+        },
+        "replay_cpu_s": replay_cpu,
+        "p3_cpu_s": p3_cpu,
+        "cpu_ratio": p3_cpu / replay_cpu,
+        "p3_method": out.get("method", "whole LP"),
+        "p3_status": out["status"],
+        "p3_bound": out["bound"],
+        "p3_cost_io": out["cost_io"],
+        "p3_gap": out.get("gap"),
+        "p3_iterations": out.get("iterations"),
+        "p3_message": out["message"],
+        "cba_io": cba_io,
+        "cba_stall_hours": float(replay.summary["stall_hours"]),
+        "gap_to_cba": (cba_io - out["bound"]) / cba_io if cba_io > 0 else None,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(), indent=1))

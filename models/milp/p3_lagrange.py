@@ -1,0 +1,540 @@
+"""P3 by Lagrangian decomposition over datasets: a certified lower bound, deterministic, at trace scale.
+
+P3 (docs/model.md §6; models/milp/dynamic.py) couples its datasets only through the
+capacity rows Σ_k d_k y_{k,t} ≤ C and Σ_k b_{k,t} ≤ B of every slot.  Priced
+with multipliers μ_t, ν_t ≥ 0 ($ per GB, $ per GB/s over the slot), they leave one
+problem per dataset, whose cache costs Δ_t/3600 · p_c d_k + μ_t d_k and whose
+reads cost Δ_t/3600 · p_b + ν_t per pair, and
+
+    L(μ, ν) = Σ_k LP_k(μ, ν) − Σ_t (C μ_t + B ν_t) ≤ P3*        (proofs/dynamic_lower_bound.md, Theorem 4)
+
+for every μ, ν ≥ 0.  Each term LP_k is bounded from below, never taken from a
+solver's objective:
+
+* an **exact** dataset's LP is the dataset's own rows of :func:`matrix`, cut in
+  chunks of at most ``chunk_pairs`` pairs; a chunk after the first starts from a
+  free slot that may hand it any fill at no cost (a relaxation of the link
+  e⁻ = e_{k,t−1}, Theorem 4 (ii)); each chunk is solved by HiGHS and bounded by
+  the weak-duality value of HiGHS's row duals, evaluated in numpy
+  (``_certified_bound`` of models/milp/dynamic.py), valid whatever the solver's
+  tolerances;
+* an **instant** dataset (size below ``exact_min_gb``) drops its warm-up rows,
+  a relaxation whose optimum is a closed form per pair,
+  min((Δ/3600 p_b + ν) R, (Δ/3600 p_c + μ) d) for y ≤ 1 (Theorem 4 (iii)).
+
+The multipliers start at the duals of P1 per slot (the density at which CBA
+fills C; then L equals the bound of instant caches when every dataset is
+instant) and move by projected subgradient steps with Polyak's step length
+towards the best upper bound, halved after PATIENCE steps without a better bound, for a fixed
+number of ``iterations``: no wall clock enters, so the same input gives the
+same bound on any machine.  The reported bound is the largest L of all
+iterations, each a valid bound.
+
+The upper bound is a schedule that meets every row of P3: the subproblems'
+caches (the instant datasets' closed-form ones) scaled by C / used_t in every
+slot where they overfill C, then settled against each dataset's whole chain of
+rows (:func:`settle`, proofs/dynamic_lower_bound.md Lemma 6) and checked
+against the coupling rows in numpy; its cost is re-computed from the prices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from cbalab.models.instance import InstanceError
+from cbalab.models.milp.dynamic import (
+    FEAS_ATOL,
+    FEAS_RTOL,
+    Cluster,
+    Schedule,
+    _certified_bound,
+    certified,
+    layout,
+    matrix,
+    settle,
+    tangents,
+)
+
+#: Subgradient iterations by default: each solves every exact chunk once (warm-started from its last basis).
+ITERATIONS = 30
+
+#: Pairs per chunk of an exact dataset's LP by default (None: the whole dataset in one LP, no link relaxed).
+CHUNK_PAIRS: int | None = None
+
+#: Consecutive iterations without a better bound after which the step factor is halved.
+PATIENCE = 3
+
+#: HiGHS's feasibility tolerances for the chunk LPs, as models/milp/dynamic.py sets them for P3 (the bound does not
+#: rest on them: it is the weak-duality value of whatever duals HiGHS returns).
+HIGHS_TOLERANCES = (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9))
+
+#: Polyak's target lies at most this share above the best bound found (see :func:`solve_lagrange`).
+TARGET_GAP = 0.01
+
+#: A free starting slot reads this many datasets' worth (ξ = Δ R / d), enough for any start fill e⁻ ∈ [0, 1].
+FREE_START_READS = 4.0
+
+
+#: Above this many (dataset, slot) pairs the offline optimum uses the decomposition (:func:`large_schedule`):
+#: one LP of P3 with about 70,000 pairs (a 1,000-job Philly window) already takes 11–30 s of CPU.
+LARGE_PAIRS = 150_000
+
+#: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
+#: them on the whole Philly trace): two iterations, chunks of 2,000 pairs, warm-up rows only for datasets of at
+#: least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end only.  Measured
+#: (p3_trace, 2 Dec 2026): 8 exact datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU; 4 exact,
+#: 4 iterations: 489.78 $, 11.9 ×; in both every subgradient step lost bound against P1's duals.
+TRACE_ITERATIONS = 2
+TRACE_CHUNK_PAIRS = 2000
+TRACE_EXACT_SHARE = 0.1
+#: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
+#: so full steps towards 1 % above it overshoot (measured on 10,000 Philly jobs: every step lost bound).
+TRACE_TARGET_GAP = 0.002
+
+
+def large_schedule(schedule: Schedule, cluster: Cluster, *, warmup: bool = True) -> bool:
+    """Whether P3 over ``schedule`` goes to the decomposition: warm-up, continuous caches, > LARGE_PAIRS pairs."""
+    return warmup and cluster.granularity == "continuous" and layout(schedule).n_pairs > LARGE_PAIRS
+
+
+@dataclass
+class LagrangeResult:
+    """P3's Lagrangian answer: the certified lower ``bound`` ($), the IO cost ``cost_io`` of a checked schedule.
+
+    ``status`` is ``optimal`` when the bound meets the cost by :func:`certified`, ``feasible`` when both are
+    known but apart (``gap`` = (cost − bound) / cost), ``bound_only`` when no schedule was settled.
+    ``bounds`` holds every iteration's dual value L (each a lower bound; ``bound`` is their maximum);
+    ``at_limit`` says the run ended at its iteration limit without certifying.
+    """
+
+    status: str
+    cost_io: float | None
+    bound: float
+    slots: int
+    iterations: int
+    at_limit: bool
+    bounds: list[float] = field(default_factory=list)
+    message: str = ""
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """(cost − bound) / cost, the certified relative gap; None without a cost."""
+        if self.cost_io is None or self.cost_io <= 0:
+            return None if self.cost_io is None else 0.0
+        return (self.cost_io - self.bound) / self.cost_io
+
+    def summary(self) -> dict:
+        """The ``offline_optimum`` entry of summary.json (docs/interface.md), with the gap and the iterations."""
+        return {
+            "cost_io": self.cost_io,
+            "status": self.status,
+            "bound": self.bound,
+            "gap": self.gap,
+            "slots": self.slots,
+            "iterations": self.iterations,
+            "at_limit": self.at_limit,
+            "method": "lagrange",
+        }
+
+
+@dataclass
+class _Chunk:
+    """Pairs ``lo``..``hi`` − 1 of dataset ``k``'s layout (global slots ``slots``), free start if ``free``.
+
+    ``d`` is d_k; ``basis`` keeps HiGHS's last basis (column and row statuses) to warm-start the next iteration;
+    ``y``, ``b`` the last solution on the chunk's own pairs; ``bound`` its last certified value.
+    """
+
+    k: int
+    d: float
+    slots: np.ndarray
+    free: bool
+    basis: tuple[list, list] | None = None
+    y: np.ndarray | None = None
+    u: np.ndarray | None = None
+    e: np.ndarray | None = None
+    b: np.ndarray | None = None
+    bound: float = 0.0
+    priced: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _chunk_schedule(schedule: Schedule, chunk: _Chunk) -> Schedule:
+    """The chunk's own schedule: its slots of dataset k, after a free starting slot when ``chunk.free``.
+
+    The free slot has length 1 s and demand FREE_START_READS · d / 1 s, so it can fill the cache to any level
+    e⁻ ∈ [0, 1] (its costs are set to zero by :func:`_chunk_cost`).
+    """
+    s = chunk.slots
+    times = schedule.times[s[0] : s[-1] + 2]
+    demand = schedule.demand[chunk.k, s[0] : s[-1] + 1]
+    d = schedule.size_gb[[chunk.k]]
+    if chunk.free:
+        times = np.concatenate([[times[0] - 1.0], times])
+        demand = np.concatenate([[FREE_START_READS * float(d[0])], demand])
+    return Schedule(times, demand[None, :], d)
+
+
+def _chunk_cost(
+    base: np.ndarray, cols: dict[str, np.ndarray], at: np.ndarray, chunk: _Chunk, mu: np.ndarray, nu: np.ndarray
+) -> np.ndarray:
+    """The chunk's priced costs: P3's plus μ_t d on y and ν_t on b of its pairs; zero on its free slot.
+
+    ``at`` is each pair's position in ``chunk.slots`` (−1 for the free slot).
+    """
+    cost = base.copy()
+    own = at >= 0
+    d = float(chunk.d)
+    cost[cols["y"][own]] += mu[chunk.slots[at[own]]] * d
+    cost[cols["b"][own]] += nu[chunk.slots[at[own]]]
+    for idx in cols.values():
+        cost[idx[~own]] = 0.0
+    return cost
+
+
+def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.ndarray, nu: np.ndarray) -> None:
+    """Solve the chunk's LP at (μ, ν) with HiGHS from its last basis; store its solution and certified bound.
+
+    The bound is the weak-duality value of HiGHS's row duals at the priced costs (any duals give one), floored
+    at 0 (every priced cost and every column's lower bound is ≥ 0, so is the LP's optimum).
+    """
+    import highspy
+
+    # Without B: the chunk's own rows b ≤ B are implied by the dualised Σ_k b ≤ B, and dropping them only relaxes
+    # (a free slot reads 4 d in its second, more than B may allow; Theorem 4 (ii)).
+    built = matrix(_chunk_schedule(schedule, chunk), replace(cluster, bandwidth_gbps=math.inf), warmup=True)
+    sub, cols, data, rows, _ = built
+    # The chunk's layout runs from its first to its last slot with demand (Lemma 4): slot i of the chunk's
+    # schedule is chunk.slots[i − 1] after a free slot, chunk.slots[i] otherwise.
+    at = sub.t - (1 if chunk.free else 0)
+    cost = _chunk_cost(data["cost"], cols, at, chunk, mu, nu)
+    start, index, value, lo, hi = rows.csc(cost.size)
+    top = float(np.max(cost)) if cost.size else 0.0
+    scale = top if top > 0 else 1.0
+    h = highspy.Highs()
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
+        h.setOptionValue(option, setting)
+    # One call with the arrays (HiGHS's infinity is IEEE's, as highspy.kHighsInf).
+    h.passModel(
+        cost.size,
+        int(lo.size),
+        int(index.size),
+        int(highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
+        0.0,
+        cost / scale,
+        data["lower"],
+        data["upper"],
+        lo,
+        hi,
+        start.astype(np.int32),
+        index.astype(np.int32),
+        value,
+        np.zeros(cost.size, dtype=np.int32),
+    )
+    if chunk.basis is not None:
+        basis = highspy.HighsBasis()
+        basis.col_status = chunk.basis[0]
+        basis.row_status = chunk.basis[1]
+        basis.valid = True
+        h.setBasis(basis)
+    h.run()
+    sol = h.getSolution()
+    own = at >= 0
+    bound = 0.0
+    if sol.dual_valid:
+        data = {**data, "cost": cost}
+        bound = max(0.0, _certified_bound(data, lo, hi, start, index, value, np.asarray(sol.row_dual) * scale))
+    chunk.bound = bound
+    if sol.value_valid:
+        x = np.asarray(sol.col_value)
+        for name in ("y", "u", "e", "b"):
+            column = np.zeros(chunk.slots.size)
+            column[at[own]] = x[cols[name][own]]
+            setattr(chunk, name, column)
+        got = h.getBasis()
+        chunk.basis = (list(got.col_status), list(got.row_status)) if got.valid else None
+    else:
+        chunk.y = chunk.u = chunk.e = np.zeros(chunk.slots.size)
+        chunk.b = schedule.demand[chunk.k, chunk.slots]
+        chunk.basis = None
+
+
+def _instant(
+    schedule: Schedule, cluster: Cluster, ks: np.ndarray, mu: np.ndarray, nu: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """Σ over datasets ``ks`` of their instant relaxations at (μ, ν), and their caches y (K' × S).
+
+    Per pair: min over u ≤ y ≤ min(1, C/d), b ≥ R (1 − u) of (h p_c + μ) d y + (h p_b + ν) b, which is
+    (h p_b + ν) R − min(1, C/d) max(0, (h p_b + ν) R − (h p_c + μ) d) (proofs/dynamic_lower_bound.md,
+    Theorem 4 (iii)); y is min(1, C/d) where caching does not lose, else 0.
+    """
+    if ks.size == 0:
+        return 0.0, np.zeros((0, schedule.n_slots))
+    h = schedule.lengths / 3600.0
+    d = schedule.size_gb[ks][:, None]
+    R = schedule.demand[ks]
+    read = (h * cluster.price_bandwidth + nu)[None, :] * R
+    hold = (h * cluster.price_cache + mu)[None, :] * d
+    top = np.minimum(1.0, cluster.cache_gb / d) if cluster.cache_gb > 0 else np.zeros_like(d)
+    saving = np.maximum(0.0, read - hold)
+    # Where caching neither saves nor loses (the dataset at P1's dual price), y = min(1, C/d) is a minimiser too;
+    # taking it lets the schedule of :func:`_upper` cut that dataset to what C leaves, as CBA fills C.
+    y = np.where((read >= hold) & (R > 0), top, 0.0)
+    return float((read - top * saving).sum()), y
+
+
+def _p1_duals(schedule: Schedule, cluster: Cluster) -> np.ndarray:
+    """μ_t = Δ_t/3600 · max(0, p_b ρ − p_c) at the density ρ of the dataset that fills C in slot t (P1's dual).
+
+    The datasets with p_b ρ_k > p_c in decreasing ρ_k = R_k / d_k fill C (proofs/cba_optimality.md,
+    Theorem 1); where they do not fill it, μ_t = 0.
+    """
+    d = schedule.size_gb
+    p_c, p_b = cluster.price_cache, cluster.price_bandwidth
+    mu = np.zeros(schedule.n_slots)
+    for part in np.array_split(np.arange(schedule.n_slots), max(1, schedule.n_slots // 4096)):
+        if part.size == 0:
+            continue
+        rho = schedule.demand[:, part] / d[:, None]
+        order = np.argsort(-rho, axis=0, kind="stable")
+        rho_sorted = np.take_along_axis(rho, order, axis=0)
+        filled = np.cumsum(np.where(p_b * rho_sorted > p_c, d[order], 0.0), axis=0) > cluster.cache_gb
+        first = np.argmax(filled, axis=0)
+        price = p_b * rho_sorted[first, np.arange(part.size)] - p_c
+        mu[part] = np.where(filled.any(axis=0), np.maximum(price, 0.0), 0.0)
+    return mu * schedule.lengths / 3600.0
+
+
+def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None) -> list[_Chunk]:
+    """The chunks of the exact datasets: each dataset's pairs (first to last demand) cut every ``chunk_pairs``."""
+    lay = layout(schedule)
+    out: list[_Chunk] = []
+    for k in exact:
+        slots = lay.t[lay.k == k]
+        step = slots.size if chunk_pairs is None else max(1, int(chunk_pairs))
+        for i in range(0, slots.size, step):
+            out.append(_Chunk(int(k), float(schedule.size_gb[k]), slots[i : i + step], free=i > 0))
+    return out
+
+
+def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The fill that caches targeted at ``y`` (K' × S, rows of ``schedule``'s first K' datasets) reach, slot by slot.
+
+    In each slot, from the previous end fill e⁻ (0 before the first), the mean fill u is the largest that every
+    warm-up row of (P3b) allows when the slot reads exactly its misses, b = R (1 − u): the mean rows give
+    u (1 + (1 − θ) x R) ≤ e⁻ + (1 − θ) x R + θ² ξ / 2 (x = Δ/d, ξ = x R), the held-target ramp
+    u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2, and u ≤ y; then e is the largest its rows allow.  Settling the result
+    (:func:`settle`) changes nothing but rounding; starting from b = R (1 − y) instead, it would read the whole
+    first slot of every warm-up remotely.
+    """
+    d = schedule.size_gb[: y.shape[0]]
+    out = {name: np.zeros_like(y) for name in ("u", "e", "b")}
+    before = np.zeros(y.shape[0])
+    for t in range(schedule.n_slots):
+        R = schedule.demand[: y.shape[0], t]
+        x = schedule.lengths[t] / d
+        xi = x * R
+        yt = y[:, t]
+        u = yt.copy()
+        rows = [(theta, keep, theta * theta * xi / 2.0) for theta, keep in tangents(xi, R)]
+        for theta, keep, c in rows:
+            slope = (1.0 - theta) * x * R
+            u = np.where(keep, np.minimum(u, (before + slope + c) / (1.0 + slope)), u)
+            u = np.where(keep & (theta > 0) & (R > 0), np.minimum(u, (1.0 - theta) * yt + theta * before + c), u)
+        u = np.maximum(u, 0.0)
+        b = R * (1.0 - u)
+        e = np.minimum(yt, before + x * b)
+        for theta, keep, c in rows:
+            e = np.where(keep, np.minimum(e, u + (1.0 - theta) * x * b + c), e)
+        e = np.maximum(e, 0.0)
+        out["u"][:, t], out["e"][:, t], out["b"][:, t] = u, e, b
+        before = e
+    return out
+
+
+def _upper(
+    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
+) -> tuple[dict[str, np.ndarray], float] | None:
+    """A checked P3 schedule from per-dataset trajectories ``traj`` (y, u, e, b; K × S) and its cost, or None.
+
+    ``instant`` lists the datasets whose trajectories are bare targets (their u, e, b are made by :func:`_ramp`).
+    In every slot that y overfills, the caches are cut to C in increasing order of density R_k / d_k (the
+    densest keep theirs, as CBA fills C), u and e with them; then all are settled against each dataset's own
+    rows (:func:`settle`, Lemma 6 of proofs/dynamic_lower_bound.md: it lowers u, e and raises b until every row
+    but the coupling ones holds); the coupling rows are then checked in numpy to FEAS_RTOL, as :func:`settle`
+    checks its rows, and the cost is re-computed from the prices.
+    """
+    over = np.flatnonzero(schedule.size_gb @ traj["y"] > cluster.cache_gb)
+    cut = traj["y"].copy()
+    if over.size:
+        d = schedule.size_gb
+        rho = schedule.demand[:, over] / d[:, None]
+        order = np.argsort(-rho, axis=0, kind="stable")
+        gb = np.take_along_axis(traj["y"][:, over], order, axis=0) * d[order]
+        kept = np.clip(cluster.cache_gb - (np.cumsum(gb, axis=0) - gb), 0.0, gb)
+        part = cut[:, over]
+        np.put_along_axis(part, order, kept / d[order], axis=0)
+        cut[:, over] = part
+    scale = np.divide(cut, traj["y"], out=np.ones_like(cut), where=traj["y"] > 0)
+    if instant.size:
+        # The instant datasets' caches are targets without a fill: give them the fill they reach (_ramp).
+        ramp = _ramp(Schedule(schedule.times, schedule.demand[instant], schedule.size_gb[instant]), cut[instant])
+        traj = {name: value.copy() for name, value in traj.items()}
+        traj["y"][instant] = cut[instant]
+        scale[instant] = 1.0
+        for name, value in ramp.items():
+            traj[name][instant] = value
+    lay = layout(schedule)
+    names = ("y", "u", "e", "b")
+    values = {name: np.zeros(lay.n_pairs) for name in names}
+    total = 0.0
+    for k in np.unique(lay.k):
+        mask = lay.k == k
+        t = lay.t[mask]
+        sub = Schedule(schedule.times[t[0] : t[-1] + 2], schedule.demand[[k], t[0] : t[-1] + 1], schedule.size_gb[[k]])
+        start = {name: traj[name][k, t] * (scale[k, t] if name != "b" else 1.0) for name in names}
+        point = settle(start, matrix(sub, cluster, warmup=True), cluster, warmup=True)
+        if point is None:
+            return None
+        for name in names:
+            values[name][mask] = point[0][name]
+        total += point[1]
+    paid = np.bincount(lay.t, weights=values["y"] * lay.d, minlength=schedule.n_slots)
+    read = np.bincount(lay.t, weights=values["b"], minlength=schedule.n_slots)
+    if (paid > cluster.cache_gb * (1.0 + FEAS_RTOL) + FEAS_ATOL).any():
+        return None
+    if math.isfinite(cluster.bandwidth_gbps) and (read > cluster.bandwidth_gbps * (1.0 + FEAS_RTOL) + FEAS_ATOL).any():
+        return None
+    return values, total
+
+
+def solve_lagrange(
+    schedule: Schedule,
+    cluster: Cluster,
+    *,
+    iterations: int = ITERATIONS,
+    chunk_pairs: int | None = CHUNK_PAIRS,
+    exact_min_gb: float = 0.0,
+    exact_share: float | None = None,
+    upper_every: int = 10,
+    target_gap: float = TARGET_GAP,
+) -> LagrangeResult:
+    """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
+
+    ``iterations`` subgradient steps at most (the deterministic limit); ``chunk_pairs`` cuts exact datasets'
+    LPs (None: whole); datasets smaller than ``exact_min_gb`` GB (or, when given, ``exact_share`` · C) get
+    their instant relaxation; a schedule
+    is built and settled every ``upper_every`` iterations and at the end; Polyak's target lies at most
+    ``target_gap`` above the best bound.  Continuous caches only.
+    """
+    cluster.check()
+    if cluster.granularity != "continuous":
+        raise InstanceError("granularity", cluster.granularity, "the Lagrangian decomposition is for continuous caches")
+    if iterations < 1:
+        raise InstanceError("iterations", iterations, "must be >= 1")
+    S = schedule.n_slots
+    lay = layout(schedule)
+    if lay.n_pairs == 0:
+        return LagrangeResult("optimal", 0.0, 0.0, S, 0, False, [0.0], "no demand")
+    live = np.unique(lay.k)
+    if exact_share is not None:
+        exact_min_gb = exact_share * cluster.cache_gb
+    exact = live[schedule.size_gb[live] >= exact_min_gb]
+    instant = np.setdiff1d(live, exact)
+    pieces = chunks(schedule, exact, chunk_pairs)
+    # Multipliers only where the coupling row can bind: the live datasets' sizes (or demands) exceed C (or B).
+    room = np.bincount(lay.t, weights=np.minimum(lay.d, cluster.cache_gb), minlength=S)
+    can_c = room > cluster.cache_gb
+    finite_b = math.isfinite(cluster.bandwidth_gbps)
+    can_b = (schedule.demand.sum(axis=0) > cluster.bandwidth_gbps) if finite_b else np.zeros(S, dtype=bool)
+    mu = np.where(can_c, _p1_duals(schedule, cluster), 0.0)
+    nu = np.zeros(S)
+    B = cluster.bandwidth_gbps if finite_b else 0.0
+    best_bound = -math.inf
+    best: tuple[dict[str, np.ndarray], float] | None = None
+    bounds: list[float] = []
+    factor, stall = 1.0, 0
+    traj = {name: np.zeros((schedule.size_gb.size, S)) for name in ("y", "u", "e", "b")}
+    ys = traj["y"]
+    mean = {name: np.zeros_like(value) for name, value in traj.items()}
+    done, norm = 0, math.inf
+    for it in range(iterations):
+        done = it + 1
+        total, y_inst = _instant(schedule, cluster, instant, mu, nu)
+        for name in ("y", "u", "e"):
+            traj[name][instant] = y_inst
+        traj["b"][instant] = schedule.demand[instant] * (1.0 - y_inst)
+        reads = np.zeros(S)
+        for piece in pieces:
+            if piece.priced is None or not (
+                np.array_equal(piece.priced[0], mu[piece.slots]) and np.array_equal(piece.priced[1], nu[piece.slots])
+            ):
+                _solve_chunk(schedule, cluster, piece, mu, nu)
+                piece.priced = (mu[piece.slots].copy(), nu[piece.slots].copy())
+            total += piece.bound
+            for name in ("y", "u", "e", "b"):
+                traj[name][piece.k, piece.slots] = getattr(piece, name)
+            reads[piece.slots] += piece.b
+        value = total - cluster.cache_gb * float(mu.sum()) - B * float(nu.sum())
+        bounds.append(value)
+        # The mean of the iterates' trajectories meets every dataset's own rows (each set is convex) and tends to
+        # an optimum's as the multipliers converge, where a single iterate's caches are all-or-nothing; at the
+        # first iterate it is the iterate.
+        for name in mean:
+            mean[name] += (traj[name] - mean[name]) / (it + 1)
+        g_c = np.where(can_c, schedule.size_gb @ ys - cluster.cache_gb, 0.0)
+        if finite_b:
+            reads += (schedule.demand[instant] * (1.0 - y_inst)).sum(axis=0)
+        g_b = np.where(can_b, reads - B, 0.0) if finite_b else np.zeros(S)
+        # Projected subgradient: components that would go below 0 from 0 do not count in the step length.
+        g_c = np.where((mu <= 0) & (g_c < 0), 0.0, g_c)
+        g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
+        norm = float(g_c @ g_c + g_b @ g_b)
+        last = it == iterations - 1 or norm == 0.0
+        if it % upper_every == upper_every - 1 or last:
+            for candidate in (traj, mean) if it else (traj,):
+                point = _upper(schedule, cluster, candidate, instant)
+                if point is not None and (best is None or point[1] < best[1]):
+                    best = point
+        if value > best_bound:
+            best_bound, stall = value, 0
+        else:
+            stall += 1
+            if stall >= PATIENCE:
+                factor, stall = factor / 2.0, 0
+        if last or (best is not None and certified(best[1], max(best_bound, 0.0))):
+            break
+        # Polyak's step towards a target above the best bound: the best schedule's cost, but at most
+        # TARGET_GAP above the bound, since a repaired schedule is often much dearer than the optimum.
+        target = best_bound + target_gap * abs(best_bound)
+        if best is not None:
+            target = min(target, best[1])
+        step = factor * max(target - value, 1e-12 * max(1.0, abs(target))) / norm
+        mu = np.maximum(0.0, mu + step * g_c)
+        nu = np.maximum(0.0, nu + step * g_b)
+    bound = max(best_bound, 0.0)
+    values, cost = best if best is not None else ({}, None)
+    proven = certified(cost, bound)
+    status = "optimal" if proven else ("feasible" if cost is not None else "bound_only")
+    note = (
+        f"{len(pieces)} exact chunk LP(s) of {exact.size} dataset(s), {instant.size} instant dataset(s); "
+        f"{done} iteration(s)" + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
+    )
+    return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
+
+
+def solve_trace(schedule: Schedule, cluster: Cluster) -> LagrangeResult:
+    """:func:`solve_lagrange` with the trace-scale limits TRACE_* (the offline optimum of a large schedule)."""
+    return solve_lagrange(
+        schedule,
+        cluster,
+        iterations=TRACE_ITERATIONS,
+        chunk_pairs=TRACE_CHUNK_PAIRS,
+        exact_share=TRACE_EXACT_SHARE,
+        upper_every=TRACE_ITERATIONS,
+        target_gap=TRACE_TARGET_GAP,
+    )
