@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "integer-milp": "cbalab.experiments.runs.integer_milp_bench",
     "magnitude-fuzz": "cbalab.experiments.runs.magnitude_fuzz",
     "trace-scale": "cbalab.experiments.runs.trace_scale",
+    "p3-trace": "cbalab.experiments.runs.p3_trace",
 }
 
 #: The value types an option of ``measure`` may have.

@@ -1,6 +1,6 @@
 """p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
 
-    python -m cbalab.experiments.runs.p3_trace
+    cbalab bench p3-trace            (--jobs N: only the first N jobs)
 
 Measures in one run, in CPU seconds (``time.process_time``, so that the machine's other load does not count):
 
@@ -17,7 +17,6 @@ replay cost, itself a P3-feasible schedule when no job stalls (proofs/dynamic_lo
 
 from __future__ import annotations
 
-import json
 import time
 
 from cbalab.experiments.data import data_path
@@ -26,7 +25,7 @@ from cbalab.experiments.workload import Workload, make_workload
 from cbalab.models.milp import p3_lagrange
 
 
-def measure(jobs: int | None = None) -> dict:
+def measure(*, jobs: int | None = None) -> dict:
     """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
@@ -64,6 +63,3 @@ def measure(jobs: int | None = None) -> dict:
         "gap_to_cba": (cba_io - out["bound"]) / cba_io if cba_io > 0 else None,
     }
 
-
-if __name__ == "__main__":
-    print(json.dumps(measure(), indent=1))
