@@ -29,7 +29,6 @@ from cbalab.models.milp.welfare import (
     build_welfare_model,
     standalone_fits,
     start_point,
-    with_gpu_count,
     with_slice,
 )
 from cbalab.models.options import SHAPES
@@ -381,7 +380,7 @@ def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance)
     Every whole t from 0 to Σ g_o is solved; each slice's brute-force optimum is at most L(t) and a slice the
     brute force finds feasible has a finite L(t).
     """
-    full = with_gpu_count(build_welfare_arrays(inst), inst.option_gpus)
+    full = build_welfare_arrays(inst)
     top = int(inst.option_gpus.sum())
     values = []
     for t in range(top + 1):
@@ -395,7 +394,7 @@ def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance)
         assert values[t] >= 0.5 * (values[t - 1] + values[t + 1]) - tol
     lp, x, _ = solve_arrays(with_slice(full, 0.0, math.inf, relax=True))
     assert lp.status == "optimal" and x is not None
-    n_hat = float(inst.option_gpus @ full.y(x))
+    n_hat = float(inst.option_gpus @ full.part("y", x))
     assert feasible[0] <= math.ceil(n_hat - 1e-9) and math.floor(n_hat + 1e-9) <= feasible[-1]
     for t in feasible:
         assert values[t] <= lp.objective + tol
