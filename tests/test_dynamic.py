@@ -284,8 +284,9 @@ def test_offline_optimum_need_not_prewarm() -> None:
 
 
 def test_builds_agree_and_bound_is_certified() -> None:
-    """Lemma 5 of proofs/dynamic_lower_bound.md: Pyomo and matrix builds, decomposed and whole solves agree;
-    the certified bound is ≤ the optimum; the integer variants lie above their relaxation."""
+    """Lemma 5 of proofs/dynamic_lower_bound.md: the whole LP (its Pyomo emission, solved through Pyomo) and the
+    matrix solve split by datasets agree; the certified bound is ≤ the optimum; the integer variants lie above
+    their relaxation."""
     w = assign(generate_trace(25, 11), 11, skew=1.0, n_datasets=4)
     w.jobs["io_gbps"] = w.jobs["io_gbps"] * 20.0
     for cache in (30.0, 400.0):
@@ -646,7 +647,7 @@ def test_settle_meets_every_row(case: tuple[Workload, SimConfig], seed: int) -> 
             x[idx] = values[name]
         assert (x >= data["lower"]).all() and (x <= data["upper"]).all()
         act, mag = rows.activity(x)
-        lo, hi = np.concatenate(rows.lo), np.concatenate(rows.hi)
+        lo, hi = rows.row_lo, rows.row_hi
         assert (act >= lo - 1e-9 * (mag + np.abs(np.where(np.isinf(lo), 0, lo))) - 1e-12).all()
         assert (act <= hi + 1e-9 * (mag + np.abs(np.where(np.isinf(hi), 0, hi))) + 1e-12).all()
         assert cost == pytest.approx(float(data["cost"] @ x), rel=1e-12, abs=1e-15)

@@ -112,6 +112,8 @@ class Statement:
     offset: float = 0.0
     blocks: dict[str, Block] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
+    #: What the formulation keeps beside its rows for reading a solution (P3's layout).
+    data: dict[str, Any] = field(default_factory=dict)
     _cols: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
@@ -140,9 +142,10 @@ class Statement:
         )
         return block.columns
 
-    def add(self, g: Group) -> None:
-        """Add a group of rows (an empty one is kept: it names a row set that is empty for this instance)."""
-        self.groups.append(g)
+    def add(self, g: Group, tag: str = "") -> None:
+        """Add a group of rows, named ``g.name + tag`` (a tag tells apart the groups one row function makes for
+        several parameters); an empty group is kept: it names a row set that is empty for this instance."""
+        self.groups.append(replace(g, name=g.name + tag) if tag else g)
 
     def compile(self, *, scaled: bool = False) -> Arrays:
         """The model as a row-wise sparse matrix (CSR), scaled or not (module docstring)."""
