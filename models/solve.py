@@ -428,24 +428,7 @@ def solve_arrays(
     h.setOptionValue("threads", options.threads)
     if limit is not None:
         h.setOptionValue("time_limit", float(limit))
-    integrality = arrays.integral.astype(np.int32)  # HighsVarType: 0 continuous, 1 integer
-    h.passModel(
-        arrays.n_cols,
-        int(arrays.row_hi.size),
-        int(arrays.value.size),
-        int(highspy.MatrixFormat.kRowwise),
-        int(highspy.ObjSense.kMaximize if arrays.maximize else highspy.ObjSense.kMinimize),
-        float(arrays.offset),
-        arrays.cost,
-        arrays.col_lo,
-        arrays.col_hi,
-        arrays.row_lo,
-        arrays.row_hi,
-        arrays.start,
-        arrays.index,
-        arrays.value,
-        integrality,
-    )
+    h.passModel(arrays.to_highs())
     facts: dict = {"start_given": start is not None}
     if start is not None:
         sol = highspy.HighsSolution()

@@ -16,7 +16,6 @@ import numpy as np
 
 from cbalab.models.instance import Instance, InstanceError
 from cbalab.models.milp.cost import cost_statement
-from cbalab.models.milp.statement import Arrays
 
 
 @dataclass
@@ -40,27 +39,6 @@ class HighsAnswer:
         return self.objective is not None
 
 
-def highs_lp(a: Arrays) -> highspy.HighsLp:
-    """A compiled statement as a HighsLp (row-wise matrix, ±inf as HiGHS's infinity, integrality if any)."""
-    lp = highspy.HighsLp()
-    lp.num_col_ = a.n_cols
-    lp.num_row_ = a.n_rows
-    lp.col_cost_ = a.cost
-    lp.col_lower_ = a.col_lo
-    lp.col_upper_ = np.minimum(a.col_hi, highspy.kHighsInf)
-    lp.row_lower_ = np.maximum(a.row_lo, -highspy.kHighsInf)
-    lp.row_upper_ = np.minimum(a.row_hi, highspy.kHighsInf)
-    lp.offset_ = a.offset
-    lp.sense_ = highspy.ObjSense.kMaximize if a.maximize else highspy.ObjSense.kMinimize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = a.start
-    lp.a_matrix_.index_ = a.index
-    lp.a_matrix_.value_ = a.value
-    if a.integral.any():
-        lp.integrality_ = [highspy.HighsVarType(int(i)) for i in a.integral]
-    return lp
-
-
 def build_cost_lp(inst: Instance) -> highspy.HighsLp:
     """P1's LP for a continuous instance without tiers (fixed GPUs and rates), unscaled, as docs/model.md §4."""
     if inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None:
@@ -69,7 +47,7 @@ def build_cost_lp(inst: Instance) -> highspy.HighsLp:
             (inst.cache_granularity, inst.bandwidth_step_gbps),
             "the highspy LP covers continuous caches without bandwidth tiers; use models.milp.cost",
         )
-    return highs_lp(cost_statement(inst, relax=True).compile())
+    return cost_statement(inst, relax=True).compile().to_highs()
 
 
 def solve_cost_lp(inst: Instance, *, threads: int = 1) -> HighsAnswer:

@@ -56,7 +56,7 @@ import pyomo.environ as pyo
 
 from cbalab.models.certify import tolerance
 from cbalab.models.instance import InstanceError
-from cbalab.models.milp.statement import Arrays, Rows, Statement, group, solution, stack
+from cbalab.models.milp.statement import Arrays, Rows, Statement, group, stack
 
 #: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
 #: exceeds the start by at most q(V) = V − V²/(2RΔ) for V GB read, bounded by its tangents at V₀ = θ R Δ.  The
@@ -513,57 +513,6 @@ class DynamicResult:
         }
 
 
-def solve_dynamic_pyomo(
-    schedule: Schedule,
-    cluster: Cluster,
-    *,
-    warmup: bool = True,
-    relax: bool = False,
-    time_limit: float | None = None,
-) -> DynamicResult:
-    """Solve P3's Pyomo emission (:func:`build_dynamic_model`) through Pyomo's HiGHS interface (models/solve.py).
-
-    The same statement as :func:`solve_dynamic_matrix` solves, whole and through Pyomo: its point is settled and
-    its cost re-computed the same way, but its ``bound`` is HiGHS's own objective bound as models/solve.py
-    reports it, not a numpy certificate; ``optimal`` still needs that bound to meet the re-computed cost.
-    """
-    from cbalab.models.solve import solve_model
-    from cbalab.models.types import SolveOptions
-
-    wall = time.perf_counter()
-    model = build_dynamic_model(schedule, cluster, warmup=warmup, relax=relax)
-    lay = model.lay
-    if lay.n_pairs == 0:
-        return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
-    out = solve_model(model, SolveOptions(time_limit=time_limit))
-    built = _compiled(model.statement)
-    raw: dict[str, np.ndarray] = {}
-    if out.has_solution:
-        x = solution(model)
-        raw = {name: x[idx] for name, idx in built[1].items()}
-    n_rows = sum(c.dim() if c.is_indexed() else 1 for c in model.component_objects(pyo.Constraint, active=True))
-    n_cols = sum(v.dim() if v.is_indexed() else 1 for v in model.component_objects(pyo.Var, active=True))
-    settled = settle(raw, built, cluster, warmup=warmup) if raw else None
-    values, cost = settled if settled is not None else ({}, None)
-    status, message = out.status, out.message
-    if status in ("optimal", "feasible", "time_limit") and raw and settled is None:
-        status, message = "error", message + "; HiGHS's point does not meet the rows (settle)"
-    elif status == "optimal" and not certified(cost, out.bound):
-        status, message = "feasible", message + f"; not certified: cost {cost!r}, bound {out.bound!r}"
-    return DynamicResult(
-        status,
-        cost,
-        out.bound if status != "error" else None,
-        schedule.n_slots,
-        time.perf_counter() - wall,
-        n_rows,
-        n_cols,
-        message,
-        lay,
-        values,
-    )
-
-
 #: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.
 Matrix = tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], Arrays, np.ndarray]
 
@@ -963,25 +912,11 @@ def _solve_matrix(
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "building the matrix")
-    lo, hi, n_rows = rows.row_lo, rows.row_hi, rows.n_rows
+    n_rows = rows.n_rows
     is_mip = bool(data["integer"].any())
     scale = _scale(data["cost"], instant_bound(schedule, cluster))
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_cols
-    lp.num_row_ = n_rows
+    lp = rows.to_highs()
     lp.col_cost_ = data["cost"] / scale
-    lp.col_lower_ = data["lower"]
-    lp.col_upper_ = data["upper"]
-    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
-    lp.row_upper_ = np.where(np.isinf(hi), highspy.kHighsInf, hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = rows.start
-    lp.a_matrix_.index_ = rows.index
-    lp.a_matrix_.value_ = rows.value
-    if is_mip:
-        lp.integrality_ = [
-            highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in data["integer"]
-        ]
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
@@ -1088,17 +1023,12 @@ def solve_dynamic(
     warmup: bool = True,
     relax: bool = False,
     time_limit: float | None = None,
-    engine: str = "matrix",
     deadline: Deadline | None = None,
 ) -> DynamicResult:
-    """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo".
+    """P3's offline optimum over ``schedule`` (:func:`solve_dynamic_matrix`: highspy, certified bound).
 
     ``deadline``, a budget already running (the offline optimum's, started before the schedule was built),
-    replaces ``time_limit`` on the matrix engine.
+    replaces ``time_limit``.
     """
     cluster.check()
-    if engine == "pyomo":
-        return solve_dynamic_pyomo(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
-    if engine != "matrix":
-        raise InstanceError("engine", engine, "must be matrix or pyomo")
     return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit, deadline=deadline)

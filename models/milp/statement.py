@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, ParamSpec
 
+import highspy
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
@@ -327,6 +328,21 @@ class Arrays:
         row_lo, row_hi = self.row_lo.copy(), self.row_hi.copy()
         row_lo[self.rows[name]], row_hi[self.rows[name]] = lo, hi
         return replace(self, row_lo=row_lo, row_hi=row_hi)
+
+    def to_highs(self) -> highspy.HighsLp:
+        """The model as a HighsLp for ``Highs.passModel`` (row-wise matrix, ±inf as HiGHS's infinity)."""
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_, lp.offset_ = self.n_cols, self.n_rows, self.offset
+        lp.col_cost_, lp.col_lower_ = self.cost, self.col_lo
+        lp.col_upper_ = np.minimum(self.col_hi, highspy.kHighsInf)
+        lp.row_lower_ = np.maximum(self.row_lo, -highspy.kHighsInf)
+        lp.row_upper_ = np.minimum(self.row_hi, highspy.kHighsInf)
+        lp.sense_ = highspy.ObjSense.kMaximize if self.maximize else highspy.ObjSense.kMinimize
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = self.start, self.index, self.value
+        if self.integral.any():
+            lp.integrality_ = [highspy.HighsVarType(int(i)) for i in self.integral]
+        return lp
 
     def relaxed(self) -> Arrays:
         """The same model without integrality (its LP relaxation)."""
