@@ -11,11 +11,10 @@ Cases (fixed):
   ``grid(False, 0)``): the matrix build (``matrix``) and the whole ``solve_dynamic`` (build + solve), its
   status and cost.
 
-Each case runs in a fresh interpreter, once for the base package (``BASE_ROOT``, a folder whose ``cbalab`` links
-to the base checkout as .ci/typecheck does) and once for this checkout, the two orders alternating between
-repeats so that the load of the shared machine falls on both alike.  Printed: JSON with every run and, per case,
-the median seconds of each side and their ratio (new / base).  Timings are wall clock on a loaded machine: only
-the ratios of one run mean anything.
+Each case runs in a fresh interpreter, once for the base package and once for this checkout (:data:`ROOTS`),
+the two orders alternating between repeats so that the load of the shared machine falls on both alike.
+Printed: JSON with every run and, per case, the median seconds of each side and their ratio (new / base).
+Timings are wall clock on a loaded machine: only the ratios of one run mean anything.
 
     nice -n 10 python -m cbalab.experiments.runs.formulation_bench
 """
@@ -31,8 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The base package's import root (a folder holding ``cbalab`` linked to the base checkout).
-BASE_ROOT = "/tmp/h21root"
+#: The import root of each side (a folder holding ``cbalab`` linked to a checkout, as .ci/typecheck makes);
+#: None: this interpreter's own ``cbalab``.
+ROOTS: dict[str, str | None] = {"base": "/tmp/h21root", "new": None}
 #: Welfare instances: (seed, budget fraction) of milp_scale at 1,000 jobs.
 WELFARE = tuple((s, f) for s in (1, 2, 3) for f in (0.1, 0.2, 0.35))
 CASES = ("p1", *(f"welfare/{s}/{f}" for s, f in WELFARE), "p3")
@@ -99,12 +99,13 @@ def measure(case: str) -> dict[str, Any]:
 
 
 def _run(case: str, side: str) -> dict[str, Any]:
-    """``measure(case)`` in a fresh interpreter, on the base package (``side`` "base") or this checkout ("new")."""
+    """``measure(case)`` in a fresh interpreter, on the package of ``side`` (:data:`ROOTS`)."""
     env = dict(os.environ)
-    if side == "base":
-        env["PYTHONPATH"] = BASE_ROOT
-    else:
+    root = ROOTS[side]
+    if root is None:
         env.pop("PYTHONPATH", None)
+    else:
+        env["PYTHONPATH"] = root
     code = (
         "import importlib.util, json, sys\n"
         f"spec = importlib.util.spec_from_file_location('bench', {str(Path(__file__).resolve())!r})\n"
