@@ -3,7 +3,8 @@
 Two properties: the Pyomo emission holds the numbers of the compiled matrix, row by row, for every
 formulation (P1 with its integer variants, P2, P2s, P3); and a group of rows edited in its one row function
 reaches both the Pyomo model and the matrix HiGHS solves, whose optimum becomes the optimum of the instance
-with the edited limit.
+with the edited limit.  proofs/welfare_milp_forms.md (the forms of Theorem F1) and proofs/dynamic_lower_bound.md
+(the certified bound of Lemma 5) cite the first for "the Pyomo model and the matrix are one statement".
 """
 
 from __future__ import annotations
