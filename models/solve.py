@@ -631,8 +631,8 @@ def solve_welfare(
         t1 = time.perf_counter()
         out = solve_model(model, options)
         if out.has_solution:
-            x = solution(model)
-            y, h = model.arrays.part("y", x), model.arrays.part("h", x)
+            values = solution(model)
+            y, h = model.arrays.part("y", values), model.arrays.part("h", values)
         facts.update(build_seconds=t1 - t0, solve_seconds=time.perf_counter() - t1)
     elif form == "arrays":
         arrays = build_welfare_arrays(inst, relax=relax)

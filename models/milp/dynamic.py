@@ -325,7 +325,9 @@ def build_dynamic_model(
     return m
 
 
-def _one_per_pair(*terms: tuple[np.ndarray, np.ndarray | float], sel: np.ndarray) -> tuple[np.ndarray, ...]:
+def _one_per_pair(
+    *terms: tuple[np.ndarray, np.ndarray | float], sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, coef) of one row per selected pair, row i reading Σ coef · x[col] over ``terms`` at pair sel[i]."""
     i = np.arange(sel.size)
     return stack(*((col[sel], np.broadcast_to(coef, col.shape)[sel], i) for col, coef in terms))

@@ -106,17 +106,6 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     return ok
 
 
-def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
-    """Per option, when stalls are allowed: its GPUs alone fit G and the budget (it may run fed at rate 0)."""
-    g = inst.option_gpus.astype(float)
-    ok = np.ones(g.size, dtype=bool)
-    if math.isfinite(inst.budget_per_hour):
-        ok &= inst.price_gpu * g <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
-    if inst.gpus is not None:
-        ok &= g <= inst.gpus
-    return ok
-
-
 def _limit_divisor(limit: float, coef: np.ndarray) -> float:
     """What a limit row is divided by when scaled: the limit, else its largest coefficient, else 1."""
     top = float(np.abs(coef).max()) if coef.size else 0.0
