@@ -29,7 +29,6 @@ from cbalab.models.milp.dynamic import (
     Schedule,
     schedule_from_replay,
     solve_dynamic,
-    solve_dynamic_matrix,
 )
 
 PRICES = (2.5, 0.0004, 0.9)
@@ -297,7 +296,7 @@ def test_whole_and_split_solves_agree_and_bound_is_certified() -> None:
         cfg = SimConfig(gpus=16, cache_gb=cache, prices=(2.5, 0.004, 9.0), period_s=1800.0)
         sched = _schedule(w, simulate(w, cfg), cfg)
         py = whole(sched, _cluster(cfg))
-        mx = solve_dynamic_matrix(sched, _cluster(cfg))
+        mx = solve_dynamic(sched, _cluster(cfg))
         assert py.status == mx.status == "optimal"
         assert mx.cost_io == pytest.approx(py.cost_io, rel=1e-6)
         assert mx.bound <= mx.cost_io * (1 + 1e-12)
@@ -307,7 +306,7 @@ def test_whole_and_split_solves_agree_and_bound_is_certified() -> None:
             exact = whole(sched, variant)
             assert relaxed.cost_io == pytest.approx(py.cost_io, rel=1e-6)
             assert exact.cost_io >= relaxed.cost_io * (1 - 1e-9)
-            assert solve_dynamic_matrix(sched, variant).cost_io == pytest.approx(exact.cost_io, rel=1e-6)
+            assert solve_dynamic(sched, variant).cost_io == pytest.approx(exact.cost_io, rel=1e-6)
 
 
 def test_schedule_from_replay_rejects_bad_input() -> None:

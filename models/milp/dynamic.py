@@ -38,7 +38,7 @@ The cache enters as hit ratios (fractions of d_k), as in models/milp/cost.py: th
 R_{k,t} and not R_{k,t}/d_k, which HiGHS would drop when it is below 1e-9.
 
 The statement has two derived emitters: :func:`build_dynamic_model` (Pyomo, to read) and :func:`matrix` (the
-compiled rows, handed to highspy by :func:`solve_dynamic_matrix`, which splits large windows by datasets).  The
+compiled rows, handed to highspy by :func:`solve_dynamic`, which splits large windows by datasets).  The
 matrix solve certifies its answer: ``bound`` is the Lagrangian value of HiGHS's row duals evaluated in numpy, a
 lower bound on P3 whatever the solver's tolerances.
 """
@@ -377,15 +377,22 @@ def _tangent_constant(lay: Layout, theta: np.ndarray, sel: np.ndarray) -> np.nda
     return theta[sel] ** 2 * (lay.dt * lay.R / lay.d)[sel] / 2.0
 
 
+def _read_tangent(
+    lay: Layout, fill: np.ndarray, start: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
+) -> Rows:
+    """fill ≤ start + (1 − θ) Δ b / d + θ² ξ / 2 at the kept pairs: the fill above ``start`` is at most the
+    tangent at θ of the exact bound x − x²/(2ξ) on what a slot reading x = Δ b / d adds (Lemma 3)."""
+    sel = np.flatnonzero(keep)
+    rows = _one_per_pair((fill, 1.0), (start, -1.0), (b, -(1.0 - theta) * lay.dt / lay.d), sel=sel)
+    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+
+
 @group
 def fill_mean(
     lay: Layout, u: np.ndarray, before: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
 ) -> Rows:
     """The mean fill at tangent θ of :func:`tangents`: u ≤ e⁻ + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
-    sel = np.flatnonzero(keep)
-    slope = -(1.0 - theta) * lay.dt / lay.d
-    rows = _one_per_pair((u, 1.0), (before, -1.0), (b, slope), sel=sel)
-    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+    return _read_tangent(lay, u, before, b, theta, keep)
 
 
 @group
@@ -393,10 +400,7 @@ def fill_end_mean(
     lay: Layout, e: np.ndarray, u: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
 ) -> Rows:
     """The end fill at tangent θ: e ≤ u + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
-    sel = np.flatnonzero(keep)
-    slope = -(1.0 - theta) * lay.dt / lay.d
-    rows = _one_per_pair((e, 1.0), (u, -1.0), (b, slope), sel=sel)
-    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+    return _read_tangent(lay, e, u, b, theta, keep)
 
 
 @group
@@ -541,14 +545,14 @@ def matrix(
 
 
 #: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, the small datasets
-#: are split off (:func:`solve_dynamic_matrix`), because the coupled simplex grows much faster than its size.
+#: are split off (:func:`solve_dynamic`), because the coupled simplex grows much faster than its size.
 FULL_LP_PAIRS = 20_000
 
 #: Above FULL_LP_PAIRS, the smallest datasets whose sizes add up to at most this share of C are solved alone.
 SMALL_SHARE = 0.02
 
 
-def solve_dynamic_matrix(
+def solve_dynamic(
     schedule: Schedule,
     cluster: Cluster,
     *,
@@ -578,6 +582,7 @@ def solve_dynamic_matrix(
     the answer is ``time_limit`` with no cost and the closed-form bound of
     instant caches (Lemma 5 (iii)).
     """
+    cluster.check()
     wall = time.perf_counter()
     deadline = Deadline(time_limit) if deadline is None else deadline
     lay = layout(schedule)
@@ -713,18 +718,19 @@ def _out_of_time(schedule: Schedule, cluster: Cluster, lay: Layout, wall: float,
     )
 
 
+def _infeasible(
+    schedule: Schedule, lay: Layout, wall: float, message: str, rows: int = 0, cols: int = 0
+) -> DynamicResult:
+    """``infeasible``, with no cost and no bound: ``message`` says what proved it."""
+    return DynamicResult(
+        "infeasible", None, None, schedule.n_slots, time.perf_counter() - wall, rows, cols, message, pairs=lay
+    )
+
+
 def _failed_group(part: DynamicResult, schedule: Schedule, cluster: Cluster, lay: Layout, wall: float) -> DynamicResult:
     """P3's answer when a group's LP has no point: infeasible if the group is (a relaxation), else no cost."""
     if part.status == "infeasible":
-        return DynamicResult(
-            "infeasible",
-            None,
-            None,
-            schedule.n_slots,
-            time.perf_counter() - wall,
-            message="a group of datasets alone is infeasible, so P3 is: " + part.message,
-            pairs=lay,
-        )
+        return _infeasible(schedule, lay, wall, "a group of datasets alone is infeasible, so P3 is: " + part.message)
     out = _out_of_time(schedule, cluster, lay, wall, "in a group LP")
     if part.status != "time_limit":
         out.status, out.message = "error", f"a group LP has no checked point ({part.status}: {part.message})"
@@ -943,17 +949,7 @@ def _solve_matrix(
         h.run()
         status = h.getModelStatus()
         if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            return DynamicResult(
-                "infeasible",
-                None,
-                None,
-                schedule.n_slots,
-                time.perf_counter() - wall,
-                message="HiGHS proved P3 infeasible",
-                pairs=lay,
-                rows=n_rows,
-                cols=n_cols,
-            )
+            return _infeasible(schedule, lay, wall, "HiGHS proved P3 infeasible", n_rows, n_cols)
         sol = h.getSolution()
         if sol.value_valid:
             x = np.asarray(sol.col_value)
@@ -1016,21 +1012,3 @@ def _certified_bound(a: Arrays, dual: np.ndarray) -> float:
     rows_part = np.where(pi > 0, pi * np.where(np.isinf(lo), 0.0, lo), pi * np.where(np.isinf(hi), 0.0, hi))
     cols_part = np.minimum(reduced * a.col_lo, reduced * a.col_hi)
     return float(rows_part.sum() + cols_part.sum())
-
-
-def solve_dynamic(
-    schedule: Schedule,
-    cluster: Cluster,
-    *,
-    warmup: bool = True,
-    relax: bool = False,
-    time_limit: float | None = None,
-    deadline: Deadline | None = None,
-) -> DynamicResult:
-    """P3's offline optimum over ``schedule`` (:func:`solve_dynamic_matrix`: highspy, certified bound).
-
-    ``deadline``, a budget already running (the offline optimum's, started before the schedule was built),
-    replaces ``time_limit``.
-    """
-    cluster.check()
-    return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit, deadline=deadline)
