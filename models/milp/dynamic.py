@@ -330,7 +330,7 @@ def _one_per_pair(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, coef) of one row per selected pair, row i reading Σ coef · x[col] over ``terms`` at pair sel[i]."""
     i = np.arange(sel.size)
-    return stack(*((col[sel], np.broadcast_to(coef, col.shape)[sel], i) for col, coef in terms))
+    return stack(*((col[sel], coef if np.isscalar(coef) else coef[sel], i) for col, coef in terms))
 
 
 @group
@@ -777,12 +777,6 @@ def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.nd
     return values["n"] * cluster.block() if cluster.granularity == "block" else values["y"] * lay.d
 
 
-def _objective(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> float:
-    """P3's objective Σ Δ/3600 (p_c paid + p_b b) of a solution, from its values and the prices (not HiGHS's)."""
-    h = lay.dt / 3600.0
-    return float(h @ (cluster.price_cache * _paid(values, lay, cluster) + cluster.price_bandwidth * values["b"]))
-
-
 def _usage(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """Cache paid and bandwidth read per slot, summed over datasets."""
     used = np.bincount(lay.t, weights=_paid(values, lay, cluster), minlength=n_slots)
@@ -805,8 +799,9 @@ def _repair(
 def settle(
     values: dict[str, np.ndarray], built: Matrix, cluster: Cluster, *, warmup: bool
 ) -> tuple[dict[str, np.ndarray], float] | None:
-    """A point that meets every row of P3, made from a solver's ``values``, and its IO cost re-computed from
-    the prices; None if the capacity rows (C, B) still fail (proofs/dynamic_lower_bound.md, Lemma 6).
+    """A point that meets every row of P3, made from a solver's ``values``, and its IO cost re-computed in numpy
+    from the statement's costs (Δ/3600 times the prices, not HiGHS's objective); None if the capacity rows
+    (C, B) still fail (proofs/dynamic_lower_bound.md, Lemma 6).
 
     HiGHS's point meets the rows only to its absolute tolerances, and at a time limit it may be no point at
     all (the all-zero start).  The repair: columns are clipped into their bounds and integer columns
@@ -841,7 +836,7 @@ def settle(
         side = np.where(np.isinf(lo), 0.0, np.abs(lo)) + np.where(np.isinf(hi), 0.0, np.abs(hi))
     if (np.maximum(low, high) > FEAS_RTOL * (side + mag) + FEAS_ATOL).any():
         return None
-    return out, _objective(out, lay, cluster)
+    return out, float(data["cost"] @ x)
 
 
 def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:

@@ -76,6 +76,15 @@ def stack(*parts: tuple[np.ndarray, np.ndarray | float, np.ndarray]) -> tuple[np
     A term with a negative column (no such variable, e.g. the fill before a dataset's first slot) is left out,
     and so is a coefficient of 0.
     """
+    first = np.asarray(parts[0][2], dtype=np.int64)
+    if len(parts) > 1 and all(p[2] is parts[0][2] for p in parts) and not np.any(first[1:] < first[:-1]):
+        # the same rows in every part (one term per row each): interleaved, the entries come sorted by row
+        col2, c2 = np.empty((first.size, len(parts)), dtype=np.int64), np.empty((first.size, len(parts)))
+        for i, (part_col, part_coef, _) in enumerate(parts):
+            col2[:, i], c2[:, i] = part_col, part_coef
+        col, c = col2.ravel(), c2.ravel()
+        keep = (col >= 0) & (c != 0)
+        return np.repeat(first, len(parts))[keep], col[keep], c[keep]
     rows, cols, coefs = [], [], []
     for col, coef, row in parts:
         col = np.asarray(col, dtype=np.int64)
@@ -153,23 +162,24 @@ class Statement:
         lower, upper, cost, integer, unit = (np.concatenate([c[i] for c in self._cols]) for i in range(5))
         if not scaled:
             unit = np.ones_like(unit)
-        n_rows, row_parts, col_parts, val_parts, lo_parts, hi_parts, spans = 0, [], [], [], [], [], {}
+        n_rows, rows, cols, vals, los, his, spans = 0, [], [], [], [], [], {}
         for g in self.groups:
-            r = g.rows
-            div = np.broadcast_to(np.asarray(r.divisor, dtype=float), (g.size,)) if scaled else np.ones(g.size)
-            row_parts.append(r.row + n_rows)
-            col_parts.append(r.col)
-            val_parts.append(r.coef * unit[r.col] / div[r.row])
-            lo_parts.append(np.broadcast_to(r.lo, (g.size,)) / div)
-            hi_parts.append(np.broadcast_to(r.hi, (g.size,)) / div)
+            row, col, val, lo, hi, divisor = g.rows
+            if row.size and np.any(row[1:] < row[:-1]):
+                order = np.argsort(row, kind="stable")
+                row, col, val = row[order], col[order], val[order]
+            if scaled:
+                div = np.broadcast_to(np.asarray(divisor, dtype=float), lo.shape)
+                val, lo, hi = val * unit[col] / div[row], lo / div, hi / div
+            rows.append(row + n_rows)
+            cols.append(col)
+            vals.append(val)
+            los.append(lo)
+            his.append(hi)
             spans[g.name] = slice(n_rows, n_rows + g.size)
             n_rows += g.size
-        row = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-        col = np.concatenate(col_parts) if col_parts else np.zeros(0, dtype=np.int64)
-        val = np.concatenate(val_parts) if val_parts else np.zeros(0)
-        if row.size and np.any(row[1:] < row[:-1]):
-            order = np.argsort(row, kind="stable")  # the groups' terms come as sorted runs: a merge
-            row, col, val = row[order], col[order], val[order]
+        row, col, val, row_lo, row_hi = (np.concatenate(p) if p else np.zeros(0) for p in (rows, cols, vals, los, his))
+        row = row.astype(np.int64)
         start = np.zeros(n_rows + 1, dtype=np.int32)
         np.cumsum(np.bincount(row, minlength=n_rows), out=start[1:])
         m = self.objective_unit if scaled else 1.0
@@ -181,8 +191,8 @@ class Statement:
             start=start,
             index=col.astype(np.int32),
             value=val,
-            row_lo=np.concatenate(lo_parts).astype(float) if lo_parts else np.zeros(0),
-            row_hi=np.concatenate(hi_parts).astype(float) if hi_parts else np.zeros(0),
+            row_lo=row_lo.astype(float),
+            row_hi=row_hi.astype(float),
             maximize=self.sense == "max",
             offset=self.offset / m,
             objective_scale=m,
