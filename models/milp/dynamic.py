@@ -330,7 +330,7 @@ def _one_per_pair(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, coef) of one row per selected pair, row i reading Σ coef · x[col] over ``terms`` at pair sel[i]."""
     i = np.arange(sel.size)
-    return stack(*((col[sel], coef if np.isscalar(coef) else coef[sel], i) for col, coef in terms))
+    return stack(*((col[sel], coef[sel] if isinstance(coef, np.ndarray) else coef, i) for col, coef in terms))
 
 
 @group
