@@ -52,7 +52,7 @@ from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerate
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement
 from cbalab.models.milp.statement import Arrays, solution
-from cbalab.models.milp.welfare import build_welfare_arrays, start_point, welfare_statement, with_slice
+from cbalab.models.milp.welfare import build_welfare_arrays, build_welfare_model, start_point, with_slice
 from cbalab.models.types import SolveOptions
 
 #: HiGHS's default ``large_matrix_value``: a matrix entry this large or larger makes HiGHS solve another model.
@@ -327,22 +327,20 @@ def _shrink_into(total: float, limit: float) -> float:
 def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
     """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as a certified Allocation.
 
-    HiGHS solves the scaled model (the Pyomo emission of ``cost_statement``, scaled, docs/model.md §8), whose objective
-    and bound are multiplied back by the scale M.  The returned ``bound`` is HiGHS's proven lower bound on
+    HiGHS solves the statement of models/milp/cost.py compiled and scaled (docs/model.md §8; the Pyomo model
+    of ``cbalab.build_model`` is its other emission), through :func:`solve_arrays`, which multiplies the
+    objective and bound back by the scale M.  The returned ``bound`` is HiGHS's proven lower bound on
     the model it solved; the LP relaxation's bound is also a lower bound on the integer optimum.  Integer
     variables are rounded to their nearest whole value (HiGHS's integrality tolerance leaves them within
     1e-6), a continuous cache that HiGHS's row tolerance left above C is scaled into it, and the bandwidth is
     then the least feeding b_j = r_j (1 - h_k(j)) of that cache, which never costs more and keeps every
     constraint.  The answer passes :func:`cbalab.models.certify.certify` (at MIP gap 0 for the LP).
     """
-    model = cost_statement(inst, relax=relax).pyomo(scaled=True)
-    arrays: Arrays = model.arrays
-    scale = arrays.objective_scale
-    out = solve_model(model, options)
-    bound = out.bound * scale if out.bound is not None and math.isfinite(out.bound) else None
-    if not out.has_solution:
+    arrays = cost_statement(inst, relax=relax).compile(scaled=True)
+    out, x, _ = solve_arrays(arrays, options)
+    bound = out.bound if out.bound is not None and math.isfinite(out.bound) else None
+    if x is None:
         return Allocation.none(out.status, out.message, bound=bound)
-    x = solution(model)
     if inst.cache_granularity == "block":
         blocks = np.maximum(arrays.value_of("blocks", x), 0.0)
         cache = inst.block_gb * (blocks if relax else np.rint(blocks))
@@ -359,7 +357,7 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     if inst.bandwidth_step_gbps is not None:
         tiers = float(arrays.value_of("tiers", x)[0])
         provisioned = inst.bandwidth_step_gbps * (tiers if relax else round(tiers))
-    objective = out.objective * scale if out.objective is not None else None
+    objective = out.objective
     alloc = Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=cache,
@@ -499,7 +497,7 @@ def solve_sliced(
     infeasible) every slice further out is closed too and that side stops.  Otherwise the slice's MILP is
     solved at the same MIP gap.  After :data:`SINGLE_SLICES` slices on one side, the rest of it is solved
     as one range.  ``start`` (a solution vector, e.g. AutoCBA's allocation by ``start_point``) becomes the
-    first incumbent only if it meets every row and bound of the model (``WelfareArrays.fits``): a point
+    first incumbent only if it meets every row and bound of the model (``Arrays.fits``): a point
     the model forbids, such as a stalled allocation, must not close a slice.  It is handed to HiGHS as well.
 
     Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed, with the bound max(incumbent,
@@ -627,7 +625,7 @@ def solve_welfare(
     t0 = time.perf_counter()
     facts: dict = {"form": form}
     if form == "pyomo":
-        model = welfare_statement(inst, relax=relax).pyomo()
+        model = build_welfare_model(inst, relax=relax)
         t1 = time.perf_counter()
         out = solve_model(model, options)
         if out.has_solution:
