@@ -473,15 +473,15 @@ def build_model(instance: Instance, problem: str, relax: bool = False, scaled: b
 
     Each formulation is stated once, one row function per group of constraints (models/milp/statement.py,
     models/milp/cost.py, models/milp/welfare.py); this model is that statement emitted to Pyomo, and the
-    registered exact methods solve the same statement: the cost ``milp`` and ``lp`` hand HiGHS this very
-    emission (scaled), the welfare ``milp`` and ``lp`` its compiled matrix (scaled), the ``milp`` by slices of
-    its GPU row ``gpu_capacity`` (proofs/welfare_milp_forms.md, Theorem F4).  ``relax=True`` gives the ``lp``
-    method's relaxation; ``scaled=True`` the numbers HiGHS sees (docs/model.md §8: rows divided by their
-    limits, columns and objective in the units of models/milp/statement.py), the default the model as
-    docs/model.md writes it.  ``model.pprint()`` prints every variable and constraint, one named block per
-    group, e.g. P2's McCormick rows ``w_below_y``, ``w_below_h`` and ``w_above``
-    (proofs/mccormick_exact.md); a group's rows are numbered from 1.  Pyomo is imported here, so ``import
-    cbalab`` stays light.
+    registered exact methods ``milp`` and ``lp`` hand HiGHS the same statement compiled to a sparse matrix
+    (scaled; tests/test_statement.py checks that the two emissions hold the same numbers), the welfare
+    ``milp`` by slices of its GPU row ``gpu_capacity`` (proofs/welfare_milp_forms.md, Theorem F4).
+    ``relax=True`` gives the ``lp`` method's relaxation; ``scaled=True`` the numbers HiGHS sees
+    (docs/model.md §8: rows divided by their limits, columns and objective in the units of
+    models/milp/statement.py), the default the model as docs/model.md writes it.  ``model.pprint()`` prints
+    every variable and constraint, one named block per group, e.g. P2's McCormick rows ``w_below_y``,
+    ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md); a group's rows are numbered from 1.  Pyomo is
+    imported here, so ``import cbalab`` stays light.
     """
     prob = Problem(problem)
     if prob == Problem.COST:

@@ -74,13 +74,8 @@ def measure(case: str) -> dict[str, Any]:
         w = experiment._window(params)
         cfg = SimConfig(policy="cba", seed=int(params["seed"]))
         jobs = simulate(w, cfg).jobs
-        schedule = schedule_from_replay(
-            jobs["start_s"].to_numpy(),
-            jobs["end_s"].to_numpy(),
-            jobs["io_gbps"].to_numpy(),
-            w.jobs["dataset_index"].to_numpy(),
-            w.datasets["size_gb"].to_numpy(),
-        )
+        times = (jobs[column].to_numpy() for column in ("start_s", "end_s", "io_gbps"))
+        schedule = schedule_from_replay(*times, w.jobs["dataset_index"].to_numpy(), w.datasets["size_gb"].to_numpy())
         cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
         began = time.perf_counter()
         matrix(schedule, cluster)
