@@ -41,14 +41,9 @@ from cbalab.models.certify import objective_unit
 from cbalab.models.evaluate import MODEL_SHARE, RTOL, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import power_of_two
-from cbalab.models.milp.statement import Rows, Statement, group, stack
+from cbalab.models.milp.statement import Rows, Statement, group, limit_row, no_rows, stack
 
 _INF = math.inf
-
-
-def _limit_divisor(limit: float, fallback: float) -> float:
-    """What a row with right-hand side ``limit`` is divided by when scaled: the limit, else ``fallback``, else 1."""
-    return limit if limit > 0 else (fallback if fallback > 0 else 1.0)
 
 
 def block_tops(inst: Instance) -> np.ndarray:
@@ -156,8 +151,7 @@ def served_in_blocks(inst: Instance, hit: np.ndarray, n: np.ndarray) -> Rows:
 @group
 def within_tiers(bw: np.ndarray, m: np.ndarray, step: float) -> Rows:
     """Bandwidth in whole tiers: Σ_j b_j ≤ β m (§4); scaled, divided by β."""
-    row, col, coef = stack((bw, 1.0, np.zeros(bw.size)), (m, -step, np.zeros(1)))
-    return Rows(row, col, coef, np.full(1, -_INF), np.zeros(1), _limit_divisor(step, 1.0))
+    return limit_row(np.r_[bw, m], np.r_[np.ones(bw.size), -step], 0.0, step)
 
 
 @group
@@ -173,19 +167,16 @@ def feed(inst: Instance, hit: np.ndarray, bw: np.ndarray) -> Rows:
 @group
 def cache_capacity(inst: Instance, cols: np.ndarray, size: np.ndarray) -> Rows:
     """Σ_k c_k ≤ C (§4); scaled, divided by C (by the largest dataset when C = 0)."""
-    row, col, coef = stack((cols, size, np.zeros(cols.size)))
     top = float(inst.dataset_size_gb.max()) if inst.n_datasets else 1.0
-    return Rows(row, col, coef, np.full(1, -_INF), np.full(1, inst.cache_gb), _limit_divisor(inst.cache_gb, top))
+    return limit_row(cols, size, inst.cache_gb, inst.cache_gb, top)
 
 
 @group
 def bandwidth_capacity(inst: Instance, bw: np.ndarray) -> Rows:
     """Σ_j b_j ≤ tolerated(B) (§4, (8.1)); no row when B is unlimited or there is no job; scaled, divided by B."""
     if not (math.isfinite(inst.bandwidth_gbps) and bw.size):
-        return Rows(*stack((bw[:0], 1.0, bw[:0])), np.zeros(0), np.zeros(0))
-    row, col, coef = stack((bw, 1.0, np.zeros(bw.size)))
-    limit = tolerated(inst.bandwidth_gbps, MODEL_SHARE)
-    return Rows(row, col, coef, np.full(1, -_INF), np.full(1, limit), _limit_divisor(inst.bandwidth_gbps, 1.0))
+        return no_rows()
+    return limit_row(bw, 1.0, tolerated(inst.bandwidth_gbps, MODEL_SHARE), inst.bandwidth_gbps)
 
 
 @group

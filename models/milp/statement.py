@@ -96,6 +96,20 @@ def stack(*parts: tuple[np.ndarray, np.ndarray | float, np.ndarray]) -> tuple[np
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(coefs)
 
 
+def no_rows() -> Rows:
+    """An empty group (a limit that is unlimited for this instance)."""
+    empty = np.zeros(0, dtype=np.int64)
+    return Rows(empty, empty, np.zeros(0), np.zeros(0), np.zeros(0))
+
+
+def limit_row(col: np.ndarray, coef: np.ndarray | float, limit: float, written: float, fallback: float = 1.0) -> Rows:
+    """One row Σ coef·x ≤ ``limit``, divided when scaled by the limit as ``written`` (by ``fallback`` when that
+    is 0, by 1 when both are): a capacity or budget row in the units of its own limit (docs/model.md §8)."""
+    row, c, v = stack((col, coef, np.zeros(np.size(col), dtype=np.int64)))
+    divisor = written if written > 0 else (fallback if fallback > 0 else 1.0)
+    return Rows(row, c, v, np.full(1, -math.inf), np.full(1, float(limit)), divisor)
+
+
 @dataclass(frozen=True)
 class Block:
     """Columns ``first`` … ``first + size − 1`` named ``name``, indexed by the set ``index`` in Pyomo."""

@@ -55,7 +55,7 @@ from cbalab.models.certify import objective_unit
 from cbalab.models.evaluate import MODEL_SHARE, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import power_of_two
-from cbalab.models.milp.statement import Arrays, Rows, Statement, group, stack
+from cbalab.models.milp.statement import Arrays, Rows, Statement, group, limit_row, no_rows, stack
 
 #: Rows of docs/model.md §5's form that :func:`welfare_statement` keeps by default (all of them).
 DEFAULT_ROWS = frozenset({"feeding", "w_below_h", "w_above"})
@@ -104,12 +104,6 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     if inst.gpus is not None:
         ok &= g <= inst.gpus
     return ok
-
-
-def _limit_divisor(limit: float, coef: np.ndarray) -> float:
-    """What a limit row is divided by when scaled: the limit, else its largest coefficient, else 1."""
-    top = float(np.abs(coef).max()) if coef.size else 0.0
-    return limit if limit > 0 else (top if top > 0 else 1.0)
 
 
 def welfare_statement(
@@ -253,9 +247,7 @@ def gpu_capacity(inst: Instance, y: np.ndarray) -> Rows:
 def cache_capacity(inst: Instance, h: np.ndarray) -> Rows:
     """Σ_k d_k h_k ≤ tolerated(C) (§5, (8.1)); scaled, divided by C."""
     d = inst.dataset_size_gb.astype(float)
-    row, col, coef = stack((h, d, np.zeros(h.size)))
-    limit = tolerated(inst.cache_gb, MODEL_SHARE)
-    return Rows(row, col, coef, np.full(1, -_INF), np.full(1, limit), _limit_divisor(inst.cache_gb, d))
+    return limit_row(h, d, tolerated(inst.cache_gb, MODEL_SHARE), inst.cache_gb, float(d.max(initial=0.0)))
 
 
 @group
@@ -263,10 +255,9 @@ def bandwidth_capacity(inst: Instance, cols: np.ndarray, coef: np.ndarray) -> Ro
     """Σ_j b_j ≤ tolerated(B) (§5, (8.1)), or Σ_o r_o (y_o − w_o) ≤ B without b; none when B is unlimited."""
     keep = coef != 0
     if not (math.isfinite(inst.bandwidth_gbps) and keep.any()):
-        return Rows(*stack((cols[:0], 1.0, cols[:0])), np.zeros(0), np.zeros(0))
-    row, col, val = stack((cols[keep], coef[keep], np.zeros(int(keep.sum()))))
+        return no_rows()
     limit = tolerated(inst.bandwidth_gbps, MODEL_SHARE)
-    return Rows(row, col, val, np.full(1, -_INF), np.full(1, limit), _limit_divisor(inst.bandwidth_gbps, val))
+    return limit_row(cols[keep], coef[keep], limit, inst.bandwidth_gbps, float(np.abs(coef[keep]).max()))
 
 
 @group
@@ -276,7 +267,7 @@ def budget(inst: Instance, y: np.ndarray, h: np.ndarray, cols: np.ndarray, coef:
     Without b the demand Σ_o r_o (y_o − w_o) stands for Σ_j b_j, and y's two coefficients are added.
     """
     if not math.isfinite(inst.budget_per_hour):
-        return Rows(*stack((y[:0], 1.0, y[:0])), np.zeros(0), np.zeros(0))
+        return no_rows()
     terms = np.r_[y, h, cols]
     values = np.r_[
         inst.price_gpu * inst.option_gpus, inst.price_cache * inst.dataset_size_gb, inst.price_bandwidth * coef
@@ -284,9 +275,8 @@ def budget(inst: Instance, y: np.ndarray, h: np.ndarray, cols: np.ndarray, coef:
     col, where = np.unique(terms, return_inverse=True)
     val = np.bincount(where, weights=values, minlength=col.size)
     nz = val != 0
-    row, col, val = stack((col[nz], val[nz], np.zeros(int(nz.sum()))))
     limit = tolerated(inst.budget_per_hour, MODEL_SHARE)
-    return Rows(row, col, val, np.full(1, -_INF), np.full(1, limit), _limit_divisor(inst.budget_per_hour, val))
+    return limit_row(col[nz], val[nz], limit, inst.budget_per_hour, float(np.abs(val[nz]).max(initial=0.0)))
 
 
 def start_point(inst: Instance, arrays: Arrays, gpus: np.ndarray, cache_gb: np.ndarray) -> np.ndarray:
