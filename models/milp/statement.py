@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, ParamSpec
 import highspy
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.core.expr.numeric_expr import LinearExpression
+from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 Params = ParamSpec("Params")
 
@@ -250,18 +250,20 @@ class Statement:
                 if math.isinf(lo) and math.isinf(hi):
                     continue  # a free row states nothing (the GPU count of P2 before a slice sets it)
                 cut = slice(int(a.start[i]), int(a.start[i + 1]))
-                body = LinearExpression(
-                    linear_coefs=a.value[cut].tolist(), linear_vars=[columns[j] for j in a.index[cut]]
-                )
+                body = _linear(a.value[cut].tolist(), [columns[j] for j in a.index[cut]])
                 block.add((None if math.isinf(lo) else float(lo), body, None if math.isinf(hi) else float(hi)))
         nz = np.flatnonzero(a.cost)
         m.objective = pyo.Objective(
-            expr=LinearExpression(
-                constant=float(a.offset), linear_coefs=a.cost[nz].tolist(), linear_vars=[columns[j] for j in nz]
-            ),
+            expr=_linear(a.cost[nz].tolist(), [columns[j] for j in nz], float(a.offset)),
             sense=pyo.maximize if a.maximize else pyo.minimize,
         )
         return m
+
+
+def _linear(coefs: list[float], variables: list[Any], constant: float = 0.0) -> LinearExpression:
+    """Σ coef·var (+ constant) as one Pyomo LinearExpression; a coefficient of 1 is the variable itself."""
+    terms = [v if c == 1.0 else MonomialTermExpression((c, v)) for c, v in zip(coefs, variables, strict=True)]
+    return LinearExpression([constant, *terms] if constant else terms)
 
 
 def solution(model: pyo.ConcreteModel) -> np.ndarray:
