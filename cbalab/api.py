@@ -486,24 +486,30 @@ def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evalua
     return _referee(instance, allocation, Problem(problem))
 
 
-def build_model(instance: Instance, problem: str, relax: bool = False) -> Any:
+def build_model(instance: Instance, problem: str, relax: bool = False, scaled: bool = False) -> Any:
     """The Pyomo model (a ``pyomo.environ.ConcreteModel``) of P1 (``problem="cost"``, docs/model.md §4) or P2
     (``"welfare"``, §5) for ``instance``.
 
-    The same model the ``milp`` method solves (``relax=True``: the ``lp``
-    method's relaxation), for reading: ``model.pprint()`` prints every
-    variable and constraint, e.g. P2's McCormick rows ``w_below_y``,
-    ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md).  Pyomo is
+    Each formulation is stated once, one row function per group of constraints (models/milp/statement.py,
+    models/milp/cost.py, models/milp/welfare.py); this model is that statement emitted to Pyomo, and the
+    registered exact methods ``milp`` and ``lp`` hand HiGHS the same statement compiled to a sparse matrix
+    (scaled; tests/test_statement.py checks that the two emissions hold the same numbers), the welfare
+    ``milp`` by slices of its GPU row ``gpu_capacity`` (proofs/welfare_milp_forms.md, Theorem F4).
+    ``relax=True`` gives the ``lp`` method's relaxation; ``scaled=True`` the numbers HiGHS sees
+    (docs/model.md §8: rows divided by their limits, columns and objective in the units of
+    models/milp/statement.py), the default the model as docs/model.md writes it.  ``model.pprint()`` prints
+    every variable and constraint, one named block per group, e.g. P2's McCormick rows ``w_below_y``,
+    ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md); a group's rows are numbered from 1.  Pyomo is
     imported here, so ``import cbalab`` stays light.
     """
     prob = Problem(problem)
     if prob == Problem.COST:
         from cbalab.models.milp.cost import build_cost_model
 
-        return build_cost_model(instance, relax=relax)
+        return build_cost_model(instance, relax=relax, scaled=scaled)
     from cbalab.models.milp.welfare import build_welfare_model
 
-    return build_welfare_model(instance, relax=relax)
+    return build_welfare_model(instance, relax=relax, scaled=scaled)
 
 
 def solve_model(model: Any, time_limit: float | None = None, **options: Any) -> Outcome:

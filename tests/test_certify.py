@@ -172,7 +172,7 @@ def test_regression_issue19_4_a_stalled_warm_start_cannot_close_a_slice() -> Non
     A stalled allocation (referee-feasible, forbidden by P2) as warm start gave optimal with bound 10.
 
     The half-fed job of docs/model.md §5 (worth 10, unstalled cost 2, budget 1.5): the P2 optimum is 0.  Its
-    warm start is now checked against the rows (``WelfareArrays.fits``) and counts as no incumbent, so the
+    warm start is now checked against the rows (``Arrays.fits``) and counts as no incumbent, so the
     sliced solve proves 0.
     """
     inst = build(

@@ -13,37 +13,34 @@ of every dataset in every slot.  P3 chooses, per dataset k and slot t,
 
 and minimises Σ_t Δ_t/3600 · Σ_k (p_c d_k y_{k,t} + p_b b_{k,t}), the IO cost in $
 the simulator charges (cache on allocated capacity, bandwidth on what is read).
-Each group of constraints has its own builder; each states an inequality that
-every trajectory of the simulator satisfies (proofs/dynamic_lower_bound.md,
-Lemma 2 and Lemma 3), so the optimum is a lower bound on the IO cost of every
-online policy (Theorem 1 there):
+Each group of constraints is stated once, by one row function (models/milp/statement.py, :func:`p3_statement`);
+each states an inequality that every trajectory of the simulator satisfies (proofs/dynamic_lower_bound.md,
+Lemma 2 and Lemma 3), so the optimum is a lower bound on the IO cost of every online policy (Theorem 1 there):
 
-* :func:`define_cache`     y, u (and blocks / whole datasets under the integer variants);
-* :func:`define_bandwidth` 0 ≤ b ≤ R (the simulator reads only what jobs miss);
-* :func:`define_feeding`   b ≥ R (1 − u), the time average of b(s) ≥ R (1 − f(s)/d);
-* :func:`define_holding`   u ≤ y and e ≤ y (filled ≤ allocated, targets held over a slot);
-* :func:`define_warmup`    fill grows only by reads: e ≤ e⁻ + Δ b / d, and for the tangents θ of
-                           :func:`tangents` u ≤ e⁻ + (1−θ) Δ b / d + θ² Δ R / (2d),
-                           e ≤ u + (1−θ) Δ b / d + θ² Δ R / (2d) and u ≤ (1−θ) y + θ e⁻ + θ² Δ R / (2d)
-                           (e⁻ the previous slot's end fill);
-* :func:`define_capacity`  Σ_k d_k y_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot;
-* :func:`define_cost`      the objective above.
+* columns                   y, u, b ∈ [0, R] (the simulator reads only what jobs miss), e with warm-up, and
+                            the whole blocks n (or whole datasets y) under the integer variants;
+* :func:`served_in_blocks`  d y ≤ u_b n under blocks;
+* :func:`feed`              b ≥ R (1 − u), the time average of b(s) ≥ R (1 − f(s)/d);
+* :func:`filled_paid`, :func:`end_paid`   u ≤ y and e ≤ y (filled ≤ allocated, targets held over a slot);
+* :func:`fill_end`, :func:`fill_mean`, :func:`fill_end_mean`, :func:`fill_held`   fill grows only by reads:
+                            e ≤ e⁻ + Δ b / d, and for the tangents θ of :func:`tangents`
+                            u ≤ e⁻ + (1−θ) Δ b / d + θ² Δ R / (2d),
+                            e ≤ u + (1−θ) Δ b / d + θ² Δ R / (2d) and u ≤ (1−θ) y + θ e⁻ + θ² Δ R / (2d)
+                            (e⁻ the previous slot's end fill; one group per tangent, suffixed _0, _1, …);
+* :func:`cache_capacity`, :func:`bandwidth_capacity`   Σ_k d_k y_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot;
+* the objective above, in the columns' costs.
 
-``warmup=False`` drops :func:`define_warmup` (instant caches): the LP then
-decomposes by slot into P1 and its optimum equals online CBA's replay cost
-(Theorem 2 of proofs/dynamic_lower_bound.md).  ``relax=True`` drops
+``warmup=False`` drops the fill rows and e (instant caches): the LP then decomposes by slot into P1 and its
+optimum equals online CBA's replay cost (Theorem 2 of proofs/dynamic_lower_bound.md).  ``relax=True`` drops
 integrality under the integer cache variants.
 
-The cache enters as hit ratios (fractions of d_k), as in models/milp/cost.py:
-the feeding rows then carry R_{k,t} and not R_{k,t}/d_k, which HiGHS would drop
-when it is below 1e-9.
+The cache enters as hit ratios (fractions of d_k), as in models/milp/cost.py: the feeding rows then carry
+R_{k,t} and not R_{k,t}/d_k, which HiGHS would drop when it is below 1e-9.
 
-Two builds of the same LP: :func:`build_dynamic_model` (Pyomo, the reference)
-and :func:`solve_dynamic_matrix` (the same rows as a sparse matrix handed to
-highspy, for windows too large for Pyomo); tests/test_dynamic.py checks that
-they agree.  The matrix build also certifies its answer: ``bound`` is the
-Lagrangian value of HiGHS's row duals evaluated in numpy, a lower bound on P3
-whatever the solver's tolerances.
+The statement has two derived emitters: :func:`build_dynamic_model` (Pyomo, to read) and :func:`matrix` (the
+compiled rows, handed to highspy by :func:`solve_dynamic`, which splits large windows by datasets).  The
+matrix solve certifies its answer: ``bound`` is the Lagrangian value of HiGHS's row duals evaluated in numpy, a
+lower bound on P3 whatever the solver's tolerances.
 """
 
 from __future__ import annotations
@@ -59,6 +56,7 @@ import pyomo.environ as pyo
 
 from cbalab.models.certify import tolerance
 from cbalab.models.instance import InstanceError
+from cbalab.models.milp.statement import Arrays, Rows, Statement, group, stack
 
 #: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
 #: exceeds the start by at most q(V) = V − V²/(2RΔ) for V GB read, bounded by its tangents at V₀ = θ R Δ.  The
@@ -262,153 +260,175 @@ def layout(schedule: Schedule) -> Layout:
     )
 
 
-# ------------------------------------------------------------------------------------------------ the Pyomo build
+# ------------------------------------------------------------------------------------------------ the statement
+
+
+def p3_statement(schedule: Schedule, cluster: Cluster, *, warmup: bool = True, relax: bool = False) -> Statement:
+    """P3 of docs/model.md §6 over ``schedule`` for ``cluster`` (proofs/dynamic_lower_bound.md, LP (P3)), stated
+    once (models/milp/statement.py): its columns per (dataset, slot) pair of :func:`layout` and one row function
+    per group of the module docstring.  ``statement.layout`` is the layout."""
+    cluster.check()
+    lay = layout(schedule)
+    P = lay.n_pairs
+    h = lay.dt / 3600.0
+    block = cluster.granularity == "block"
+    s = Statement("cbalab-P3", "min")
+    s.data["layout"] = lay
+    y = s.columns(
+        "y",
+        "P",
+        P,
+        upper=1.0,
+        cost=0.0 if block else cluster.price_cache * h * lay.d,
+        integer=cluster.granularity == "dataset" and not relax,
+        doc="y, the allocated cache as a fraction of d_k",
+    )
+    u = s.columns("u", "P", P, upper=1.0, doc="u, the slot's mean filled cache as a fraction of d_k")
+    b = s.columns("b", "P", P, upper=lay.R, cost=cluster.price_bandwidth * h, doc="b, the mean remote read rate")
+    e = s.columns("e", "P", P, upper=1.0, doc="e, the filled cache at the slot's end") if warmup else None
+    paid = (y, lay.d)
+    if block:
+        ub = cluster.block()
+        n = s.columns(
+            "n",
+            "P",
+            P,
+            upper=np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub)),
+            cost=cluster.price_cache * h * ub,
+            integer=not relax,
+            doc="n, whole cache blocks paid",
+        )
+        paid = (n, np.full(P, ub))
+        s.add(served_in_blocks(lay, y, n, ub))
+    s.add(feed(lay, u, b))
+    s.add(filled_paid(y, u))
+    if e is not None:
+        before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], -1)
+        s.add(end_paid(y, e))
+        s.add(fill_end(lay, e, before, b))
+        for i, (theta, keep) in enumerate(tangents(lay.dt * lay.R / lay.d, lay.R)):
+            s.add(fill_mean(lay, u, before, b, theta, keep), f"_{i}")
+            s.add(fill_end_mean(lay, e, u, b, theta, keep), f"_{i}")
+            s.add(fill_held(lay, u, y, before, theta, keep), f"_{i}")
+    s.add(cache_capacity(lay, cluster, *paid))
+    s.add(bandwidth_capacity(lay, cluster, b))
+    return s
 
 
 def build_dynamic_model(
     schedule: Schedule, cluster: Cluster, *, warmup: bool = True, relax: bool = False
 ) -> pyo.ConcreteModel:
-    """P3 of docs/model.md §6 over ``schedule`` for ``cluster`` (proofs/dynamic_lower_bound.md, LP (P3))."""
-    cluster.check()
-    lay = layout(schedule)
-    m = pyo.ConcreteModel(name="cbalab-P3")
-    m.P = pyo.RangeSet(0, lay.n_pairs - 1)
-    m.lay = lay
-    define_cache(m, lay, cluster, relax)
-    define_bandwidth(m, lay)
-    define_feeding(m, lay)
-    define_holding(m, lay, warmup)
-    if warmup:
-        define_warmup(m, lay)
-    define_capacity(m, lay, schedule, cluster)
-    define_cost(m, lay, cluster)
+    """P3 as a Pyomo model, emitted from :func:`p3_statement`; ``model.lay`` is its layout."""
+    s = p3_statement(schedule, cluster, warmup=warmup, relax=relax)
+    m = s.pyomo()
+    m.lay = s.data["layout"]
     return m
 
 
-def define_cache(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster, relax: bool) -> None:
-    """Allocated fraction y and mean filled fraction u per pair (docs/model.md §6; dynamic_lower_bound.md, (P3a)).
-
-    continuous: y ∈ [0, 1].  dataset: y ∈ {0, 1}.  block of size u_b: n whole blocks
-    paid (paid GB = u_b n, n ≤ ⌈d/u_b⌉) and d y ≤ u_b n, y ≤ 1 (docs/model.md §4).
-    The filled e at each slot's end lives in :func:`define_holding`.
-    """
-    m.u = pyo.Var(m.P, bounds=(0.0, 1.0))
-    if cluster.granularity == "continuous":
-        m.y = pyo.Var(m.P, bounds=(0.0, 1.0))
-        m.paid = pyo.Expression(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p])
-    elif cluster.granularity == "dataset":
-        m.y = pyo.Var(m.P, domain=pyo.UnitInterval if relax else pyo.Binary)
-        m.paid = pyo.Expression(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p])
-    else:
-        ub = cluster.block()
-        top = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
-        m.y = pyo.Var(m.P, bounds=(0.0, 1.0))
-        m.blocks = pyo.Var(
-            m.P,
-            domain=pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers,
-            bounds=lambda _, p: (0, float(top[p])),
-        )
-        m.paid = pyo.Expression(m.P, rule=lambda mm, p: ub * mm.blocks[p])
-        m.served_in_blocks = pyo.Constraint(m.P, rule=lambda mm, p: float(lay.d[p]) * mm.y[p] <= mm.paid[p])
+def _one_per_pair(
+    *terms: tuple[np.ndarray, np.ndarray | float], sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, coef) of one row per selected pair, row i reading Σ coef · x[col] over ``terms`` at pair sel[i]."""
+    i = np.arange(sel.size)
+    return stack(*((col[sel], coef[sel] if isinstance(coef, np.ndarray) else coef, i) for col, coef in terms))
 
 
-def define_bandwidth(m: pyo.ConcreteModel, lay: Layout) -> None:
-    """Mean remote read rate 0 ≤ b ≤ R per pair: the simulator reads only the jobs' misses (Lemma 2 (iv))."""
-    m.b = pyo.Var(m.P, bounds=lambda _, p: (0.0, float(lay.R[p])))
+@group
+def served_in_blocks(lay: Layout, y: np.ndarray, n: np.ndarray, ub: float) -> Rows:
+    """Blocks serve what they hold: d y ≤ u_b n (docs/model.md §4; dynamic_lower_bound.md, (P3a))."""
+    P = lay.n_pairs
+    return Rows(*_one_per_pair((y, lay.d), (n, -ub), sel=np.arange(P)), np.full(P, -math.inf), np.zeros(P))
 
 
-def define_feeding(m: pyo.ConcreteModel, lay: Layout) -> None:
-    """No stalls: b ≥ R (1 − u), the slot average of b(s) ≥ R (1 − f(s)/d) (docs/model.md §3, §6; Lemma 2 (iii))."""
-
-    def rule(mm: pyo.ConcreteModel, p: int) -> pyo.Expression:
-        if lay.R[p] == 0:
-            return pyo.Constraint.Skip
-        return mm.b[p] + float(lay.R[p]) * mm.u[p] >= float(lay.R[p])
-
-    m.feed = pyo.Constraint(m.P, rule=rule)
+@group
+def feed(lay: Layout, u: np.ndarray, b: np.ndarray) -> Rows:
+    """No stalls: b + R u ≥ R, the slot average of b(s) ≥ R (1 − f(s)/d) (docs/model.md §3, §6; Lemma 2 (iii))."""
+    fed = np.flatnonzero(lay.R > 0)
+    return Rows(*_one_per_pair((b, 1.0), (u, lay.R), sel=fed), lay.R[fed], np.full(fed.size, math.inf))
 
 
-def define_holding(m: pyo.ConcreteModel, lay: Layout, warmup: bool) -> None:
-    """Filled ≤ allocated: u ≤ y, and with warm-up e ≤ y, the slot's end fill under its held target (Lemma 2 (ii)).
-
-    Without warm-up the cache is its target (instant), so only u ≤ y remains and e is not needed.
-    """
-    m.filled_paid = pyo.Constraint(m.P, rule=lambda mm, p: mm.u[p] <= mm.y[p])
-    if warmup:
-        m.e = pyo.Var(m.P, bounds=(0.0, 1.0))
-        m.end_paid = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] <= mm.y[p])
+@group
+def filled_paid(y: np.ndarray, u: np.ndarray) -> Rows:
+    """Filled ≤ allocated: u ≤ y (Lemma 2 (ii))."""
+    P = y.size
+    return Rows(*_one_per_pair((u, 1.0), (y, -1.0), sel=np.arange(P)), np.full(P, -math.inf), np.zeros(P))
 
 
-def define_warmup(m: pyo.ConcreteModel, lay: Layout) -> None:
-    """A cache grows only by the bytes read for its dataset (docs/model.md §6; dynamic_lower_bound.md, Lemma 3).
-
-    With e⁻ the previous slot's end fill (0 at the dataset's first slot), x = Δ b / d the
-    fraction read in the slot and ξ = Δ R / d the most it could read:
-    e ≤ e⁻ + x, and for every tangent θ of :func:`tangents` (of the exact bound x − x²/(2ξ))
-    u ≤ e⁻ + (1 − θ) x + θ² ξ / 2 (the average fill) and e ≤ u + (1 − θ) x + θ² ξ / 2 (the end fill);
-    and, since the fill ramps at most at rate R towards a target held over the slot,
-    u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2 for θ > 0 (Lemma 3, the held-target ramp).
-    """
-    x = lay.dt / lay.d
-    xi = lay.dt * lay.R / lay.d
-    rows = tangents(xi, lay.R)
-
-    def start(mm: pyo.ConcreteModel, p: int) -> pyo.Expression | float:
-        return mm.e[int(lay.prev[p])] if lay.prev[p] >= 0 else 0.0
-
-    def mean(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
-        theta, keep = rows[i]
-        if not keep[p]:
-            return pyo.Constraint.Skip
-        th = float(theta[p])
-        return mm.u[p] - start(mm, p) - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
-
-    def end(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
-        theta, keep = rows[i]
-        if not keep[p]:
-            return pyo.Constraint.Skip
-        th = float(theta[p])
-        return mm.e[p] - mm.u[p] - (1.0 - th) * float(x[p]) * mm.b[p] <= th * th * float(xi[p]) / 2.0
-
-    def held(mm: pyo.ConcreteModel, p: int, i: int) -> pyo.Expression:
-        theta, keep = rows[i]
-        th = float(theta[p])
-        if not keep[p] or th == 0 or lay.R[p] == 0:
-            return pyo.Constraint.Skip
-        return mm.u[p] - (1.0 - th) * mm.y[p] - th * start(mm, p) <= th * th * float(xi[p]) / 2.0
-
-    m.tangent_rows = pyo.RangeSet(0, len(rows) - 1)
-    m.fill_mean = pyo.Constraint(m.P, m.tangent_rows, rule=mean)
-    m.fill_held = pyo.Constraint(m.P, m.tangent_rows, rule=held)
-    m.fill_end_mean = pyo.Constraint(m.P, m.tangent_rows, rule=end)
-    m.fill_end = pyo.Constraint(m.P, rule=lambda mm, p: mm.e[p] - start(mm, p) - float(x[p]) * mm.b[p] <= 0.0)
+@group
+def end_paid(y: np.ndarray, e: np.ndarray) -> Rows:
+    """The slot's end fill under its held target: e ≤ y (Lemma 2 (ii)); only with warm-up."""
+    P = y.size
+    return Rows(*_one_per_pair((e, 1.0), (y, -1.0), sel=np.arange(P)), np.full(P, -math.inf), np.zeros(P))
 
 
-def define_capacity(m: pyo.ConcreteModel, lay: Layout, schedule: Schedule, cluster: Cluster) -> None:
-    """Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B in every slot (docs/model.md §4, §6; Lemma 2 (i), (v))."""
-    by_slot: list[list[int]] = [[] for _ in range(schedule.n_slots)]
-    for p, t in enumerate(lay.t):
-        by_slot[int(t)].append(p)
-    used = [t for t in range(schedule.n_slots) if by_slot[t]]
-    m.T = pyo.Set(initialize=used, ordered=True)
-    m.cache_capacity = pyo.Constraint(
-        m.T, rule=lambda mm, t: pyo.quicksum(mm.paid[p] for p in by_slot[t]) <= float(cluster.cache_gb)
+@group
+def fill_end(lay: Layout, e: np.ndarray, before: np.ndarray, b: np.ndarray) -> Rows:
+    """A cache grows only by the bytes read for it: e ≤ e⁻ + Δ b / d, e⁻ the previous slot's end fill (0 at a
+    dataset's first slot; docs/model.md §6, Lemma 3)."""
+    P = lay.n_pairs
+    sel = np.arange(P)
+    return Rows(
+        *_one_per_pair((e, 1.0), (before, -1.0), (b, -lay.dt / lay.d), sel=sel), np.full(P, -math.inf), np.zeros(P)
     )
-    if math.isfinite(cluster.bandwidth_gbps):
-        m.bandwidth_capacity = pyo.Constraint(
-            m.T, rule=lambda mm, t: pyo.quicksum(mm.b[p] for p in by_slot[t]) <= float(cluster.bandwidth_gbps)
-        )
 
 
-def define_cost(m: pyo.ConcreteModel, lay: Layout, cluster: Cluster) -> None:
-    """Minimise Σ_{k,t} Δ_t / 3600 · (p_c paid_{k,t} + p_b b_{k,t}), the replay's IO cost in $ (docs/model.md §6)."""
-    h = lay.dt / 3600.0
-    m.cost = pyo.Objective(
-        expr=pyo.quicksum(
-            float(h[p]) * (cluster.price_cache * m.paid[p] + cluster.price_bandwidth * m.b[p]) for p in m.P
-        ),
-        sense=pyo.minimize,
-    )
+def _tangent_constant(lay: Layout, theta: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """θ² ξ / 2 at the selected pairs, ξ = Δ R / d the most a slot can read (Lemma 3)."""
+    return theta[sel] ** 2 * (lay.dt * lay.R / lay.d)[sel] / 2.0
+
+
+def _read_tangent(
+    lay: Layout, fill: np.ndarray, start: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
+) -> Rows:
+    """fill ≤ start + (1 − θ) Δ b / d + θ² ξ / 2 at the kept pairs: the fill above ``start`` is at most the
+    tangent at θ of the exact bound x − x²/(2ξ) on what a slot reading x = Δ b / d adds (Lemma 3)."""
+    sel = np.flatnonzero(keep)
+    rows = _one_per_pair((fill, 1.0), (start, -1.0), (b, -(1.0 - theta) * lay.dt / lay.d), sel=sel)
+    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+
+
+@group
+def fill_mean(
+    lay: Layout, u: np.ndarray, before: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
+) -> Rows:
+    """The mean fill at tangent θ of :func:`tangents`: u ≤ e⁻ + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
+    return _read_tangent(lay, u, before, b, theta, keep)
+
+
+@group
+def fill_end_mean(
+    lay: Layout, e: np.ndarray, u: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
+) -> Rows:
+    """The end fill at tangent θ: e ≤ u + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
+    return _read_tangent(lay, e, u, b, theta, keep)
+
+
+@group
+def fill_held(
+    lay: Layout, u: np.ndarray, y: np.ndarray, before: np.ndarray, theta: np.ndarray, keep: np.ndarray
+) -> Rows:
+    """The fill ramps at most at rate R towards a target held over the slot: u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2 for
+    θ > 0 (Lemma 3, the held-target ramp)."""
+    sel = np.flatnonzero(keep & (theta > 0) & (lay.R > 0))
+    rows = _one_per_pair((u, 1.0), (y, -(1.0 - theta)), (before, -theta), sel=sel)
+    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+
+
+@group
+def cache_capacity(lay: Layout, cluster: Cluster, cols: np.ndarray, size: np.ndarray) -> Rows:
+    """Σ_k paid_{k,t} ≤ C in every slot with a pair (docs/model.md §4, §6; Lemma 2 (i))."""
+    used = np.unique(lay.t)
+    row, col, coef = stack((cols, size, np.searchsorted(used, lay.t)))
+    return Rows(row, col, coef, np.full(used.size, -math.inf), np.full(used.size, float(cluster.cache_gb)))
+
+
+@group
+def bandwidth_capacity(lay: Layout, cluster: Cluster, b: np.ndarray) -> Rows:
+    """Σ_k b_{k,t} ≤ B in every slot with a pair (Lemma 2 (v)); none when B is unlimited."""
+    used = np.unique(lay.t) if math.isfinite(cluster.bandwidth_gbps) else np.zeros(0, dtype=np.int64)
+    sel = np.arange(b.size) if used.size else np.zeros(0, dtype=np.int64)
+    row, col, coef = stack((b[sel], 1.0, np.searchsorted(used, lay.t[sel])))
+    return Rows(row, col, coef, np.full(used.size, -math.inf), np.full(used.size, float(cluster.bandwidth_gbps)))
 
 
 # ------------------------------------------------------------------------------------------------ solving
@@ -499,110 +519,16 @@ class DynamicResult:
         }
 
 
-def solve_dynamic_pyomo(
-    schedule: Schedule,
-    cluster: Cluster,
-    *,
-    warmup: bool = True,
-    relax: bool = False,
-    time_limit: float | None = None,
-) -> DynamicResult:
-    """Solve P3 through the Pyomo build (:func:`build_dynamic_model`) with HiGHS (models/solve.py statuses).
-
-    The reference build, for checking the matrix build: its point is settled and its cost re-computed as in
-    :func:`solve_dynamic_matrix`, but its ``bound`` is HiGHS's own objective bound as models/solve.py reports
-    it, not a numpy certificate; ``optimal`` still needs that bound to meet the re-computed cost.
-    """
-    from cbalab.models.solve import solve_model
-    from cbalab.models.types import SolveOptions
-
-    wall = time.perf_counter()
-    model = build_dynamic_model(schedule, cluster, warmup=warmup, relax=relax)
-    lay = model.lay
-    if lay.n_pairs == 0:
-        return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
-    out = solve_model(model, SolveOptions(time_limit=time_limit))
-    raw: dict[str, np.ndarray] = {}
-    if out.has_solution:
-        names = {"y": "y", "u": "u", "b": "b"} | ({"e": "e"} if warmup else {})
-        if cluster.granularity == "block":
-            names["n"] = "blocks"
-        for name, var_name in names.items():
-            var = getattr(model, var_name)
-            raw[name] = np.fromiter((pyo.value(var[p]) for p in range(lay.n_pairs)), dtype=float)
-    n_rows = sum(c.dim() if c.is_indexed() else 1 for c in model.component_objects(pyo.Constraint, active=True))
-    n_cols = sum(v.dim() if v.is_indexed() else 1 for v in model.component_objects(pyo.Var, active=True))
-    built = matrix(schedule, cluster, warmup=warmup, relax=relax)
-    settled = settle(raw, built, cluster, warmup=warmup) if raw else None
-    values, cost = settled if settled is not None else ({}, None)
-    status, message = str(out.status), out.message
-    if status in ("optimal", "feasible", "time_limit") and raw and settled is None:
-        status, message = "error", message + "; HiGHS's point does not meet the rows (settle)"
-    elif status == "optimal" and not certified(cost, out.bound):
-        status, message = "feasible", message + f"; not certified: cost {cost!r}, bound {out.bound!r}"
-    return DynamicResult(
-        status,
-        cost,
-        out.bound if status != "error" else None,
-        schedule.n_slots,
-        time.perf_counter() - wall,
-        n_rows,
-        n_cols,
-        message,
-        lay,
-        values,
-    )
+#: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.
+Matrix = tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], Arrays, np.ndarray]
 
 
-class _Rows:
-    """Sparse rows L ≤ A x ≤ U gathered as coordinate triples, turned into HiGHS's column-wise matrix."""
-
-    def __init__(self) -> None:
-        self.r: list[np.ndarray] = []
-        self.c: list[np.ndarray] = []
-        self.v: list[np.ndarray] = []
-        self.lo: list[np.ndarray] = []
-        self.hi: list[np.ndarray] = []
-        self.n = 0
-
-    def add(self, terms: list[tuple[np.ndarray, np.ndarray | float]], lo: np.ndarray, hi: np.ndarray) -> None:
-        """Rows Σ_(col, coef) coef · x[col] in [lo, hi], one per entry of lo (cols < 0 are left out)."""
-        m = lo.size
-        rows = self.n + np.arange(m)
-        for col, coef in terms:
-            col = np.asarray(col, dtype=np.int64)
-            coef = np.broadcast_to(np.asarray(coef, dtype=float), (m,))
-            keep = (col >= 0) & (coef != 0)
-            self.r.append(rows[keep])
-            self.c.append(col[keep])
-            self.v.append(coef[keep])
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.n += m
-
-    def activity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(A x, Σ_j abs(a_ij x_j)) per row, evaluated in numpy from the coordinate triples."""
-        r = np.concatenate(self.r) if self.r else np.zeros(0, dtype=np.int64)
-        c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
-        v = np.concatenate(self.v) if self.v else np.zeros(0)
-        terms = v * x[c]
-        return np.bincount(r, weights=terms, minlength=self.n), np.bincount(r, weights=np.abs(terms), minlength=self.n)
-
-    def csc(self, n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(start, index, value, lower, upper) of the column-wise matrix."""
-        r = np.concatenate(self.r) if self.r else np.zeros(0, dtype=np.int64)
-        c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
-        v = np.concatenate(self.v) if self.v else np.zeros(0)
-        order = np.lexsort((r, c))
-        start = np.zeros(n_cols + 1, dtype=np.int64)
-        np.add.at(start, c + 1, 1)
-        return (
-            np.cumsum(start),
-            r[order],
-            v[order],
-            np.concatenate(self.lo) if self.lo else np.zeros(0),
-            np.concatenate(self.hi) if self.hi else np.zeros(0),
-        )
+def _compiled(statement: Statement) -> Matrix:
+    """A P3 statement compiled (unscaled) as :func:`matrix` returns it."""
+    a = statement.compile()
+    cols = {name: np.arange(part.start, part.stop) for name, part in a.blocks.items()}
+    data = {"cost": a.cost, "lower": a.col_lo, "upper": a.col_hi, "integer": a.integral.astype(np.int64)}
+    return statement.data["layout"], cols, data, a, np.unique(statement.data["layout"].t)
 
 
 def matrix(
@@ -611,95 +537,22 @@ def matrix(
     *,
     warmup: bool = True,
     relax: bool = False,
-) -> tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], _Rows, np.ndarray]:
-    """P3 as arrays: the layout, column blocks {name: column indices}, column data (cost, lower, upper,
-    integrality), the rows, and the slots of the capacity rows.  Same variables and rows as the Pyomo build."""
-    cluster.check()
-    lay = layout(schedule)
-    p_c = cluster.price_cache
-    P = lay.n_pairs
-    names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
-    cols = {name: i * P + np.arange(P) for i, name in enumerate(names)}
-    n_cols = len(names) * P
-    cost = np.zeros(n_cols)
-    lower = np.zeros(n_cols)
-    upper = np.ones(n_cols)
-    integer = np.zeros(n_cols, dtype=np.int64)
-    h = lay.dt / 3600.0
-    upper[cols["b"]] = lay.R
-    cost[cols["b"]] = cluster.price_bandwidth * h
-    if cluster.granularity == "block":
-        ub = cluster.block()
-        upper[cols["n"]] = np.ceil(lay.d / ub - 1e-9 * np.maximum(1.0, lay.d / ub))
-        cost[cols["n"]] = p_c * h * ub
-        integer[cols["n"]] = 0 if relax else 1
-        paid = (cols["n"], np.full(P, ub))
-    else:
-        cost[cols["y"]] = p_c * h * lay.d
-        if cluster.granularity == "dataset" and not relax:
-            integer[cols["y"]] = 1
-        paid = (cols["y"], lay.d)
-    rows = _Rows()
-    inf = math.inf
-    y, u, b = cols["y"], cols["u"], cols["b"]
-    if cluster.granularity == "block":
-        rows.add([(y, lay.d), (cols["n"], -cluster.block())], np.full(P, -inf), np.zeros(P))
-    fed = np.flatnonzero(lay.R > 0)
-    rows.add([(b[fed], 1.0), (u[fed], lay.R[fed])], lay.R[fed], np.full(fed.size, inf))
-    rows.add([(u, 1.0), (y, -1.0)], np.full(P, -inf), np.zeros(P))
-    if warmup:
-        e = cols["e"]
-        rows.add([(e, 1.0), (y, -1.0)], np.full(P, -inf), np.zeros(P))
-        x = lay.dt / lay.d
-        xi = lay.dt * lay.R / lay.d
-        before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], -1)
-        rows.add([(e, 1.0), (before, -1.0), (b, -x)], np.full(P, -inf), np.zeros(P))
-        for theta, keep in tangents(xi, lay.R):
-            sel = np.flatnonzero(keep)
-            const = theta[sel] ** 2 * xi[sel] / 2.0
-            slope = -(1.0 - theta[sel]) * x[sel]
-            rows.add([(u[sel], 1.0), (before[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
-            rows.add([(e[sel], 1.0), (u[sel], -1.0), (b[sel], slope)], np.full(sel.size, -inf), const)
-            sel = np.flatnonzero(keep & (theta > 0) & (lay.R > 0))
-            rows.add(
-                [(u[sel], 1.0), (y[sel], -(1.0 - theta[sel])), (before[sel], -theta[sel])],
-                np.full(sel.size, -inf),
-                theta[sel] ** 2 * xi[sel] / 2.0,
-            )
-    used = np.unique(lay.t)
-    slot_row = np.searchsorted(used, lay.t)
-    base = rows.n
-    rows.r.append(base + slot_row)
-    rows.c.append(paid[0])
-    rows.v.append(np.asarray(paid[1], dtype=float))
-    rows.lo.append(np.full(used.size, -inf))
-    rows.hi.append(np.full(used.size, float(cluster.cache_gb)))
-    rows.n += used.size
-    if math.isfinite(cluster.bandwidth_gbps):
-        base = rows.n
-        rows.r.append(base + slot_row)
-        rows.c.append(b)
-        rows.v.append(np.ones(P))
-        rows.lo.append(np.full(used.size, -inf))
-        rows.hi.append(np.full(used.size, float(cluster.bandwidth_gbps)))
-        rows.n += used.size
-    data = {"cost": cost, "lower": lower, "upper": upper, "integer": integer}
-    return lay, cols, data, rows, used
+) -> Matrix:
+    """P3 compiled for highspy: the layout, column blocks {name: column indices}, column data (cost, lower,
+    upper, integrality), the compiled rows (models/milp/statement.py, ``Arrays``), and the slots of the capacity
+    rows; all from :func:`p3_statement`."""
+    return _compiled(p3_statement(schedule, cluster, warmup=warmup, relax=relax))
 
 
 #: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, the small datasets
-#: are split off (:func:`solve_dynamic_matrix`), because the coupled simplex grows much faster than its size.
+#: are split off (:func:`solve_dynamic`), because the coupled simplex grows much faster than its size.
 FULL_LP_PAIRS = 20_000
 
 #: Above FULL_LP_PAIRS, the smallest datasets whose sizes add up to at most this share of C are solved alone.
 SMALL_SHARE = 0.02
 
 
-#: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.
-Matrix = tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], _Rows, np.ndarray]
-
-
-def solve_dynamic_matrix(
+def solve_dynamic(
     schedule: Schedule,
     cluster: Cluster,
     *,
@@ -729,6 +582,7 @@ def solve_dynamic_matrix(
     the answer is ``time_limit`` with no cost and the closed-form bound of
     instant caches (Lemma 5 (iii)).
     """
+    cluster.check()
     wall = time.perf_counter()
     deadline = Deadline(time_limit) if deadline is None else deadline
     lay = layout(schedule)
@@ -864,18 +718,19 @@ def _out_of_time(schedule: Schedule, cluster: Cluster, lay: Layout, wall: float,
     )
 
 
+def _infeasible(
+    schedule: Schedule, lay: Layout, wall: float, message: str, rows: int = 0, cols: int = 0
+) -> DynamicResult:
+    """``infeasible``, with no cost and no bound: ``message`` says what proved it."""
+    return DynamicResult(
+        "infeasible", None, None, schedule.n_slots, time.perf_counter() - wall, rows, cols, message, pairs=lay
+    )
+
+
 def _failed_group(part: DynamicResult, schedule: Schedule, cluster: Cluster, lay: Layout, wall: float) -> DynamicResult:
     """P3's answer when a group's LP has no point: infeasible if the group is (a relaxation), else no cost."""
     if part.status == "infeasible":
-        return DynamicResult(
-            "infeasible",
-            None,
-            None,
-            schedule.n_slots,
-            time.perf_counter() - wall,
-            message="a group of datasets alone is infeasible, so P3 is: " + part.message,
-            pairs=lay,
-        )
+        return _infeasible(schedule, lay, wall, "a group of datasets alone is infeasible, so P3 is: " + part.message)
     out = _out_of_time(schedule, cluster, lay, wall, "in a group LP")
     if part.status != "time_limit":
         out.status, out.message = "error", f"a group LP has no checked point ({part.status}: {part.message})"
@@ -896,12 +751,14 @@ def _grouped(
     answer without a checked point instead, if there is one (or the time limit's, when it runs out)."""
     names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
     joined = _Joined({name: np.zeros(lay.n_pairs) for name in names}, 0.0, 0, 0)
-    for group in groups:
-        mask = np.isin(lay.k, group)
+    for members in groups:
+        mask = np.isin(lay.k, members)
         ts = lay.t[mask]
         lo, hi = int(ts.min()), int(ts.max())
         sub = Schedule(
-            schedule.times[lo : hi + 2], schedule.demand[np.sort(group), lo : hi + 1], schedule.size_gb[np.sort(group)]
+            schedule.times[lo : hi + 2],
+            schedule.demand[np.sort(members), lo : hi + 1],
+            schedule.size_gb[np.sort(members)],
         )
         part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads)
         if part.status not in ("optimal", "feasible") or not part.values:
@@ -918,12 +775,6 @@ def _grouped(
 def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
     """Paid GB per pair: d y, or u_b n under block caching."""
     return values["n"] * cluster.block() if cluster.granularity == "block" else values["y"] * lay.d
-
-
-def _objective(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> float:
-    """P3's objective Σ Δ/3600 (p_c paid + p_b b) of a solution, from its values and the prices (not HiGHS's)."""
-    h = lay.dt / 3600.0
-    return float(h @ (cluster.price_cache * _paid(values, lay, cluster) + cluster.price_bandwidth * values["b"]))
 
 
 def _usage(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -948,8 +799,9 @@ def _repair(
 def settle(
     values: dict[str, np.ndarray], built: Matrix, cluster: Cluster, *, warmup: bool
 ) -> tuple[dict[str, np.ndarray], float] | None:
-    """A point that meets every row of P3, made from a solver's ``values``, and its IO cost re-computed from
-    the prices; None if the capacity rows (C, B) still fail (proofs/dynamic_lower_bound.md, Lemma 6).
+    """A point that meets every row of P3, made from a solver's ``values``, and its IO cost re-computed in numpy
+    from the statement's costs (Δ/3600 times the prices, not HiGHS's objective); None if the capacity rows
+    (C, B) still fail (proofs/dynamic_lower_bound.md, Lemma 6).
 
     HiGHS's point meets the rows only to its absolute tolerances, and at a time limit it may be no point at
     all (the all-zero start).  The repair: columns are clipped into their bounds and integer columns
@@ -977,14 +829,14 @@ def settle(
     for name, idx in cols.items():
         x[idx] = out[name]
     act, mag = rows.activity(x)
-    lo, hi = (np.concatenate(side) if side else np.zeros(0) for side in (rows.lo, rows.hi))
+    lo, hi = rows.row_lo, rows.row_hi
     with np.errstate(invalid="ignore"):
         low = np.where(np.isinf(lo), 0.0, lo - act)
         high = np.where(np.isinf(hi), 0.0, act - hi)
         side = np.where(np.isinf(lo), 0.0, np.abs(lo)) + np.where(np.isinf(hi), 0.0, np.abs(hi))
     if (np.maximum(low, high) > FEAS_RTOL * (side + mag) + FEAS_ATOL).any():
         return None
-    return out, _objective(out, lay, cluster)
+    return out, float(data["cost"] @ x)
 
 
 def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
@@ -1063,28 +915,11 @@ def _solve_matrix(
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "building the matrix")
-    start, index, value, lo, hi = rows.csc(n_cols)
-    n_rows = int(lo.size)
-    if deadline.expired():
-        return _out_of_time(schedule, cluster, lay, wall, "ordering the matrix for HiGHS")
+    n_rows = rows.n_rows
     is_mip = bool(data["integer"].any())
     scale = _scale(data["cost"], instant_bound(schedule, cluster))
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_cols
-    lp.num_row_ = n_rows
+    lp = rows.to_highs()
     lp.col_cost_ = data["cost"] / scale
-    lp.col_lower_ = data["lower"]
-    lp.col_upper_ = data["upper"]
-    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
-    lp.row_upper_ = np.where(np.isinf(hi), highspy.kHighsInf, hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    if is_mip:
-        lp.integrality_ = [
-            highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in data["integer"]
-        ]
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
@@ -1109,24 +944,14 @@ def _solve_matrix(
         h.run()
         status = h.getModelStatus()
         if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            return DynamicResult(
-                "infeasible",
-                None,
-                None,
-                schedule.n_slots,
-                time.perf_counter() - wall,
-                message="HiGHS proved P3 infeasible",
-                pairs=lay,
-                rows=n_rows,
-                cols=n_cols,
-            )
+            return _infeasible(schedule, lay, wall, "HiGHS proved P3 infeasible", n_rows, n_cols)
         sol = h.getSolution()
         if sol.value_valid:
             x = np.asarray(sol.col_value)
             point = settle({name: x[idx] for name, idx in cols.items()}, built, cluster, warmup=warmup)
             if point is not None and (best is None or point[1] < best[1]):
                 best = point
-        found = _run_bound(h, sol, is_mip, scale, data, lo, hi, start, index, value)
+        found = _run_bound(h, sol, is_mip, scale, rows)
         if found is not None:
             bound = found if bound is None else max(bound, found)
         if status != highspy.HighsModelStatus.kOptimal:
@@ -1158,12 +983,7 @@ def _run_bound(
     sol: Any,
     is_mip: bool,
     scale: float,
-    data: dict[str, np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    start: np.ndarray,
-    index: np.ndarray,
-    value: np.ndarray,
+    rows: Arrays,
 ) -> float | None:
     """The lower bound one HiGHS run proves, in $: a MIP's dual bound, or the LP's Lagrangian certificate of its
     row duals (valid for any duals, optimal or not); never below 0, since every cost and lower bound is ≥ 0."""
@@ -1173,48 +993,17 @@ def _run_bound(
     if not sol.dual_valid:
         return None
     dual = np.asarray(sol.row_dual) * scale
-    return max(0.0, _certified_bound(data, lo, hi, start, index, value, dual))
+    return max(0.0, _certified_bound(rows, dual))
 
 
-def _certified_bound(
-    data: dict[str, np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    start: np.ndarray,
-    index: np.ndarray,
-    value: np.ndarray,
-    dual: np.ndarray,
-) -> float:
+def _certified_bound(a: Arrays, dual: np.ndarray) -> float:
     """Weak-duality value of row duals ``dual`` for min cᵀx, lo ≤ Ax ≤ hi, l ≤ x ≤ u (all column bounds finite)."""
+    lo, hi = a.row_lo, a.row_hi
     pi = np.where(np.isinf(lo), np.minimum(dual, 0.0), dual)
     pi = np.where(np.isinf(hi), np.maximum(pi, 0.0), pi)
-    col = np.repeat(np.arange(start.size - 1), np.diff(start))
-    at_pi = np.zeros(start.size - 1)
-    np.add.at(at_pi, col, value * pi[index])
-    reduced = data["cost"] - at_pi
+    row = np.repeat(np.arange(a.n_rows), np.diff(a.start))
+    at_pi = np.bincount(a.index, weights=a.value * pi[row], minlength=a.n_cols)
+    reduced = a.cost - at_pi
     rows_part = np.where(pi > 0, pi * np.where(np.isinf(lo), 0.0, lo), pi * np.where(np.isinf(hi), 0.0, hi))
-    cols_part = np.minimum(reduced * data["lower"], reduced * data["upper"])
+    cols_part = np.minimum(reduced * a.col_lo, reduced * a.col_hi)
     return float(rows_part.sum() + cols_part.sum())
-
-
-def solve_dynamic(
-    schedule: Schedule,
-    cluster: Cluster,
-    *,
-    warmup: bool = True,
-    relax: bool = False,
-    time_limit: float | None = None,
-    engine: str = "matrix",
-    deadline: Deadline | None = None,
-) -> DynamicResult:
-    """P3's offline optimum over ``schedule``: ``engine`` "matrix" (highspy, certified bound) or "pyomo".
-
-    ``deadline``, a budget already running (the offline optimum's, started before the schedule was built),
-    replaces ``time_limit`` on the matrix engine.
-    """
-    cluster.check()
-    if engine == "pyomo":
-        return solve_dynamic_pyomo(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit)
-    if engine != "matrix":
-        raise InstanceError("engine", engine, "must be matrix or pyomo")
-    return solve_dynamic_matrix(schedule, cluster, warmup=warmup, relax=relax, time_limit=time_limit, deadline=deadline)

@@ -211,30 +211,15 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     # schedule is chunk.slots[i − 1] after a free slot, chunk.slots[i] otherwise.
     at = sub.t - (1 if chunk.free else 0)
     cost = _chunk_cost(data["cost"], cols, at, chunk, mu, nu)
-    start, index, value, lo, hi = rows.csc(cost.size)
     top = float(np.max(cost)) if cost.size else 0.0
     scale = top if top > 0 else 1.0
     h = highspy.Highs()
     for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
         h.setOptionValue(option, setting)
-    # One call with the arrays (HiGHS's infinity is IEEE's, as highspy.kHighsInf).
-    h.passModel(
-        cost.size,
-        int(lo.size),
-        int(index.size),
-        int(highspy.MatrixFormat.kColwise),
-        int(highspy.ObjSense.kMinimize),
-        0.0,
-        cost / scale,
-        data["lower"],
-        data["upper"],
-        lo,
-        hi,
-        start.astype(np.int32),
-        index.astype(np.int32),
-        value,
-        np.zeros(cost.size, dtype=np.int32),
-    )
+    priced = replace(rows, cost=cost)
+    lp = priced.to_highs()
+    lp.col_cost_ = cost / scale
+    h.passModel(lp)
     if chunk.basis is not None:
         basis = highspy.HighsBasis()
         basis.col_status = chunk.basis[0]
@@ -246,8 +231,7 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     own = at >= 0
     bound = 0.0
     if sol.dual_valid:
-        data = {**data, "cost": cost}
-        bound = max(0.0, _certified_bound(data, lo, hi, start, index, value, np.asarray(sol.row_dual) * scale))
+        bound = max(0.0, _certified_bound(priced, np.asarray(sol.row_dual) * scale))
     chunk.bound = bound
     if sol.value_valid:
         x = np.asarray(sol.col_value)

@@ -1,0 +1,159 @@
+"""One statement per formulation (models/milp/statement.py, issue 21): the model read is the model solved.
+
+Two properties: the Pyomo emission holds the numbers of the compiled matrix, row by row, for every
+formulation (P1 with its integer variants, P2, P2s, P3); and a group of rows edited in its one row function
+reaches both the Pyomo model and the matrix HiGHS solves, whose optimum becomes the optimum of the instance
+with the edited limit.  proofs/welfare_milp_forms.md (the forms of Theorem F1) and proofs/dynamic_lower_bound.md
+(the certified bound of Lemma 5) cite the first for "the Pyomo model and the matrix are one statement".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from pyomo.repn import generate_standard_repn
+
+import cbalab
+from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.workload import assign, generate_cost, generate_trace, generate_welfare
+from cbalab.models.evaluate import evaluate
+from cbalab.models.instance import Instance
+from cbalab.models.milp import cost, dynamic, welfare
+from cbalab.models.milp.statement import Group, Statement
+from cbalab.models.solve import cost_milp, welfare_milp
+
+
+def _schedule(jobs: int, seed: int) -> dynamic.Schedule:
+    w = assign(generate_trace(jobs, seed), seed, skew=1.0, n_datasets=3)
+    res = simulate(w, SimConfig(gpus=16, cache_gb=50.0))
+    return dynamic.schedule_from_replay(
+        res.jobs["start_s"].to_numpy(),
+        res.jobs["end_s"].to_numpy(),
+        res.jobs["io_gbps"].to_numpy(),
+        w.jobs["dataset_index"].to_numpy(),
+        w.datasets["size_gb"].to_numpy(),
+    )
+
+
+def _statements() -> list[tuple[str, Statement]]:
+    """Every formulation on a small instance: P1 in each cache variant and with tiers, P2, P2s, P3 with and
+    without warm-up, and P3 under blocks."""
+    base = generate_cost(9, 3, 0, cache_fraction=0.4)
+    p1 = [
+        ("P1", base),
+        ("P1 dataset", base.replace(cache_granularity="dataset")),
+        ("P1 block+tiers", base.replace(cache_granularity="block", block_gb=7.0, bandwidth_step_gbps=0.5)),
+    ]
+    inst = generate_welfare(6, 2, seed=3)
+    sched = _schedule(12, 4)
+    cluster = dynamic.Cluster(cache_gb=50.0)
+    return [
+        *((name, cost.cost_statement(i)) for name, i in p1),
+        ("P2", welfare.welfare_statement(inst)),
+        ("P2 without b", welfare.welfare_statement(inst, rows_kept=frozenset())),
+        ("P2s", welfare.welfare_statement(inst, stall=True)),
+        ("P3", dynamic.p3_statement(sched, cluster)),
+        ("P3 instant", dynamic.p3_statement(sched, cluster, warmup=False)),
+        ("P3 block", dynamic.p3_statement(sched, replace(cluster, granularity="block", block_gb=9.0))),
+    ]
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+@pytest.mark.parametrize(("name", "statement"), _statements(), ids=[n for n, _ in _statements()])
+def test_pyomo_emission_is_the_compiled_matrix(name: str, statement: Statement, scaled: bool) -> None:
+    """Every row of every group, every column's bounds and integrality and the objective agree between the
+    Pyomo model and the matrix (free rows, which state nothing, are the only rows Pyomo leaves out)."""
+    a = statement.compile(scaled=scaled)
+    m = statement.pyomo(scaled=scaled)
+    columns = [v for b in statement.blocks.values() for v in getattr(m, b.name).values()]
+    where = {id(v): j for j, v in enumerate(columns)}
+    assert len(columns) == a.n_cols
+    for j, v in enumerate(columns):
+        assert (v.lb if v.lb is not None else -math.inf) == a.col_lo[j]
+        assert (v.ub if v.ub is not None else math.inf) == a.col_hi[j]
+        assert v.is_integer() == bool(a.integral[j])
+    for group in statement.groups:
+        span = a.rows[group.name]
+        emitted = list(getattr(m, group.name).values())
+        rows = [i for i in range(span.start, span.stop) if not (math.isinf(a.row_lo[i]) and math.isinf(a.row_hi[i]))]
+        assert len(emitted) == len(rows), group.name
+        for con, i in zip(emitted, rows, strict=True):
+            repn = generate_standard_repn(con.body)
+            got = {where[id(v)]: c for v, c in zip(repn.linear_vars, repn.linear_coefs, strict=True)}
+            cut = slice(int(a.start[i]), int(a.start[i + 1]))
+            assert got == dict(zip(a.index[cut].tolist(), a.value[cut].tolist(), strict=True)), (group.name, i)
+            assert (con.lower if con.has_lb() else -math.inf) == a.row_lo[i]
+            assert (con.upper if con.has_ub() else math.inf) == a.row_hi[i]
+    repn = generate_standard_repn(m.objective.expr)
+    got = {where[id(v)]: c for v, c in zip(repn.linear_vars, repn.linear_coefs, strict=True)}
+    assert got == {j: a.cost[j] for j in np.flatnonzero(a.cost)}
+    assert repn.constant == pytest.approx(a.offset, rel=1e-15)
+
+
+def _welfare(inst: Instance, proven: bool = True) -> float:
+    """The welfare of the registered welfare ``milp``'s answer, scored by the referee; ``proven``: certified.
+
+    The answer of an edited model is not required to be certified: the certification may see, with its own
+    greedy, that the model solved is not the instance's (it did for the halved budget).
+    """
+    alloc = welfare_milp(inst)
+    assert alloc.status == "optimal" or not proven, alloc.reason
+    return float(evaluate(inst, alloc, "welfare").welfare)
+
+
+def _cost(inst: Instance, proven: bool = True) -> float:
+    """The cost of the registered cost ``milp``'s answer, scored by the referee; ``proven``: certified."""
+    alloc = cost_milp(inst)
+    assert alloc.status == "optimal" or not proven, alloc.reason
+    return float(evaluate(inst, alloc, "cost").cost_total)
+
+
+def _tightened(module: object, name: str, factor: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replace row function ``name`` of ``module`` by itself with its upper bounds times ``factor``."""
+    real = getattr(module, name)
+
+    def edited(*args: object) -> Group:
+        g = real(*args)
+        return replace(g, rows=g.rows._replace(hi=g.rows.hi * factor))
+
+    monkeypatch.setattr(module, name, edited)
+
+
+def test_editing_the_budget_group_reaches_the_model_read_and_the_model_solved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """P2: the budget row function edited to half the budget; ``build_model`` shows it, the compiled matrix
+    has it, and the registered ``milp`` answers with the optimum of the instance whose budget is half."""
+    inst = generate_welfare(12, 3, seed=1)
+    half = inst.replace(budget_per_hour=inst.budget_per_hour / 2)
+    full_optimum = _welfare(inst)
+    half_optimum = _welfare(half)
+    assert half_optimum < full_optimum - 1e-6  # the edit matters on this instance
+    read, solved = cbalab.build_model(inst, "welfare").budget[1].upper, welfare.build_welfare_arrays(inst)
+    _tightened(welfare, "budget", 0.5, monkeypatch)
+    assert cbalab.build_model(inst, "welfare").budget[1].upper == 0.5 * read
+    arrays = welfare.build_welfare_arrays(inst)
+    assert arrays.row_hi[arrays.rows["budget"]] == 0.5 * solved.row_hi[solved.rows["budget"]]
+    assert _welfare(inst, proven=False) == pytest.approx(half_optimum, rel=1e-7)
+
+
+def test_editing_the_cache_group_reaches_both_forms_of_p1_and_p3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """P1 (the cache row of ``cost``, solved as its Pyomo emission) and P3 (the per-slot cache rows of
+    ``dynamic``, solved as its matrix): C halved in the row function gives the optimum of C halved."""
+    inst = generate_cost(20, 4, 1, cache_fraction=0.5).replace(cache_granularity="dataset")
+    half = inst.replace(cache_gb=inst.cache_gb / 2)
+    sched = _schedule(15, 2)
+    cluster = dynamic.Cluster(cache_gb=60.0)
+    p3_half = dynamic.solve_dynamic(sched, replace(cluster, cache_gb=30.0))
+    p1_half, p1_full = _cost(half), _cost(inst)
+    assert p1_half > p1_full + 1e-6 and p3_half.cost_io > dynamic.solve_dynamic(sched, cluster).cost_io + 1e-9
+    _tightened(cost, "cache_capacity", 0.5, monkeypatch)
+    _tightened(dynamic, "cache_capacity", 0.5, monkeypatch)
+    assert cbalab.build_model(inst, "cost").cache_capacity[1].upper == pytest.approx(half.cache_gb, rel=1e-12)
+    assert _cost(inst, proven=False) == pytest.approx(p1_half, rel=1e-9)
+    assert pyo.value(dynamic.build_dynamic_model(sched, cluster).cache_capacity[1].upper) == pytest.approx(30.0)
+    out = dynamic.solve_dynamic(sched, cluster)
+    assert out.status == p3_half.status == "optimal"
+    assert out.cost_io == pytest.approx(p3_half.cost_io, rel=1e-7)
