@@ -89,8 +89,8 @@ ABOUT: dict[str, About] = {
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        1074.1,
-        1,
+        810.7,
+        2,
     ),
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",

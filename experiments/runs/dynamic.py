@@ -50,7 +50,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cbalab.experiments.data import data_path
 from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
-from cbalab.experiments.paper.text import booktabs, fixed, integer, sig, tex_escape
+from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sig, tex_escape
 from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.simulate import SimConfig, simulate
@@ -308,6 +308,15 @@ def paper_section(res: Results) -> Section:
         s.number("ScaleMaxJobs", int(top["jobs"]), integer(int(top["jobs"])))
         s.number("ScaleSecondsAtMax", float(top["p3_seconds"]), sig(float(top["p3_seconds"])))
         s.word("ScaleStatusAtMax", str(top.get("p3_status", "")))
+    trace = runs[runs["kind"] == "trace"]
+    if len(trace) and "p3_gap" in trace:
+        whole = trace.iloc[0]
+        s.number("TraceJobs", int(whole["jobs"]), integer(int(whole["jobs"])))
+        s.number("TraceGap", float(whole["p3_gap"]), pct(float(whole["p3_gap"])))
+        for policy, name in (("cba", "Cba"), ("cba-keep", "Keep")):
+            if f"ratio_{policy}" in trace:
+                r = float(whole[f"ratio_{policy}"])
+                s.number(f"Trace{name}Ratio", r, fixed(r, 3))
 
     table = []
     for (policy, factor), g in long.groupby(["policy", "io_price_factor"]):

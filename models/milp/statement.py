@@ -323,7 +323,7 @@ class Arrays:
         return (float(self.cost @ x) + self.offset) * self.objective_scale
 
     def activity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(A x, Σ_j |a_ij x_j|) per row, in numpy."""
+        """(A x, Σ_j abs(a_ij · x_j)) per row, in numpy: the activity of each row and the size of its terms."""
         rows = np.repeat(np.arange(self.n_rows), np.diff(self.start))
         terms = self.value * x[self.index]
         return (
