@@ -89,7 +89,7 @@ ABOUT: dict[str, About] = {
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        810.7,
+        626.9,
         2,
     ),
     "online-welfare": About(
