@@ -49,6 +49,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,9 @@ from cbalab.experiments.workload import DEFAULT_PRICES, Workload
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance, InstanceError, check
 from cbalab.models.types import SolveOptions
+
+if TYPE_CHECKING:
+    from cbalab.models.milp.dynamic import Schedule
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -522,6 +526,23 @@ def window(workload: Workload, start_s: float, end_s: float) -> Workload:
     return Workload(part, workload.datasets, settings)
 
 
+def replay_schedule(workload: Workload, jobs: pd.DataFrame, *, period_s: float | None = None) -> Schedule:
+    """P3's schedule of a replay (models/milp/dynamic.py, ``schedule_from_replay``): the start and end times and
+    the read rates of ``jobs`` (a replay's jobs.csv), the datasets and their sizes from ``workload``; with
+    ``period_s`` the re-allocation ticks count from the workload's first submission, as the replay's do."""
+    from cbalab.models.milp.dynamic import schedule_from_replay
+
+    return schedule_from_replay(
+        jobs["start_s"].to_numpy(),
+        jobs["end_s"].to_numpy(),
+        jobs["io_gbps"].to_numpy(),
+        workload.jobs["dataset_index"].to_numpy(),
+        workload.datasets["size_gb"].to_numpy(dtype=float),
+        period_s=period_s,
+        origin_s=float(workload.jobs["submit_s"].min()) if len(jobs) else None,
+    )
+
+
 def offline_optimum(
     workload: Workload,
     cfg: SimConfig,
@@ -541,20 +562,11 @@ def offline_optimum(
     solved by Lagrangian decomposition with fixed iteration limits (Theorem 4 there): deterministic, a certified
     bound and its ``gap`` to the best schedule found, and ``gap_to_replay``, the gap to this replay's own cost.
     """
-    from cbalab.models.milp.dynamic import Cluster, Deadline, schedule_from_replay, solve_dynamic
+    from cbalab.models.milp.dynamic import Cluster, Deadline, solve_dynamic
     from cbalab.models.milp.p3_lagrange import large_schedule, solve_trace
 
     deadline = Deadline(time_limit, clock)
-    jobs = result.jobs
-    schedule = schedule_from_replay(
-        jobs["start_s"].to_numpy(),
-        jobs["end_s"].to_numpy(),
-        jobs["io_gbps"].to_numpy(),
-        workload.jobs["dataset_index"].to_numpy(),
-        workload.datasets["size_gb"].to_numpy(dtype=float),
-        period_s=cfg.period_s,
-        origin_s=float(workload.jobs["submit_s"].min()) if len(jobs) else None,
-    )
+    schedule = replay_schedule(workload, result.jobs, period_s=cfg.period_s)
     cluster = Cluster(
         cache_gb=cfg.cache_gb,
         bandwidth_gbps=cfg.bandwidth_gbps,

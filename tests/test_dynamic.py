@@ -19,7 +19,7 @@ from cbalab.algorithms import registry as methods
 from cbalab.algorithms.cba import cba
 from cbalab.algorithms.cba_keep import CbaKeep, cba_keep
 from cbalab.algorithms.online import State
-from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
 from cbalab.experiments.workload import Workload, assign, generate_trace
 from cbalab.models.evaluate import Allocation, least_feeding
 from cbalab.models.instance import InstanceError, build
@@ -55,16 +55,7 @@ def _workload(submit, duration, dataset, rate, sizes, gpus=None) -> Workload:
 
 
 def _schedule(w: Workload, res, cfg: SimConfig) -> Schedule:
-    jobs = res.jobs
-    return schedule_from_replay(
-        jobs["start_s"].to_numpy(),
-        jobs["end_s"].to_numpy(),
-        jobs["io_gbps"].to_numpy(),
-        w.jobs["dataset_index"].to_numpy(),
-        w.datasets["size_gb"].to_numpy(),
-        period_s=cfg.period_s,
-        origin_s=float(w.jobs["submit_s"].min()),
-    )
+    return replay_schedule(w, res.jobs, period_s=cfg.period_s)
 
 
 def _cluster(cfg: SimConfig) -> Cluster:

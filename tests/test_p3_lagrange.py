@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
 from cbalab.experiments.workload import assign, generate_trace
 from cbalab.models.instance import InstanceError
 from cbalab.models.milp.dynamic import (
@@ -21,7 +21,6 @@ from cbalab.models.milp.dynamic import (
     Schedule,
     instant_bound,
     matrix,
-    schedule_from_replay,
     settle,
     solve_dynamic,
 )
@@ -34,16 +33,7 @@ def _case(n: int, seed: int, k: int, share: float, period: float | None = None) 
     w.jobs["io_gbps"] = w.jobs["io_gbps"] * 30.0
     cfg = SimConfig(policy="cba", gpus=64, cache_gb=share * float(w.datasets["size_gb"].sum()), period_s=period)
     res = simulate(w, cfg)
-    jobs = res.jobs
-    schedule = schedule_from_replay(
-        jobs["start_s"].to_numpy(),
-        jobs["end_s"].to_numpy(),
-        jobs["io_gbps"].to_numpy(),
-        w.jobs["dataset_index"].to_numpy(),
-        w.datasets["size_gb"].to_numpy(),
-        period_s=period,
-        origin_s=float(w.jobs["submit_s"].min()),
-    )
+    schedule = replay_schedule(w, res.jobs, period_s=period)
     return schedule, Cluster(cache_gb=cfg.cache_gb), float(res.summary["cost"]["io"])
 
 

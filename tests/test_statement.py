@@ -18,7 +18,7 @@ import pytest
 from pyomo.repn import generate_standard_repn
 
 import cbalab
-from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
 from cbalab.experiments.workload import assign, generate_cost, generate_trace, generate_welfare
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance
@@ -30,13 +30,7 @@ from cbalab.models.solve import cost_milp, welfare_milp
 def _schedule(jobs: int, seed: int) -> dynamic.Schedule:
     w = assign(generate_trace(jobs, seed), seed, skew=1.0, n_datasets=3)
     res = simulate(w, SimConfig(gpus=16, cache_gb=50.0))
-    return dynamic.schedule_from_replay(
-        res.jobs["start_s"].to_numpy(),
-        res.jobs["end_s"].to_numpy(),
-        res.jobs["io_gbps"].to_numpy(),
-        w.jobs["dataset_index"].to_numpy(),
-        w.datasets["size_gb"].to_numpy(),
-    )
+    return replay_schedule(w, res.jobs)
 
 
 def _statements() -> list[tuple[str, Statement]]:

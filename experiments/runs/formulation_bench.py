@@ -67,20 +67,14 @@ def measure(case: str) -> dict[str, Any]:
         return {"seconds": seconds, "status": alloc.status, "objective": evaluate(inst, alloc, "welfare").welfare}
     if case == "p3":
         from cbalab.experiments.runs import dynamic as experiment
-        from cbalab.experiments.simulate import SimConfig, simulate
-        from cbalab.models.milp.dynamic import Cluster, matrix, schedule_from_replay, solve_dynamic
+        from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
+        from cbalab.models.milp.dynamic import Cluster, matrix, solve_dynamic
 
         params = next(p for p in experiment.grid(False, 0) if p["kind"] == "scale" and p["jobs"] == 1_000)
         w = experiment._window(params)
         cfg = SimConfig(policy="cba", seed=int(params["seed"]))
         jobs = simulate(w, cfg).jobs
-        schedule = schedule_from_replay(
-            jobs["start_s"].to_numpy(),
-            jobs["end_s"].to_numpy(),
-            jobs["io_gbps"].to_numpy(),
-            w.jobs["dataset_index"].to_numpy(),
-            w.datasets["size_gb"].to_numpy(),
-        )
+        schedule = replay_schedule(w, jobs)
         cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
         began = time.perf_counter()
         matrix(schedule, cluster)
