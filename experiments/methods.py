@@ -24,3 +24,19 @@ REPORTED_SCHEDULERS: tuple[str, ...] = (*UNTUNED, *TUNED)
 #: The GPU schedulers that model a real system (docs/model.md §7): the strongest baseline is taken over them.
 #: ``utility-greedy`` (an ablation that reads the utilities) and the ``-tuned`` envelopes are reported apart.
 FAITHFUL: tuple[str, ...] = ("gavel-tput", "gavel-fair", "optimus")
+
+#: Methods that never stall a job (their welfare reference is P2) and the time-sharing schedulers (P2's LP).
+NO_STALL: tuple[str, ...] = ("autocba", "milp")
+TIME_SHARING: tuple[str, ...] = ("gavel-fair", "gavel-fair-tuned")
+
+
+def reference_form(method: str) -> str:
+    """The welfare reference of ``method`` (a registered name or ``SCHEDULER[POLICY]``): ``P2``, ``P2-LP`` or ``P2s``.
+
+    A method that never stalls is held to the no-stall optimum P2; the referee scores every other allocation at its
+    stall factor, so its upper bound is the stall-allowed P2s, and a time-shared one's is P2's LP relaxation, which
+    bounds fractional GPU shares (docs/model.md §5, "Time sharing").
+    """
+    if method in NO_STALL:
+        return "P2"
+    return "P2-LP" if method.split("[")[0] in TIME_SHARING else "P2s"

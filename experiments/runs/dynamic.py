@@ -53,9 +53,9 @@ from cbalab.experiments.paper.section import Results, ResultsUnusableError, Sect
 from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sig, tex_escape
 from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.runner import derive_seed
-from cbalab.experiments.simulate import SimConfig, simulate
+from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload, assign, load_trace
-from cbalab.models.milp.dynamic import Cluster, schedule_from_replay
+from cbalab.models.milp.dynamic import Cluster
 from cbalab.models.milp.p3_lagrange import solve_lagrange, solve_trace
 
 NAME = "dynamic"
@@ -156,14 +156,7 @@ def run_one(params: dict) -> dict:
         s = replays[name].summary
         row[f"io_{name}"] = s["cost"]["io"]
         row[f"stall_hours_{name}"] = s["stall_hours"]
-    jobs = replays["cba"].jobs
-    schedule = schedule_from_replay(
-        jobs["start_s"].to_numpy(),
-        jobs["end_s"].to_numpy(),
-        jobs["io_gbps"].to_numpy(),
-        w.jobs["dataset_index"].to_numpy(),
-        w.datasets["size_gb"].to_numpy(),
-    )
+    schedule = replay_schedule(w, replays["cba"].jobs)
     cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=prices[1], price_bandwidth=prices[2])
     wall, cpu = time.perf_counter(), time.process_time()
     if params["kind"] == "trace":

@@ -26,6 +26,11 @@ One run is one generated instance; every method is scored by the referee
   (MIP gap 0), and AutoCBA's certificate slack bound/OPT − 1
   (proofs/autocba_certificate.md); instances as in the former autocba_gaps
   script (5-40 jobs, swept budget, GPUs, cache, bandwidth cap, cache price).
+  A scheduler the referee scores stalled or time-shared may exceed the no-stall
+  P2, so each method also has its gap to its own upper bound
+  (``<method>_gap_reference``, experiments/methods.reference_form): P2 for
+  AutoCBA, the bound of ``milp-stall`` (P2s) for a stalling scheduler, the
+  bound of ``lp`` (P2's LP) for a time-sharing one.
 
 A method whose allocation the referee rejects has gap NaN and status
 ``infeasible`` (column ``<method>_status``).
@@ -41,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.experiments.methods import CACHE_POLICIES, GPU_SCHEDULERS, REPORTED_SCHEDULERS
+from cbalab.experiments.methods import CACHE_POLICIES, GPU_SCHEDULERS, REPORTED_SCHEDULERS, reference_form
 from cbalab.experiments.paper.section import (
     ZERO_GAP,
     Results,
@@ -73,6 +78,9 @@ WELFARE_SHAPES = ("mixed", *SHAPES)
 WELFARE_METHODS = ("autocba", *GPU_SCHEDULERS)
 #: The welfare methods in the order the paper lists them (the schedulers, then their oracle envelopes).
 REPORTED_WELFARE_METHODS = ("autocba", *REPORTED_SCHEDULERS)
+#: The run's columns of the welfare upper bounds a stalling or time-sharing scheduler is held to
+#: (methods.reference_form): the stall-allowed P2s (``milp-stall``'s bound) and P2's LP relaxation (``lp``'s).
+REFERENCE_COLUMN = {"P2s": "p2s_bound", "P2-LP": "p2lp_bound"}
 BANDWIDTH_MODES = ("unlimited", "fraction", "tight", "infeasible")
 #: Swept parameters of the welfare instances.
 BUDGET_FRACTIONS = (0.2, 0.35, 0.5, 0.8, 0.1)
@@ -268,6 +276,13 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
         raise RuntimeError(f"the MILP proved optimality without a bound: {exact.reason}")
     opt = exact.bound
     row: dict = {"jobs": inst.n_jobs, "datasets": inst.n_datasets, **drawn, "optimum_welfare": opt}
+    refs = {"P2": opt}
+    for form, reference in (("P2s", "milp-stall"), ("P2-LP", "lp")):
+        bound = _method("welfare", reference, inst).bound
+        if bound is None:
+            raise RuntimeError(f"{reference} gave no upper bound")
+        refs[form] = float(bound)
+        row[f"{REFERENCE_COLUMN[form]}_welfare"] = float(bound)
     for name in WELFARE_METHODS:
         alloc = _method("welfare", name, inst)
         welfare = 0.0
@@ -278,6 +293,8 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
             status = status if ev.feasible else Status.INFEASIBLE
         row[f"{name}_status"] = status
         row[f"{name}_gap"] = 1.0 - welfare / opt if opt > 0 else 0.0
+        ref = refs[reference_form(name)]
+        row[f"{name}_gap_reference"] = 1.0 - welfare / ref if ref > 0 else 0.0
         if name == "autocba":
             row["autocba_certificate_slack"] = alloc.bound / opt - 1.0 if opt > 0 and alloc.bound else 0.0
             row["autocba_bound_valid"] = alloc.bound is not None and bool(alloc.bound >= opt * (1 - 1e-6) - 1e-6)
@@ -285,13 +302,21 @@ def _welfare_run(inst: Instance, drawn: dict) -> dict:
 
 
 def _gaps(runs: pd.DataFrame, problem: str, methods: tuple[str, ...]) -> list[pd.DataFrame]:
-    """One frame per method of ``methods`` with a gap column: variant, method and gap on each ``problem`` instance.
+    """One frame per method of ``methods``: variant, method and gap on each ``problem`` instance, and on P2 the
+    gap to the method's own upper bound (``gap_reference``: P2, P2s or P2's LP, methods.reference_form).
 
     The gap is NaN where the referee rejected the method's allocation.
     """
     sub = runs[runs["problem"] == problem]
     return [
-        pd.DataFrame({"variant": sub["variant"], "method": m, "gap": sub[f"{m}_gap"].astype(float)})
+        pd.DataFrame(
+            {
+                "variant": sub["variant"],
+                "method": m,
+                "gap": sub[f"{m}_gap"].astype(float),
+                "gap_reference": sub[f"{m}_gap_reference"].astype(float) if f"{m}_gap_reference" in sub else np.nan,
+            }
+        )
         for m in methods
         if f"{m}_gap" in sub
     ]
@@ -502,6 +527,7 @@ def paper_section(res: Results) -> Section:
         g = wel[wel["method"] == m]["gap"].dropna()
         if g.empty:
             continue
+        own = wel[wel["method"] == m]["gap_reference"].dropna()
         rows.append(
             [
                 tex_escape(m),
@@ -510,14 +536,33 @@ def paper_section(res: Results) -> Section:
                 pct(float(g.median()), 2),
                 pct(float(g.quantile(0.95)), 1),
                 pct(float(g.max()), 1),
+                reference_form(m),
+                pct(float(own.median()), 2) if len(own) else "--",
+                pct(float(own.min()), 2) if len(own) else "--",
             ]
         )
+    above = int((wel["gap_reference"] < -ZERO_GAP).sum())
+    s.number("AboveOwnBound", above, integer(above))
     base = wel[wel["method"] != "autocba"].groupby("method")["gap"].median()
     s.word("BestSchedulerWelfare", str(base.idxmin()))
     s.number("BestSchedulerMedianGapPct", float(base.min()), pct(float(base.min()), 1))
     s.table(
         "optimality-welfare",
-        booktabs(["method", "inst.", "optimal \\%", "median \\%", "p95 \\%", "worst \\%"], rows, "lrrrrr"),
+        booktabs(
+            [
+                "method",
+                "inst.",
+                "optimal \\%",
+                "median \\%",
+                "p95 \\%",
+                "worst \\%",
+                "own bound",
+                "median \\%",
+                "least \\%",
+            ],
+            rows,
+            "lrrrrrlrr",
+        ),
     )
 
     fig, ax = paper_figure(2, 1, width=7.0, height=2.3)

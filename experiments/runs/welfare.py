@@ -54,7 +54,14 @@ import numpy as np
 import pandas as pd
 
 from cbalab.algorithms import registry
-from cbalab.experiments.methods import CACHE_POLICIES, GPU_SCHEDULERS, REPORTED_SCHEDULERS
+from cbalab.experiments.methods import (
+    CACHE_POLICIES,
+    GPU_SCHEDULERS,
+    NO_STALL,
+    REPORTED_SCHEDULERS,
+    TIME_SHARING,
+    reference_form,
+)
 from cbalab.experiments.paper.ratios import faithful_baselines, pairings, ratio_macros, unstarved, vs_strongest
 from cbalab.experiments.paper.section import (
     PAPER_WELFARE_RATIO,
@@ -175,16 +182,6 @@ def run_one(params: dict) -> dict:
 
 
 INSTANCE = ("jobs", "datasets", "budget_fraction", "utility_mix", "io_price_scale", "replicate", "seed")
-#: Methods that never stall a job, whose reference is P2; time-sharing schedulers' is P2's LP; every other's P2s.
-NO_STALL = ("autocba", "milp")
-TIME_SHARING = ("gavel-fair", "gavel-fair-tuned")
-
-
-def _form(method: str) -> str:
-    """The reference form of ``method`` (a registered name or ``SCHEDULER[POLICY]``): P2, P2-LP or P2s."""
-    if method in NO_STALL:
-        return "P2"
-    return "P2-LP" if method.split("[")[0] in TIME_SHARING else "P2s"
 
 
 def _method_column(runs: pd.DataFrame, method: str, column: str) -> pd.Series:
@@ -251,7 +248,7 @@ def references(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (instance, method): its reference (P2, P2-LP or P2s, :func:`_form`), welfare / reference, AutoCBA / it.
+    """Per (instance, method): its reference (P2, P2-LP or P2s: methods.reference_form), welfare / it, AutoCBA / it.
 
     Columns ``reference`` (the form, :func:`references`), ``reference_welfare``,
     ``of_reference`` and ``above_reference`` (the referee's welfare exceeds the
@@ -260,7 +257,7 @@ def _ratios(runs: pd.DataFrame) -> pd.DataFrame:
     refs = references(runs)
     auto = runs[runs["method"] == "autocba"][[*INSTANCE, "welfare"]].rename(columns={"welfare": "autocba"})
     out = runs.merge(auto, on=list(INSTANCE), how="inner").merge(refs, on=list(INSTANCE), how="left")
-    form = out["method"].map(_form)
+    form = out["method"].map(reference_form)
     key = form.map({"P2": "p2", "P2-LP": "p2lp", "P2s": "p2s"})
     out["reference"] = [out.at[i, f"{k}_reference"] for i, k in key.items()]
     out["reference_welfare"] = np.array([out.at[i, f"{k}_reference_welfare"] for i, k in key.items()], dtype=float)
@@ -288,7 +285,7 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         row = {
             "method": method,
             "instances": len(g),
-            "reference_form": _form(str(method)),
+            "reference_form": reference_form(str(method)),
             "reference_proven": int(g["reference"].isin(["p2-optimum", "p2s-optimum"]).sum()),
             "of_reference_mean": float(g["of_reference"].mean()),
             "of_reference_min": float(g["of_reference"].min()),
@@ -333,7 +330,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
             sub = part[part["method"].str.startswith(sched + "[")]
             best = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].max().groupby("budget_fraction")
             worst = sub.groupby(["budget_fraction", *INSTANCE[3:]])["of_reference"].min().groupby("budget_fraction")
-            label = f"{sched} (best cache) / {_form(sched)}"
+            label = f"{sched} (best cache) / {reference_form(sched)}"
             a.plot(best.mean().index, best.mean().to_numpy(), "-", color=colour, label=label)
             a.plot(worst.mean().index, worst.mean().to_numpy(), ":", color=colour)
         a.set(
@@ -450,7 +447,7 @@ def paper_section(res: Results) -> Section:
     long = long.merge(p2.rename("p2").reset_index(), on=list(INSTANCE))
     long = long.merge(p2lp.rename("p2lp").reset_index(), on=list(INSTANCE))
     long["cache"] = long["method"].astype(str).str.split("[").str[1].str.rstrip("]")
-    # a time-sharing scheduler's reference is P2's LP relaxation, every other baseline's P2s (:func:`_form`)
+    # a time-sharing scheduler's reference is P2's LP relaxation, every other baseline's P2s (methods.reference_form)
     long["opt"] = np.where(long["scheduler"].isin(TIME_SHARING), long["p2lp"], long["opt"])
     above = int((long["base"] > long["opt"] * (1 + ZERO_GAP) + ZERO_GAP).sum())
     above += int((auto > p2 * (1 + ZERO_GAP) + ZERO_GAP).sum())
@@ -533,7 +530,8 @@ def paper_section(res: Results) -> Section:
             per = sub.assign(v=sub["base"] / sub["opt"]).groupby(["budget_fraction", "cache"])["v"].mean()
             best = per.groupby("budget_fraction").max()
             ls = "--" if sched.endswith("-tuned") else "-"
-            a.plot(best.index, best.to_numpy(), ls, color=style(sched)["color"], label=f"{sched} / {_form(sched)}")
+            label = f"{sched} / {reference_form(sched)}"
+            a.plot(best.index, best.to_numpy(), ls, color=style(sched)["color"], label=label)
             data += [{"panel": scale, "series": sched, "x": x, "y": y} for x, y in zip(best.index, best.to_numpy())]
         a.set(xscale="log", ylim=(0, 1.05), xlabel="budget (fraction of all jobs at 8 GPUs)")
         a.set_title(f"IO prices x {fixed(float(scale), 0)}")

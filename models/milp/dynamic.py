@@ -993,10 +993,10 @@ def _run_bound(
     if not sol.dual_valid:
         return None
     dual = np.asarray(sol.row_dual) * scale
-    return max(0.0, _certified_bound(rows, dual))
+    return max(0.0, certified_bound(rows, dual))
 
 
-def _certified_bound(a: Arrays, dual: np.ndarray) -> float:
+def certified_bound(a: Arrays, dual: np.ndarray) -> float:
     """Weak-duality value of row duals ``dual`` for min cᵀx, lo ≤ Ax ≤ hi, l ≤ x ≤ u (all column bounds finite)."""
     lo, hi = a.row_lo, a.row_hi
     pi = np.where(np.isinf(lo), np.minimum(dual, 0.0), dual)

@@ -16,7 +16,7 @@ solver's objective:
   free slot that may hand it any fill at no cost (a relaxation of the link
   e⁻ = e_{k,t−1}, Theorem 4 (ii)); each chunk is solved by HiGHS and bounded by
   the weak-duality value of HiGHS's row duals, evaluated in numpy
-  (``_certified_bound`` of models/milp/dynamic.py), valid whatever the solver's
+  (``certified_bound`` of models/milp/dynamic.py), valid whatever the solver's
   tolerances;
 * an **instant** dataset (size below ``exact_min_gb``) drops its warm-up rows,
   a relaxation whose optimum is a closed form per pair,
@@ -50,8 +50,8 @@ from cbalab.models.milp.dynamic import (
     FEAS_RTOL,
     Cluster,
     Schedule,
-    _certified_bound,
     certified,
+    certified_bound,
     layout,
     matrix,
     settle,
@@ -231,7 +231,7 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     own = at >= 0
     bound = 0.0
     if sol.dual_valid:
-        bound = max(0.0, _certified_bound(priced, np.asarray(sol.row_dual) * scale))
+        bound = max(0.0, certified_bound(priced, np.asarray(sol.row_dual) * scale))
     chunk.bound = bound
     if sol.value_valid:
         x = np.asarray(sol.col_value)
