@@ -48,7 +48,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from cbalab.models.certify import certify
-from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
+from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement
 from cbalab.models.milp.statement import Arrays, solution
@@ -349,6 +349,38 @@ def _shrink_into(total: float, limit: float) -> float:
     return _shrink(total, tolerated(limit))
 
 
+def _cover_cap(inst: Instance, cache: np.ndarray) -> np.ndarray:
+    """``cache`` topped up until its least feeding fits the cap B (docs/model.md §4, the bandwidth row).
+
+    HiGHS's row tolerance (1e-7 of a scaled row) can leave a dataset a relative 1e-7 short of whole where B binds;
+    its jobs then need that much remote IO, which against B = 0 is more than the referee's 1e-9 slack (the
+    optimality sweep's "just infeasible" caps).  Only then (the referee would refuse the answer) the partly
+    cached datasets are filled, down to the model's own bandwidth row, the most IO per GB first
+    (each GB of dataset k saves Σ_{j∈k} r_j / d_k GB/s), within the room C leaves; the cost this adds is of the
+    order of the tolerance, and :func:`cbalab.models.certify.certify` still compares it with the LP's bound.
+    """
+    if not math.isfinite(inst.bandwidth_gbps):
+        return cache
+    d = inst.dataset_size_gb
+    rate = np.bincount(inst.job_dataset, weights=inst.job_io_gbps, minlength=inst.n_datasets)
+    total = float(least_feeding(inst, inst.job_io_gbps, cache).sum())
+    room = tolerated(inst.cache_gb) - float(cache.sum())
+    if total <= tolerated(inst.bandwidth_gbps) or room <= 0.0:
+        return cache
+    excess = total - tolerated(inst.bandwidth_gbps, MODEL_SHARE)  # down to the model's own row (models/milp/cost.py)
+    out = cache.copy()
+    density = np.divide(rate, d, out=np.zeros_like(rate), where=d > 0)
+    for k in np.argsort(-density, kind="stable"):
+        if excess <= 0.0 or room <= 0.0 or density[k] <= 0.0:
+            break
+        add = min(d[k] - out[k], excess / density[k], room)
+        if add > 0.0:
+            out[k] += add
+            excess -= add * density[k]
+            room -= add
+    return out
+
+
 def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
     """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as a certified Allocation.
 
@@ -377,6 +409,8 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         d = inst.dataset_size_gb
         cache = np.where(cache >= d * (1.0 - 1e-12), np.maximum(cache, d), cache)
         cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
+        if inst.bandwidth_step_gbps is None:
+            cache = _cover_cap(inst, cache)
     provisioned = None
     if inst.bandwidth_step_gbps is not None:
         tiers = float(arrays.value_of("tiers", x)[0])

@@ -226,6 +226,23 @@ def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, mo
     assert any("\\WelfareVsBestMax, a number of the claim WelfareRatio" in p for p in problems), problems
 
 
+def test_tamper_a_proof_claims_number_outside_its_sentence_fails(
+    paper_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every claim of the table, not only the seed paper's: AutoCBA's mean gap (proofs/autocba_guarantee.md,
+    claim AutoGap) typed through its macro into an ordinary sentence is found and named."""
+    _no_stale(monkeypatch)
+    tex = (paper_copy / "paper.tex").read_text()
+    assert "\\OptAutoMeanGapPct" not in tex
+    anchor = "\\ClaimAutoGapText."
+    assert anchor in tex
+    (paper_copy / "paper.tex").write_text(
+        tex.replace(anchor, anchor + " Its mean gap is \\OptAutoMeanGapPct\\,\\%.", 1)
+    )
+    problems = check.check_paper(paper_copy)
+    assert any("\\OptAutoMeanGapPct, a number of the claim AutoGap" in p for p in problems), problems
+
+
 def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's second case: "21.3%" typed into the abstract (or the introduction) is a hand-typed number."""
     _no_stale(monkeypatch)

@@ -138,3 +138,21 @@ def test_regression_issue9_4_an_instance_without_jobs_is_answered_not_crashed(pr
     result, ev = registry.run(from_dict(d), problem, method)
     assert result["status"] == "optimal" and ev is not None and ev.feasible
     assert result["objective"] == 0.0 and result["bound"] == 0.0
+
+
+def test_regression_issue24_the_lp_fills_a_dataset_highs_left_short_under_a_zero_cap() -> None:
+    """The one-commit rerun of optimality: on this drawn instance (B = 0, so every read dataset must be whole)
+    HiGHS's LP leaves one dataset a relative 7.5e-8 short, whose least feeding needs 7.5e-9 GB/s against B = 0;
+    ``solve_cost``'s top-up (models/solve.py ``_cover_cap``) fills it, so the referee accepts the LP's
+    ``optimal`` answer and it costs what CBA's (Theorem 1) does."""
+    from cbalab.algorithms.cba import cba
+    from cbalab.experiments.runs.optimality import continuous_instance
+    from cbalab.models.solve import cost_lp
+
+    inst, drawn = continuous_instance(874085752)
+    assert inst.bandwidth_gbps == 0.0 and drawn["bandwidth_mode"] == "infeasible"
+    lp = cost_lp(inst, SolveOptions())
+    ev = evaluate(inst, lp, "cost")
+    assert lp.status == "optimal" and ev.feasible, ev.violations
+    best = evaluate(inst, cba(inst, SolveOptions()), "cost").cost_total
+    assert abs(ev.cost_total - best) <= 1e-9 * best

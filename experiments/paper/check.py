@@ -78,8 +78,7 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool =
     tex = tex_path.read_text()
     problems += [f"paper.tex {p}" for p in hand_typed_numbers(tex)]
     problems += undefined_macros(tex, numbers, prefixes(), built.missing)
-    headline = [m for m in measure_claims(built.sections, built.missing) if m.claim.headline]
-    problems += claim_numbers_outside_sentences(tex, headline)
+    problems += claim_numbers_outside_sentences(tex, measure_claims(built.sections, built.missing))
     problems += pdf_in_step(paper_dir)
     if strict:
         problems += [f"stale: {line}" for line in stale_results(paper_dir, results_dir)]

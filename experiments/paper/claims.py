@@ -31,12 +31,6 @@ class Claim:
     measure: Callable[[dict[str, Any]], tuple[str, str]]
     rule: str = ""
 
-    @property
-    def headline(self) -> bool:
-        """Whether this is one of the seed paper's own claims, whose numbers the paper may state only through
-        the sentence generated for it (experiments/paper/lint.py ``claim_numbers_outside_sentences``)."""
-        return self.source.startswith("seed paper")
-
 
 def _yes(ok: bool, detail: str = "") -> str:
     """A verdict: "yes" or "no", with ``detail`` in brackets."""

@@ -18,8 +18,8 @@ One run is one generated instance; every method is scored by the referee
   10^-6…10, adversarial equal-density instances, and bandwidth caps from
   none to exactly tight and just infeasible; the integer ones come from
   experiments.workload.variants (proofs/cba_integer_gap.md).  The continuous
-  optimum is HiGHS's LP (models.milp.cost_highspy) with the referee's least
-  feeding for its cache.
+  optimum is the registered ``lp`` (HiGHS on P1's LP, its cache fed least by
+  the referee's rule, models/solve.py ``solve_cost``), the integer one ``milp``.
 * problem ``welfare`` (P2, docs/model.md §5), per utility shape (each of
   models.options.SHAPES alone, and ``mixed``): AutoCBA and every registered GPU
   scheduler (naive and tuned, SiloD-fed), gap 1 − W/OPT against the MILP
@@ -61,7 +61,7 @@ from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import DEFAULT_PRICES, generate_cost, generate_welfare
 from cbalab.experiments.workload.variants import VARIANTS, variant_instance
-from cbalab.models.evaluate import Allocation, evaluate, least_feeding
+from cbalab.models.evaluate import Allocation, evaluate
 from cbalab.models.instance import Instance, build
 from cbalab.models.options import SHAPES
 from cbalab.models.result import IntegerFacts
@@ -216,25 +216,13 @@ def run_one(params: dict) -> dict:
 
 def _cost_run(inst: Instance, drawn: dict, variant: str) -> dict:
     row: dict = {"jobs": inst.n_jobs, "datasets": inst.n_datasets, **drawn}
-    if variant == "continuous":
-        from cbalab.models.milp.cost_highspy import solve_cost_lp
+    from cbalab.models.solve import cost_lp, cost_milp
 
-        hs = solve_cost_lp(inst)
-        if hs.objective is None or hs.cache_gb is None:
-            row["optimum_status"] = "infeasible" if "nfeasible" in hs.status else hs.status
-            opt_alloc = None
-        else:
-            c = np.clip(hs.cache_gb, 0.0, inst.dataset_size_gb)
-            opt_alloc = Allocation(inst.job_gpus.copy(), c, least_feeding(inst, inst.job_io_gbps, c))
-            row["optimum_status"] = "optimal"
-    else:
-        from cbalab.models.solve import cost_milp
-
-        exact = cost_milp(inst, SolveOptions())
-        if exact.status not in ("optimal", "infeasible"):
-            raise RuntimeError(f"the MILP ended {exact.status!r}: {exact.reason}")
-        row["optimum_status"] = exact.status
-        opt_alloc = exact if exact.has_allocation else None
+    exact = (cost_lp if variant == "continuous" else cost_milp)(inst, SolveOptions())
+    if exact.status not in ("optimal", "infeasible"):
+        raise RuntimeError(f"the exact method ended {exact.status!r}: {exact.reason}")
+    row["optimum_status"] = exact.status
+    opt_alloc = exact if exact.has_allocation else None
     opt = opt_io = None
     if opt_alloc is not None:
         ev = evaluate(inst, opt_alloc, "cost")
