@@ -176,8 +176,14 @@ def _speed(v: dict[str, Any]) -> tuple[str, str]:
 
 
 def _dynamic_claim(v: dict[str, Any]) -> tuple[str, str]:
-    """yes if every online policy's ratio to P3's certified bound is at least 1 (up to ZERO_GAP); no otherwise."""
-    return f"ratios from {v['BestRatio']:.3f} to {v['WorstRatio']:.3f}", _yes(v["BestRatio"] >= 1.0 - ZERO_GAP)
+    """yes if every online policy's ratio to P3's certified bound is at least 1 (up to ZERO_GAP); no otherwise.
+
+    The cases where P3's decomposition stopped at its (deterministic) iteration limit are counted in the
+    measured text: their bound is certified all the same, only looser (proofs/dynamic_lower_bound.md)."""
+    measured = f"ratios from {v['BestRatio']:.3f} to {v['WorstRatio']:.3f}"
+    if v.get("AtLimitCases") is not None:
+        measured += f"; P3 stopped at its iteration limit, its bound certified, in {v['AtLimitCases']} cases"
+    return measured, _yes(v["BestRatio"] >= 1.0 - ZERO_GAP)
 
 
 #: Every claim the paper, README and proofs/ make that the results can check.

@@ -49,7 +49,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cbalab.experiments.data import data_path
-from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, need, provenance
+from cbalab.experiments.paper.section import Results, ResultsUnusableError, Section, as_bool, need, provenance
 from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, sig, tex_escape
 from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
 from cbalab.experiments.runner import derive_seed
@@ -291,6 +291,9 @@ def paper_section(res: Results) -> Section:
     if "p3_status" in rows_:
         optimal = int((rows_["p3_status"].astype(str) == "optimal").sum())
         s.number("OptimalWindows", optimal, integer(optimal))
+    if "p3_at_limit" in rows_:
+        at_limit = int(as_bool(rows_["p3_at_limit"]).sum())
+        s.number("AtLimitCases", at_limit, integer(at_limit))
     stall_cols = [c for c in rows_.columns if c.startswith("stall_hours_")]
     if stall_cols:
         stalled = int((rows_[stall_cols].astype(float) > 0).any(axis=1).sum())
