@@ -46,8 +46,8 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        253.3,
-        2,
+        675.7,
+        1,
         {
             "headline": (
                 "method",
@@ -63,7 +63,7 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        1666.9,
+        2098.3,
         1,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
@@ -83,14 +83,14 @@ ABOUT: dict[str, About] = {
     "sensitivity": About(
         "when caching pays: cached fraction vs price x IO density",
         (5.7, 7.3),
-        62.7,
+        12.5,
         1,
     ),
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        626.9,
-        2,
+        1656.6,
+        1,
     ),
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
