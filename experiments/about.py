@@ -95,8 +95,8 @@ ABOUT: dict[str, About] = {
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        722.9,
-        2,
+        499.5,
+        1,
         {
             "ratios": (
                 "policy",

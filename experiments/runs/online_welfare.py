@@ -316,7 +316,7 @@ def paper_section(res: Results) -> Section:
         "online-welfare",
         booktabs(["scheduler", "pairs", "median", "max", "cache at max", "$\\geq$2.27 \\%"], rows, "lrrrlr"),
     )
-    fig, ax = paper_figure(1, 1, width=3.4, height=2.4)
+    fig, ax = paper_figure(1, 1, width=3.4, height=2.7)
     data = []
     parts = []
     for scale in sorted(pos["io_scale"].unique()):
@@ -326,7 +326,8 @@ def paper_section(res: Results) -> Section:
     paper_mark = (PAPER_WELFARE_RATIO, {"color": "k", "ls": "--", "lw": 0.8, "label": "seed paper: 2.27x"})
     ylabel = "AutoCBA / baseline welfare"
     strips(ax[0, 0], sorted(pos["scheduler"].unique()), parts, 0.15, ylabel, marks=[paper_mark])
-    ax[0, 0].legend()
+    # above the axes: inside, the legend hid the largest ratios (issue 24: legends off the data)
+    ax[0, 0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=6, frameon=False)
     fig.tight_layout()
     s.figure("online-welfare", fig, pd.DataFrame(data))
     return s
