@@ -95,7 +95,7 @@ ABOUT: dict[str, About] = {
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        499.5,
+        696.3,
         1,
         {
             "ratios": (
