@@ -14,20 +14,20 @@ between them are measured in one run, under the same load):
   its certificate) and, up to ``LP_MAX_JOBS`` jobs, the LP relaxation of P2
   through Pyomo + HiGHS.
 
-When experiments/runs/milp_scale.py is installed (the exact MILPs' growth,
-written with the same interface), its runs are part of this experiment too
-(column ``part`` = ``milp``) and its figures are drawn alongside.
+The exact MILPs' growth is not part of this experiment: it is the benchmark
+``cbalab bench milp-scale`` (experiments/runs/milp_scale.py), whose 1,000- and
+3,000-job MILPs take hours.  (Since that module is installed with the package,
+this experiment used to pick its grid up too and grew from 28 runs to 280.)
+Every row has ``part`` = ``fast``.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -78,18 +78,8 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def _milp_part() -> ModuleType | None:
-    """experiments/runs/milp_scale.py when it is installed, else None."""
-    try:
-        return importlib.import_module("cbalab.experiments.runs.milp_scale")
-    except ModuleNotFoundError as e:
-        if e.name == "cbalab.experiments.runs.milp_scale":
-            return None
-        raise
-
-
 def grid(quick: bool, seed: int) -> list[dict]:
-    """Cost and welfare instances of 10 … 100k jobs (quick: 10 … 1,000), plus milp_scale's runs if installed."""
+    """Cost and welfare instances of 10 … 100k jobs (quick: 10 … 1,000)."""
     sizes = (10, 100, 1_000) if quick else (10, 100, 1_000, 10_000, 100_000)
     runs = []
     for problem in ("cost", "welfare"):
@@ -106,19 +96,11 @@ def grid(quick: bool, seed: int) -> list[dict]:
                         "seed": derive_seed(seed, "scaling", problem, jobs, rep),
                     }
                 )
-    milp = _milp_part()
-    if milp is not None:
-        runs += [{"part": "milp", **p} for p in milp.grid(quick, seed)]
     return runs
 
 
 def run_one(params: dict) -> dict:
     """Time every method of the run's problem on its instance (see the module docstring)."""
-    if params["part"] == "milp":
-        milp = _milp_part()
-        if milp is None:
-            raise RuntimeError("experiments/runs/milp_scale.py is not installed")
-        return milp.run_one({k: v for k, v in params.items() if k != "part"})
     jobs, datasets, seed, repeats = (int(params[k]) for k in ("jobs", "datasets", "seed", "repeats"))
     if params["problem"] == "cost":
         return _cost(binding_instance(jobs, datasets, seed), repeats)
@@ -248,7 +230,7 @@ def median_times(fast: pd.DataFrame) -> Iterator[tuple[str, str, str, pd.Series]
 
 
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
-    """scaling: wall time vs jobs, log-log, cost (left) and welfare (right); plus milp_scale's figures if any."""
+    """scaling: wall time vs jobs, log-log, cost (left) and welfare (right)."""
     if runs.empty:
         return []
     fast = runs[runs["part"] == "fast"]
@@ -260,12 +242,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         a.set(xscale="log", yscale="log", xlabel="jobs", ylabel="wall time (s, median)")
         a.set_title(f"{problem} problem ({'P1' if problem == 'cost' else 'P2'})", fontsize=9)
         a.legend(fontsize=7)
-    paths = save(fig, outdir, "scaling")
-    milp = _milp_part()
-    if milp is not None and "part" in runs and (runs["part"] == "milp").any():
-        rows = runs[runs["part"] == "milp"].dropna(axis=1, how="all").drop(columns="part").reset_index(drop=True)
-        paths += [Path(p) for p in milp.figures(rows, outdir)]
-    return paths
+    return save(fig, outdir, "scaling")
 
 
 def paper_section(res: Results) -> Section:
@@ -308,8 +285,6 @@ def paper_section(res: Results) -> Section:
         r = float((lb["pyomo_lp_seconds"] / lb["autocba_seconds"]).median())
         s.number("LpMaxJobs", ltop, integer(ltop))
         s.number("LpOverAutoAtMax", r, fixed(r, 1))
-    milp = runs[runs["part"] == "milp"] if "part" in runs else runs.iloc[:0]
-    s.number("MilpRuns", len(milp), integer(len(milp)))
 
     rows = []
     for jobs, g in cost.groupby("jobs"):
