@@ -73,7 +73,7 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        1481.1,
+        106.4,
         1,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
