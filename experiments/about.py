@@ -36,7 +36,7 @@ ABOUT: dict[str, About] = {
     "io-cost": About(
         "CBA vs every cache baseline: IO cost on the Philly replay",
         (7.1, 20.5),
-        1082.9,
+        6842.0,
         1,
         {
             "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
