@@ -30,7 +30,6 @@ class About:
     console: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-
 #: Experiment name -> what ``--list`` prints of it (every name of EXPERIMENTS has one).
 ABOUT: dict[str, About] = {
     "io-cost": About(
@@ -113,10 +112,8 @@ ABOUT: dict[str, About] = {
 }
 
 
-
 #: The widest a console summary line may be; wider tables are cut to the columns that fit (the CSV has all).
 CONSOLE_WIDTH = 100
-
 
 
 def plain(text: str) -> str:
@@ -126,18 +123,15 @@ def plain(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"\1", text)
 
 
-
 def duration(seconds: float) -> str:
     """A measured wall time as --list prints it: ``21 s``, ``18 min``."""
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
 
 
 def quick_time(about: About) -> str:
     """The two measured ``--quick`` times as --list and docs/reproduce.md print them: ``7-21 s``."""
     low, high = about.quick_seconds
     return f"{low:.0f}-{duration(high)}"
-
 
 
 def listing() -> list[str]:
@@ -149,7 +143,6 @@ def listing() -> list[str]:
         lines.append(f"{name:<{width}}{quick_time(about):>8}{full:>16}  {about.description}")
     lines.append("wall clock, 2 cores: --quick with 1 worker (quiet to busy machine), full with (N) workers")
     return lines
-
 
 
 def console_table(table: pd.DataFrame, columns: Iterable[str] = (), width: int = CONSOLE_WIDTH) -> str:

@@ -23,10 +23,8 @@ from cbalab.experiments.errors import ExperimentError
 CONNECT_TIMEOUT_S = 10.0
 
 
-
 #: The transports a Dask scheduler address may name (distributed.comm); ``inproc`` is an in-process cluster.
 SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
-
 
 
 #: A run to do (grid index, key, parameters) and a finished one (…, outcome of :func:`execute`).
@@ -34,7 +32,6 @@ Todo = list[tuple[int, str, dict]]
 
 
 Done = tuple[int, str, dict, dict]
-
 
 
 def execute(module_name: str, params: dict) -> dict:
@@ -61,12 +58,10 @@ def execute(module_name: str, params: dict) -> dict:
     return {"row": row, "error": error, "run_seconds": time.perf_counter() - start}
 
 
-
 def overwritten_parameter(params: dict, row: dict) -> str | None:
     """The first column of ``row`` that would overwrite a parameter (or runs.csv's own ``run_key``/``error``)."""
     clash = sorted(k for k in row if k in ("run_key", "error") or (k in params and row[k] != params[k]))
     return clash[0] if clash else None
-
 
 
 def local_runs(module_name: str, todo: Todo, workers: int) -> Iterator[Done]:
@@ -96,11 +91,9 @@ def local_runs(module_name: str, todo: Todo, workers: int) -> Iterator[Done]:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-
 def _ignore_sigint() -> None:
     """Worker processes leave Ctrl-C to the runner, which stops the sweep and keeps every finished run."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
 
 
 def scheduler_address(address: str) -> str:
@@ -127,7 +120,6 @@ def scheduler_address(address: str) -> str:
     if not (port.isdigit() and 1 <= int(port) <= 65535):
         raise ExperimentError(f"--scheduler: the port must be a number from 1 to 65535 (got {address!r})")
     return address
-
 
 
 def _identity(address: str, timeout: float) -> dict:
@@ -157,7 +149,6 @@ def _identity(address: str, timeout: float) -> dict:
     return reply if isinstance(reply, dict) else {}
 
 
-
 def dask_runs(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
     """Check that ``address`` is a Dask scheduler (ExperimentError, exit 2, if not), connect, then run there."""
     from dask.distributed import Client
@@ -182,7 +173,6 @@ def dask_runs(module_name: str, todo: Todo, address: str) -> Iterator[Done]:
     except (OSError, TimeoutError) as e:
         raise ExperimentError(f"--scheduler: cannot reach a Dask scheduler at {address!r}: {e}") from None
     return _dask_results(client, module_name, todo)
-
 
 
 def _dask_results(client: Any, module_name: str, todo: Todo) -> Iterator[Done]:

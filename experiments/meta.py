@@ -17,7 +17,6 @@ from cbalab.models.files import unreadable
 PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
 
 
-
 def rows_commits(sessions: list[dict]) -> list[dict]:
     """The commits that computed rows (sessions with ``done`` > 0), each once, oldest first: what meta.json's
     ``rows_commits`` names, so that a resume that did nothing does not pass for the rows' commit."""
@@ -27,7 +26,6 @@ def rows_commits(sessions: list[dict]) -> list[dict]:
         if (x.get("done") or 0) > 0 and isinstance(git, dict) and git not in out:
             out.append(git)
     return out
-
 
 
 def read_meta(path: str | Path) -> dict | None:
@@ -64,7 +62,6 @@ def read_meta(path: str | Path) -> dict | None:
     return doc
 
 
-
 def earlier_sessions(path: Path) -> list[dict]:
     """The earlier invocations recorded in an existing meta.json (a resumed sweep keeps its history)."""
     old = read_meta(path)
@@ -79,11 +76,9 @@ def earlier_sessions(path: Path) -> list[dict]:
     return [{k: old[k] for k in keys} | {"done": done, "workers": old.get("config", {}).get("workers")}]
 
 
-
 def now() -> str:
     """The current UTC time, ISO 8601 to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
 
 
 def versions() -> dict[str, str | None]:
@@ -95,7 +90,6 @@ def versions() -> dict[str, str | None]:
         except importlib.metadata.PackageNotFoundError:
             out[pkg] = None
     return out
-
 
 
 def git_commit() -> dict[str, Any] | None:

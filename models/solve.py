@@ -361,12 +361,12 @@ def _cover_cap(inst: Instance, cache: np.ndarray) -> np.ndarray:
     """
     if not math.isfinite(inst.bandwidth_gbps):
         return cache
-    d = inst.dataset_size_gb
-    rate = np.bincount(inst.job_dataset, weights=inst.job_io_gbps, minlength=inst.n_datasets)
     total = float(least_feeding(inst, inst.job_io_gbps, cache).sum())
     room = tolerated(inst.cache_gb) - float(cache.sum())
     if total <= tolerated(inst.bandwidth_gbps) or room <= 0.0:
         return cache
+    d = inst.dataset_size_gb
+    rate = inst.dataset_demand(inst.job_io_gbps)
     excess = total - tolerated(inst.bandwidth_gbps, MODEL_SHARE)  # down to the model's own row (models/milp/cost.py)
     out = cache.copy()
     density = np.divide(rate, d, out=np.zeros_like(rate), where=d > 0)
@@ -719,14 +719,11 @@ def solve_welfare(
         n_frac = int(fractional.sum())
         alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
         alloc.bound = out.objective if out.status == Status.OPTIMAL else None
-        alloc.reason = (
-            "LP relaxation: bound is the relaxation optimum; "
-            + (
-                f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
-                if n_frac == 0
-                else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
-                f"({jobs.size} run)"
-            )
+        alloc.reason = "LP relaxation: bound is the relaxation optimum; " + (
+            f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
+            if n_frac == 0
+            else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
+            f"({jobs.size} run)"
         )
         return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
     return certify(

@@ -309,6 +309,8 @@ def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
     io = cbalab.solve(inst, "io-only").to_dict()["cost_per_hour"]
     assert rows.loc["io-only", "value"] == pytest.approx(io["cache"] + io["bandwidth"], rel=1e-12)
     assert np.isnan(rows.loc["silod", "bound"])
+
+
 # ------------------------------------------------ issue 23: cbalab.simulate names its bad argument
 
 

@@ -592,6 +592,8 @@ def test_regression_issue20_bench_refuses_a_measure_outside_the_contract(monkeyp
     exec("def measure(*, m: dict | None = None) -> None: ...", module.__dict__)
     with pytest.raises(TypeError, match="measure's m"):
         benchmarks.options("bad")
+
+
 # ------------------------------------------------ hostile input through the command line (issues 9 and 23):
 # exit 2 naming the field or the option, strict JSON, Ctrl-C, atomic --out, --no-timing
 

@@ -48,9 +48,7 @@ def test_regression_issue23_cli_generates_every_integer_variant(
     assert cba.objective >= exact.objective * (1 - 1e-7)
 
 
-def test_regression_issue23_block_size_and_tier_are_options(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_regression_issue23_block_size_and_tier_are_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23 item 3: --block-gb and --tier-fraction set the variant's sizes; the API's keywords agree."""
     path = tmp_path / "bt.json"
     args = ["generate", "--kind", "cost", "--jobs", "10", "--datasets", "3", "--variant", "block+tiers"]

@@ -202,6 +202,44 @@ def test_stale_results_are_listed_and_fail_only_under_strict(tmp_path: Path, mon
     ]
 
 
+@pytest.mark.parametrize(
+    ("changed", "stale"),
+    [
+        ("experiments/simulate.py", True),
+        ("experiments/workload/catalog.py", True),
+        ("experiments/runs/other.py", False),
+        ("experiments/paper/build.py", False),
+        ("experiments/plotting.py", False),
+    ],
+)
+def test_shared_experiment_code_makes_rows_stale_presentation_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str, stale: bool
+) -> None:
+    """The replay engines and workloads compute rows, so a commit to them makes every experiment stale; another
+    run module, the paper's build or the figures' style compute none (check.CODE)."""
+    repo = tmp_path / "repo"
+    files = ["experiments/runs/exp.py", changed]
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x = 1\n")
+    who = ("-c", "user.name=t", "-c", "user.email=t@t")
+    _git(repo, "init", "-q")
+    _git(repo, *who, "add", "-A")
+    _git(repo, *who, "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    results = repo / "paper" / "results" / "exp"
+    results.mkdir(parents=True)
+    meta = {"config": {}, "runs": {}, "sessions": [{"done": 3, "git": {"commit": first, "dirty": False}}]}
+    (results / "meta.json").write_text(json.dumps(meta))
+    module = type("M", (), {"__file__": str(repo / "experiments" / "runs" / "exp.py")})
+    monkeypatch.setattr(check, "experiments", lambda: {"exp": module})
+    (repo / changed).write_text("x = 2\n")
+    _git(repo, *who, "commit", "-qam", "two")
+    listed = check.stale_results(repo / "paper", repo / "paper" / "results")
+    second = _git(repo, "rev-parse", "HEAD")
+    assert listed == ([f"exp: rows computed at {first[:8]}, before {second[:8]} changed its code"] if stale else [])
+
+
 def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --strict the stale list is a note and the check passes; with it, the check fails."""
     monkeypatch.setattr(check, "stale_results", lambda paper_dir, results_dir: ["exp: rows computed at x"])

@@ -382,6 +382,8 @@ def test_regression_issue23_experiment_out_at_a_file_or_a_read_only_folder_is_ex
     for target in targets:
         code, out, err = run_cli(capsys, "experiment", "sensitivity", "--quick", "--out", str(target))
         assert code == 2 and out == "" and one_line_naming(err, "--out"), (target, err)
+
+
 def test_run_all_runs_every_experiment_into_one_folder(tmp_path: Path, monkeypatch) -> None:
     """``cbalab experiment all`` (runner.run_all): each experiment of the registry writes its runs.csv and
     meta.json under one --out, a failed run makes the exit status 1 without stopping the others, and

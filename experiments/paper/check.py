@@ -17,6 +17,7 @@ exist.  What else it verifies, so that the paper cannot drift from its results u
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -37,8 +38,19 @@ from cbalab.experiments.paper.lint import claim_numbers_outside_sentences, hand_
 from cbalab.experiments.paper.section import rows_commits
 from cbalab.models.files import sha256_file
 
-#: The folders whose change makes every experiment's rows stale (beside the experiment's own runs module).
-CODE = ("algorithms", "models")
+#: The code whose change makes every experiment's rows stale (beside the experiment's own runs module), as git
+#: pathspecs from the repository root: the methods, the models, and the experiments' shared machinery that
+#: computes rows (the replay engines, the workloads, the runner, the method table).  Not counted: the other run
+#: modules, the paper's build and check, the figures' style and the ``--list`` table, which compute no row.
+CODE = (
+    "algorithms",
+    "models",
+    "experiments",
+    ":(exclude)experiments/runs",
+    ":(exclude)experiments/paper",
+    ":(exclude)experiments/plotting.py",
+    ":(exclude)experiments/about.py",
+)
 
 
 def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool = False) -> list[str]:
@@ -119,8 +131,8 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
-    """The experiments whose rows predate the last commit that changed algorithms/, models/ or their own runs
-    module (git log), with why; rows computed in a work tree with uncommitted changes count as stale.
+    """The experiments whose rows predate the last commit that changed their code (:data:`CODE` and their own
+    runs module; git log), with why; rows computed in a work tree with uncommitted changes count as stale.
 
     A row's commit is that of the runner sessions that computed rows (meta.json ``sessions`` with
     ``done`` > 0; :func:`rows_commits`).  Outside a git checkout nothing can be told, and the list says so.
@@ -138,8 +150,7 @@ def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
         if meta is None:
             continue
         own = Path(str(module.__file__)).resolve()
-        paths = [*(str(root / c) for c in CODE), str(own)]
-        last = _git(root, "log", "-1", "--format=%H", "--", *paths).stdout.strip()
+        last = _git(root, "log", "-1", "--format=%H", "--", *CODE, os.path.relpath(own, root)).stdout.strip()
         commits = rows_commits(meta)
         if not commits:
             out.append(f"{name}: meta.json names no commit that computed its rows")

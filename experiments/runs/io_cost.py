@@ -348,6 +348,11 @@ def _short(x: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+def _percent(x: float) -> str:
+    """A saving in % as a cell label: whole numbers, one decimal below 1 in size (so -0.19 is "-0.2", not "-0")."""
+    return f"{x:.1f}" if abs(x) < 1 else f"{x:.0f}"
+
+
 def _core(pts: pd.DataFrame) -> pd.DataFrame:
     """The points of the core arm: C = 500 GB, no cap (every price x datasets x skew)."""
     return pts[(pts["cache_gb"] == CENTRE["cache_gb"]) & np.isinf(pts["bandwidth_gbps"].astype(float))]
@@ -368,7 +373,7 @@ def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
         for _, row in part.iterrows():
             i, j = counts.index(row["n_datasets"]), prices.index(row["price_ratio"])
             grid_[i, j] = 100 * row["mean_saving"]
-            text = f"{100 * row['mean_saving']:.0f}\n{row['cheapest']}"
+            text = f"{_percent(100 * row['mean_saving'])}\n{row['cheapest']}"
             a.text(j, i, text, ha="center", va="center", fontsize=5)
             data.append(
                 {
@@ -396,7 +401,7 @@ def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
         return []
     pts = summary(runs)
     skews = _core(pts)["skew"].nunique()
-    fig, ax = figure(skews, 1, width=2.4, height=2.6)
+    fig, ax = figure(skews, 1, width=2.9, height=2.6)
     fig.subplots_adjust(left=0.08, right=0.88, bottom=0.18, top=0.82, wspace=0.25)
     _heatmaps(list(ax[0]), pts)
     fig.suptitle("CBA's mean saving over the cheapest baseline (%), C = 500 GB, no cap", fontsize=8)

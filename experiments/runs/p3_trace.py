@@ -62,4 +62,3 @@ def measure(*, jobs: int | None = None) -> dict:
         "cba_stall_hours": float(replay.summary["stall_hours"]),
         "gap_to_cba": (cba_io - out["bound"]) / cba_io if cba_io > 0 else None,
     }
-

@@ -92,5 +92,3 @@ def measure(
         "online_over_cost_replay": online["cpu_s"] / cost["cpu_s"],
         "goals": {"autocba_large_over_small": 12.0, "online_over_cost_replay": 3.0},
     }
-
-

@@ -154,4 +154,3 @@ def generate_instance(
     if utility_mix is not None:
         kw["utility_mix"] = utility_mix
     return generate_welfare(jobs, datasets, seed, **kw)
-
