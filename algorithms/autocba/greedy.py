@@ -70,6 +70,7 @@ class _Greedy:
         self.group_wait = [0] * inst.n_datasets
         self.stored: dict[int, _Candidate] = {}
         self.heap: list = []
+        self.heap_ready = True  # False while run() fills the heap, heapified once at the end (O(n), not O(n log n))
         self.seq = 0
 
     # -- state of one job
@@ -232,7 +233,11 @@ class _Greedy:
 
     def _push(self, cand: _Candidate, kind: int, ident: int, version: int) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (-cand.ratio, -cand.gain, self.seq, kind, ident, version))
+        entry = (-cand.ratio, -cand.gain, self.seq, kind, ident, version)
+        if self.heap_ready:
+            heapq.heappush(self.heap, entry)
+        else:
+            self.heap.append(entry)
 
     def apply(self, cand: _Candidate) -> None:
         """Commit a candidate: options, GPUs, welfare and the feeding (incremental or the full CBA re-feed)."""
@@ -262,10 +267,13 @@ class _Greedy:
         """Greedy to exhaustion (lazy re-pricing: a popped move is re-priced and kept only if still the best)."""
         self.heap = []
         self.stored = {}
+        self.heap_ready = False
         for j in range(self.inst.n_jobs):
             self.push_job(j)
         for k in range(self.inst.n_datasets):
             self.push_set(k)
+        heapq.heapify(self.heap)  # the pops' order is the keys' (seq breaks every tie), however the heap was built
+        self.heap_ready = True
         while self.heap:
             _, _, _, kind, ident, version = heapq.heappop(self.heap)
             if version != (self.version_job[ident] if kind == 0 else self.version_set[ident]):
