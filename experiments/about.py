@@ -35,8 +35,8 @@ ABOUT: dict[str, About] = {
     "io-cost": About(
         "CBA vs every cache baseline: IO cost on the Philly replay",
         (7.1, 20.5),
-        6842.0,
-        1,
+        2495.9,
+        2,
         {
             "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
             "headline": ("compared_points", "max_mean_saving", "share_reaching_20_5pct", "reaching_conditions"),
@@ -45,8 +45,8 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        675.7,
-        1,
+        192.7,
+        2,
         {
             "headline": (
                 "method",
@@ -62,8 +62,8 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        2098.3,
-        1,
+        720.1,
+        2,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
             "certificates": ("problem", "variant", "method", "mean_slack", "worst_slack", "bound_valid_share"),
@@ -72,8 +72,8 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        106.4,
-        1,
+        42.1,
+        2,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
             "ratios_welfare": ("jobs", "median_autocba_seconds", "median_pyomo_lp_seconds", "pyomo_lp_over_autocba"),
@@ -82,20 +82,20 @@ ABOUT: dict[str, About] = {
     "sensitivity": About(
         "when caching pays: cached fraction vs price x IO density",
         (5.7, 7.3),
-        12.5,
-        1,
+        4.1,
+        2,
     ),
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        1656.6,
-        1,
+        574.4,
+        2,
     ),
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        696.3,
-        1,
+        175.0,
+        2,
         {
             "ratios": (
                 "policy",
