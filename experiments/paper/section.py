@@ -111,9 +111,10 @@ def need(runs: pd.DataFrame, *columns: str) -> None:
 
 
 def provenance(s: Section, res: Results) -> None:
-    """Runs, failed runs, size (full or quick), wall time and commit of the sweep, as macros.
+    """Runs, failed runs, size (full or quick), wall time, workers and commit of the sweep, as macros.
 
-    The wall time of a sweep that was interrupted and resumed is the sum over its sessions (meta.json).
+    The wall time of a sweep that was interrupted and resumed is the sum over its sessions (meta.json); its
+    workers are the most that a session which computed rows ran with.
     """
     s.number("Runs", len(res.runs), integer(len(res.runs)))
     s.number("Failed", res.failed, integer(res.failed))
@@ -122,6 +123,9 @@ def provenance(s: Section, res: Results) -> None:
     sessions = res.meta.get("sessions") or []
     wall = sum(float(x.get("wall_seconds") or 0.0) for x in sessions) if sessions else res.meta.get("wall_seconds")
     s.number("WallMin", wall or math.nan, fixed(wall / 60.0, 1) if wall else "?")
+    computed = [int(x.get("workers") or 1) for x in sessions if int(x.get("done") or 0) > 0]
+    workers = max(computed) if computed else int(res.meta.get("config", {}).get("workers") or 1)
+    s.number("Workers", workers, integer(workers))
     commits = [c[:8] + ("+" if dirty else "") for c, dirty in rows_commits(res.meta)]
     s.word("Commit", ", ".join(commits) or "unknown")
 
