@@ -200,3 +200,23 @@ def test_welfare_without_the_exact_references_is_said_not_guessed() -> None:
     runs = _welfare_runs([5.0])
     with pytest.raises(paper.ResultsUnusableError, match="no milp rows"):
         welfare.paper_section(paper.Results("welfare", runs[runs["method"] != "milp"], {}, 0))
+
+
+def test_provenance_states_the_workers_of_the_sessions_that_computed_rows() -> None:
+    """The Workers macro is the most workers a session that computed rows ran with; a later resume that did
+    nothing (done 0, on 8 workers) does not count, and the wall time is the sum over all sessions."""
+    from cbalab.experiments.paper.section import Results, Section, provenance
+
+    meta = {
+        "config": {"quick": False, "workers": 8},
+        "sessions": [
+            {"done": 10, "workers": 1, "wall_seconds": 60.0, "git": {"commit": "a" * 40, "dirty": False}},
+            {"done": 5, "workers": 2, "wall_seconds": 30.0, "git": {"commit": "a" * 40, "dirty": False}},
+            {"done": 0, "workers": 8, "wall_seconds": 6.0, "git": {"commit": "b" * 40, "dirty": False}},
+        ],
+    }
+    s = Section("Exp")
+    provenance(s, Results("exp", pd.DataFrame({"x": range(15)}), meta, 0))
+    assert s.macros["ExpWorkers"] == "2"
+    assert s.macros["ExpWallMin"] == "1.6"
+    assert s.macros["ExpCommit"] == "aaaaaaaa"
