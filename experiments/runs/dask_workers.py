@@ -20,13 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from cbalab.experiments.runner import run_sweep
+from cbalab.experiments.runner import comparable, run_sweep
 
 
 def _rows(runs: pd.DataFrame) -> pd.DataFrame:
-    """The sweep's rows without their timings, in run-key order: what every backend must agree on."""
-    keep = [c for c in runs.columns if not c.endswith("_seconds")]
-    return runs[keep].sort_values("run_key").reset_index(drop=True)
+    """The sweep's rows without their timings (runner.comparable), in run-key order: what every backend must
+    agree on."""
+    return comparable(runs).sort_values("run_key").reset_index(drop=True)
 
 
 def sweep_wall(experiment: str, quick: bool, seed: int, workers: int, dask: bool) -> tuple[float, pd.DataFrame]:
