@@ -97,7 +97,7 @@ def test_same_input_same_bound() -> None:
 
 def test_all_instant_starts_at_the_instant_bound() -> None:
     """Theorem 4 (iii) of proofs/dynamic_lower_bound.md: with every dataset instant, the first iterate (P1's duals
-    per slot) is Σ_t Δ_t/3600 P1*(R_t), the closed form of instant caches (Lemma 5 (iii)); and it stays ≤ CBA's
+    per slot) is Σ_t Δ_t/3600 P1*(R_t), the closed form of instant caches (Lemma 5 (ii)); and it stays ≤ CBA's
     replay cost, a P3-feasible schedule (Theorem 1)."""
     schedule, cluster, cba_io = _case(12, 2, 3, 0.3)
     out = solve_lagrange(schedule, cluster, iterations=1, exact_min_gb=math.inf)

@@ -38,9 +38,9 @@ The cache enters as hit ratios (fractions of d_k), as in models/milp/cost.py: th
 R_{k,t} and not R_{k,t}/d_k, which HiGHS would drop when it is below 1e-9.
 
 The statement has two derived emitters: :func:`build_dynamic_model` (Pyomo, to read) and :func:`matrix` (the
-compiled rows, handed to highspy by :func:`solve_dynamic`, which splits large windows by datasets).  The
-matrix solve certifies its answer: ``bound`` is the Lagrangian value of HiGHS's row duals evaluated in numpy, a
-lower bound on P3 whatever the solver's tolerances.
+compiled rows, handed to highspy by :func:`solve_dynamic`; models/milp/p3_lagrange.py decomposes the large
+ones by datasets).  The matrix solve certifies its answer: ``bound`` is the Lagrangian value of HiGHS's row
+duals evaluated in numpy, a lower bound on P3 whatever the solver's tolerances.
 """
 
 from __future__ import annotations
@@ -544,14 +544,6 @@ def matrix(
     return _compiled(p3_statement(schedule, cluster, warmup=warmup, relax=relax))
 
 
-#: Up to this many (dataset, slot) pairs a P3 whose capacity rows bind is solved whole; above, the small datasets
-#: are split off (:func:`solve_dynamic`), because the coupled simplex grows much faster than its size.
-FULL_LP_PAIRS = 20_000
-
-#: Above FULL_LP_PAIRS, the smallest datasets whose sizes add up to at most this share of C are solved alone.
-SMALL_SHARE = 0.02
-
-
 def solve_dynamic(
     schedule: Schedule,
     cluster: Cluster,
@@ -562,25 +554,16 @@ def solve_dynamic(
     threads: int = 1,
     deadline: Deadline | None = None,
 ) -> DynamicResult:
-    """Solve P3 from its matrix with highspy, splitting it by datasets (proofs/dynamic_lower_bound.md, Lemma 5).
+    """Solve P3 whole from its matrix with highspy and certify the answer (:func:`_solve_matrix`).
 
-    Only the capacity rows Σ_k paid_{k,t} ≤ C and Σ_k b_{k,t} ≤ B couple the
-    datasets.  Giving a group of datasets the whole C and B to itself is a
-    relaxation, so the sum of the groups' certified bounds is a lower bound on
-    P3, and a joined solution that meets every coupling row is feasible.  First
-    every dataset is its own group.  If the join overfills C: the whole LP when
-    it has at most FULL_LP_PAIRS pairs; above, the large datasets are solved
-    together and only the smallest ones (sizes summing to ≤ SMALL_SHARE · C)
-    alone.  If that join still overfills C, its trajectories are scaled into C
-    (Lemma 5 (ii)).  Whatever the path, the answer's point is settled against
-    every row of the whole P3 (:func:`settle`) and is ``optimal`` only when its
-    re-computed cost meets the bound (:func:`certified`).
-
-    ``time_limit`` (or an already running ``deadline``, which replaces it) covers
-    every step: the clock is read before each matrix build, each hand-over to
-    HiGHS and each HiGHS run, which gets only what is left; once it has run out
-    the answer is ``time_limit`` with no cost and the closed-form bound of
-    instant caches (Lemma 5 (iii)).
+    The answer's point is settled against every row (:func:`settle`) and is ``optimal`` only when its
+    re-computed cost meets the bound (:func:`certified`); otherwise the bound is at least the closed form of
+    instant caches (proofs/dynamic_lower_bound.md, Lemma 5 (ii)).  A schedule too large for one LP is
+    decomposed by datasets instead (models/milp/p3_lagrange.py, Theorem 4 there; experiments/simulate.py
+    chooses).  ``time_limit`` (or an already running ``deadline``, which replaces it) covers every step: the
+    clock is read before the matrix build, the hand-over to HiGHS and each HiGHS run, which gets only what is
+    left; once it has run out the answer is ``time_limit`` with the best checked point (or no cost) and the
+    closed-form bound.
     """
     cluster.check()
     wall = time.perf_counter()
@@ -589,58 +572,13 @@ def solve_dynamic(
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
-        return _out_of_time(schedule, cluster, lay, wall, "before the first LP")
-    live = np.unique(lay.k)
-    joined = _grouped(schedule, cluster, lay, [np.array([k]) for k in live], warmup, relax, threads, deadline)
-    if isinstance(joined, DynamicResult) and joined.status in ("infeasible", "time_limit"):
-        return _failed_group(joined, schedule, cluster, lay, wall)
-    whole: Matrix | None = None
-    if isinstance(joined, _Joined):
-        if deadline.expired():
-            return _out_of_time(schedule, cluster, lay, wall, "after the per-dataset LPs")
-        whole = matrix(schedule, cluster, warmup=warmup, relax=relax)
-        settled = settle(joined.values, whole, cluster, warmup=warmup)
-        if settled is not None:
-            return _joined_result(joined, settled, schedule, lay, wall, "one LP per dataset; no capacity row binds")
-    if deadline.expired():
-        return _out_of_time(schedule, cluster, lay, wall, "after the per-dataset LPs")
-    if lay.n_pairs <= FULL_LP_PAIRS or cluster.granularity != "continuous" or math.isfinite(cluster.bandwidth_gbps):
-        out = _solve_matrix(
-            schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall, built=whole
-        )
-        if out.status in ("feasible", "time_limit", "error"):
-            instant = instant_bound(schedule, cluster)
-            if out.bound is None or instant > out.bound:
-                out.bound, out.message = instant, out.message + "; bound from instant caches (Lemma 5 (iii))"
-        return out
-    by_size = live[np.argsort(schedule.size_gb[live], kind="stable")]
-    small = by_size[np.cumsum(schedule.size_gb[by_size]) <= SMALL_SHARE * cluster.cache_gb]
-    large = np.setdiff1d(live, small)
-    joined = _grouped(
-        schedule, cluster, lay, [large] + [np.array([k]) for k in small], warmup, relax, threads, deadline
-    )
-    if isinstance(joined, DynamicResult):
-        return _failed_group(joined, schedule, cluster, lay, wall)
-    note = f"{large.size} large datasets together, {small.size} small ones alone"
-    if deadline.expired():
-        return _out_of_time(schedule, cluster, lay, wall, "after the group LPs")
-    whole = whole if whole is not None else matrix(schedule, cluster, warmup=warmup, relax=relax)
-    settled = settle(joined.values, whole, cluster, warmup=warmup)
-    if settled is not None:
-        return _joined_result(joined, settled, schedule, lay, wall, note + "; no capacity row binds")
-    used, _ = _usage(joined.values, lay, cluster, schedule.n_slots)
-    repaired = settle(_repair(joined.values, lay, cluster, used, warmup), whole, cluster, warmup=warmup)
-    # Dropping the warm-up rows is a relaxation too, and without them P3 is a sum of P1s (Theorem 2).
-    instant = instant_bound(schedule, cluster)
-    if joined.bound is None or instant >= joined.bound:
-        joined.bound, note = instant, note + "; joined and scaled into C; bound from instant caches"
-    else:
-        note += "; joined and scaled into C; bound from the groups"
-    if repaired is None:
-        return DynamicResult(
-            "error", None, joined.bound, schedule.n_slots, time.perf_counter() - wall, message=note + "; not settled"
-        )
-    return _joined_result(joined, repaired, schedule, lay, wall, note)
+        return _out_of_time(schedule, cluster, lay, wall, "before the LP")
+    out = _solve_matrix(schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall)
+    if out.status in ("feasible", "time_limit", "error"):
+        instant = instant_bound(schedule, cluster)
+        if out.bound is None or instant > out.bound:
+            out.bound, out.message = instant, out.message + "; bound from instant caches (Lemma 5 (ii))"
+    return out
 
 
 def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
@@ -668,43 +606,6 @@ def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
     return total
 
 
-@dataclass
-class _Joined:
-    """The groups' points joined in layout order, the sum of their bounds (None if one has none), their size."""
-
-    values: dict[str, np.ndarray]
-    bound: float | None
-    rows: int
-    cols: int
-
-
-def _joined_result(
-    joined: _Joined,
-    settled: tuple[dict[str, np.ndarray], float],
-    schedule: Schedule,
-    lay: Layout,
-    wall: float,
-    message: str,
-) -> DynamicResult:
-    """The answer from a settled join: ``optimal`` when the summed bound meets its re-computed cost."""
-    values, cost = settled
-    proven = certified(cost, joined.bound)
-    if not proven:
-        message += f"; not certified: cost {cost!r}, bound {joined.bound!r}"
-    return DynamicResult(
-        "optimal" if proven else "feasible",
-        cost,
-        joined.bound,
-        schedule.n_slots,
-        time.perf_counter() - wall,
-        rows=joined.rows,
-        cols=joined.cols,
-        message=message,
-        pairs=lay,
-        values=values,
-    )
-
-
 def _out_of_time(schedule: Schedule, cluster: Cluster, lay: Layout, wall: float, step: str) -> DynamicResult:
     """``time_limit`` with no cost: the budget ran out ``step``; the bound is the closed form of instant caches."""
     return DynamicResult(
@@ -713,7 +614,7 @@ def _out_of_time(schedule: Schedule, cluster: Cluster, lay: Layout, wall: float,
         instant_bound(schedule, cluster),
         schedule.n_slots,
         time.perf_counter() - wall,
-        message=f"the time limit ran out {step}; bound from instant caches (Lemma 5 (iii))",
+        message=f"the time limit ran out {step}; bound from instant caches (Lemma 5 (ii))",
         pairs=lay,
     )
 
@@ -725,75 +626,6 @@ def _infeasible(
     return DynamicResult(
         "infeasible", None, None, schedule.n_slots, time.perf_counter() - wall, rows, cols, message, pairs=lay
     )
-
-
-def _failed_group(part: DynamicResult, schedule: Schedule, cluster: Cluster, lay: Layout, wall: float) -> DynamicResult:
-    """P3's answer when a group's LP has no point: infeasible if the group is (a relaxation), else no cost."""
-    if part.status == "infeasible":
-        return _infeasible(schedule, lay, wall, "a group of datasets alone is infeasible, so P3 is: " + part.message)
-    out = _out_of_time(schedule, cluster, lay, wall, "in a group LP")
-    if part.status != "time_limit":
-        out.status, out.message = "error", f"a group LP has no checked point ({part.status}: {part.message})"
-    return out
-
-
-def _grouped(
-    schedule: Schedule,
-    cluster: Cluster,
-    lay: Layout,
-    groups: list[np.ndarray],
-    warmup: bool,
-    relax: bool,
-    threads: int,
-    deadline: Deadline,
-) -> _Joined | DynamicResult:
-    """Each group of datasets solved alone with all of C and B, joined in layout order; the first group's
-    answer without a checked point instead, if there is one (or the time limit's, when it runs out)."""
-    names = ["y", "u", "b"] + (["e"] if warmup else []) + (["n"] if cluster.granularity == "block" else [])
-    joined = _Joined({name: np.zeros(lay.n_pairs) for name in names}, 0.0, 0, 0)
-    for members in groups:
-        mask = np.isin(lay.k, members)
-        ts = lay.t[mask]
-        lo, hi = int(ts.min()), int(ts.max())
-        sub = Schedule(
-            schedule.times[lo : hi + 2],
-            schedule.demand[np.sort(members), lo : hi + 1],
-            schedule.size_gb[np.sort(members)],
-        )
-        part = _solve_matrix(sub, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads)
-        if part.status not in ("optimal", "feasible") or not part.values:
-            return part
-        # The group's layout lists its datasets in increasing k and slots in increasing t, as the full layout does.
-        for name in names:
-            joined.values[name][mask] = part.values[name]
-        joined.bound = None if joined.bound is None or part.bound is None else joined.bound + part.bound
-        joined.rows += part.rows
-        joined.cols += part.cols
-    return joined
-
-
-def _paid(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster) -> np.ndarray:
-    """Paid GB per pair: d y, or u_b n under block caching."""
-    return values["n"] * cluster.block() if cluster.granularity == "block" else values["y"] * lay.d
-
-
-def _usage(values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cache paid and bandwidth read per slot, summed over datasets."""
-    used = np.bincount(lay.t, weights=_paid(values, lay, cluster), minlength=n_slots)
-    read = np.bincount(lay.t, weights=values["b"], minlength=n_slots)
-    return used, read
-
-
-def _repair(
-    values: dict[str, np.ndarray], lay: Layout, cluster: Cluster, used: np.ndarray, warmup: bool
-) -> dict[str, np.ndarray]:
-    """A feasible P3 solution from a joined one that overfills C: y, u, e scaled by α = min_t C / used_t,
-    b raised to R (1 − α u) (proofs/dynamic_lower_bound.md, Lemma 5 (ii)); continuous caches, B unlimited."""
-    over = used > cluster.cache_gb
-    alpha = float(np.min(cluster.cache_gb / used[over])) if over.any() else 1.0
-    out = {name: values[name] * alpha for name in ("y", "u") + (("e",) if warmup else ())}
-    out["b"] = np.minimum(np.maximum(values["b"], lay.R * (1.0 - out["u"])), lay.R)
-    return out
 
 
 def settle(
@@ -890,7 +722,6 @@ def _solve_matrix(
     deadline: Deadline,
     threads: int,
     wall: float | None = None,
-    built: Matrix | None = None,
 ) -> DynamicResult:
     """Solve the whole P3 matrix with highspy and certify the answer (:func:`certified`).
 
@@ -908,7 +739,7 @@ def _solve_matrix(
     import highspy
 
     wall = time.perf_counter() if wall is None else wall
-    built = built if built is not None else matrix(schedule, cluster, warmup=warmup, relax=relax)
+    built = matrix(schedule, cluster, warmup=warmup, relax=relax)
     lay, cols, data, rows, _ = built
     n_cols = data["cost"].size
     if lay.n_pairs == 0:
