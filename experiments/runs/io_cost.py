@@ -373,7 +373,9 @@ def _heatmaps(axes: list, pts: pd.DataFrame) -> pd.DataFrame:
         for _, row in part.iterrows():
             i, j = counts.index(row["n_datasets"]), prices.index(row["price_ratio"])
             grid_[i, j] = 100 * row["mean_saving"]
-            text = f"{_percent(100 * row['mean_saving'])}\n{row['cheapest']}"
+            # A name broken at its hyphen ("cache-", "all"), so that it stays inside its cell at the paper's width.
+            name = str(row["cheapest"]).replace("-", "-\n")
+            text = f"{_percent(100 * row['mean_saving'])}\n{name}"
             a.text(j, i, text, ha="center", va="center", fontsize=5)
             data.append(
                 {
