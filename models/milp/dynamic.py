@@ -508,15 +508,12 @@ class DynamicResult:
 
     def summary(self) -> dict:
         """The ``offline_optimum`` entry of summary.json (docs/interface.md)."""
-        return {
-            "cost_io": self.cost_io,
-            "status": self.status,
-            "bound": self.bound,
-            "slots": self.slots,
-            "seconds": self.seconds,
-            "rows": self.rows,
-            "cols": self.cols,
-        }
+        return entry(self, "cost_io", "status", "bound", "slots", "seconds", "rows", "cols")
+
+
+def entry(result: object, *keys: str) -> dict:
+    """The named attributes of a P3 answer as summary.json's ``offline_optimum`` entry, in the order named."""
+    return {key: getattr(result, key) for key in keys}
 
 
 #: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.

@@ -52,6 +52,7 @@ from cbalab.models.milp.dynamic import (
     Schedule,
     certified,
     certified_bound,
+    entry,
     layout,
     matrix,
     settle,
@@ -129,16 +130,8 @@ class LagrangeResult:
 
     def summary(self) -> dict:
         """The ``offline_optimum`` entry of summary.json (docs/interface.md), with the gap and the iterations."""
-        return {
-            "cost_io": self.cost_io,
-            "status": self.status,
-            "bound": self.bound,
-            "gap": self.gap,
-            "slots": self.slots,
-            "iterations": self.iterations,
-            "at_limit": self.at_limit,
-            "method": "lagrange",
-        }
+        keys = ("cost_io", "status", "bound", "gap", "slots", "iterations", "at_limit")
+        return entry(self, *keys) | {"method": "lagrange"}
 
 
 @dataclass
