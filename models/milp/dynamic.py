@@ -555,7 +555,10 @@ def solve_dynamic(
 
     The answer's point is settled against every row (:func:`settle`) and is ``optimal`` only when its
     re-computed cost meets the bound (:func:`certified`); otherwise the bound is at least the closed form of
-    instant caches (proofs/dynamic_lower_bound.md, Lemma 5 (ii)).  A schedule too large for one LP is
+    instant caches (proofs/dynamic_lower_bound.md, Lemma 5 (ii)).  Without a time limit, continuous caches
+    with warm-up are first solved one dataset at a time with all of C (the Lagrangian at zero multipliers,
+    models/milp/p3_lagrange.py), which is the optimum when no capacity row binds (Lemma 5 (i)): then
+    ``rows`` and ``cols`` are 0, as no single LP was solved.  A schedule too large for one LP is
     decomposed by datasets instead (models/milp/p3_lagrange.py, Theorem 4 there; experiments/simulate.py
     chooses).  ``time_limit`` (or an already running ``deadline``, which replaces it) covers every step: the
     clock is read before the matrix build, the hand-over to HiGHS and each HiGHS run, which gets only what is
@@ -570,6 +573,24 @@ def solve_dynamic(
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "before the LP")
+    if warmup and cluster.granularity == "continuous" and deadline.seconds is None:
+        from cbalab.models.milp.p3_lagrange import solve_lagrange  # it builds on this module
+
+        alone = solve_lagrange(schedule, cluster, iterations=1, priced=False)
+        # Checked against every row of the whole statement (the coupling rows included), not only the bound.
+        settled = settle(alone.values, matrix(schedule, cluster), cluster, warmup=True) if alone.values else None
+        if settled is not None and certified(settled[1], alone.bound):
+            message = "one LP per dataset; no capacity row binds (Lemma 5 (i))"
+            return DynamicResult(
+                "optimal",
+                settled[1],
+                alone.bound,
+                schedule.n_slots,
+                time.perf_counter() - wall,
+                message=message,
+                pairs=lay,
+                values=settled[0],
+            )
     out = _solve_matrix(schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall)
     if out.status in ("feasible", "time_limit", "error"):
         instant = instant_bound(schedule, cluster)

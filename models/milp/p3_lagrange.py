@@ -399,6 +399,7 @@ def solve_lagrange(
     exact_share: float | None = None,
     upper_every: int = 10,
     target_gap: float = TARGET_GAP,
+    priced: bool = True,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
@@ -406,7 +407,9 @@ def solve_lagrange(
     LPs (None: whole); datasets smaller than ``exact_min_gb`` GB (or, when given, ``exact_share`` · C) get
     their instant relaxation; a schedule
     is built and settled every ``upper_every`` iterations and at the end; Polyak's target lies at most
-    ``target_gap`` above the best bound.  Continuous caches only.
+    ``target_gap`` above the best bound.  ``priced`` False starts from zero multipliers instead of P1's
+    duals: one iteration is then every dataset's LP alone with all of C, optimal when the joined schedule
+    meets the coupling rows (Lemma 5 (i)).  Continuous caches only.
     """
     cluster.check()
     if cluster.granularity != "continuous":
@@ -428,7 +431,7 @@ def solve_lagrange(
     can_c = room > cluster.cache_gb
     finite_b = math.isfinite(cluster.bandwidth_gbps)
     can_b = (schedule.demand.sum(axis=0) > cluster.bandwidth_gbps) if finite_b else np.zeros(S, dtype=bool)
-    mu = np.where(can_c, _p1_duals(schedule, cluster), 0.0)
+    mu = np.where(can_c, _p1_duals(schedule, cluster), 0.0) if priced else np.zeros(S)
     nu = np.zeros(S)
     B = cluster.bandwidth_gbps if finite_b else 0.0
     best_bound = -math.inf
