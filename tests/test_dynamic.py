@@ -627,23 +627,23 @@ def test_settle_meets_every_row(case: tuple[Workload, SimConfig], seed: int) -> 
     cluster = Cluster(**{**_cluster(cfg).__dict__, "cache_gb": float(sched.size_gb.sum())})
     for warmup in (True, False):
         built = matrix(sched, cluster, warmup=warmup)
-        lay, cols, data, rows, _ = built
+        lay, cols, rows = built
         if lay.n_pairs == 0:
             continue
         rng = np.random.default_rng(seed)
-        raw = {name: rng.uniform(-0.2, 1.2, idx.size) * data["upper"][idx] for name, idx in cols.items()}
+        raw = {name: rng.uniform(-0.2, 1.2, idx.size) * rows.col_hi[idx] for name, idx in cols.items()}
         settled = settle(raw, built, cluster, warmup=warmup)
         assert settled is not None
         values, cost = settled
-        x = np.zeros(data["cost"].size)
+        x = np.zeros(rows.n_cols)
         for name, idx in cols.items():
             x[idx] = values[name]
-        assert (x >= data["lower"]).all() and (x <= data["upper"]).all()
+        assert (x >= rows.col_lo).all() and (x <= rows.col_hi).all()
         act, mag = rows.activity(x)
         lo, hi = rows.row_lo, rows.row_hi
         assert (act >= lo - 1e-9 * (mag + np.abs(np.where(np.isinf(lo), 0, lo))) - 1e-12).all()
         assert (act <= hi + 1e-9 * (mag + np.abs(np.where(np.isinf(hi), 0, hi))) + 1e-12).all()
-        assert cost == pytest.approx(float(data["cost"] @ x), rel=1e-12, abs=1e-15)
+        assert cost == pytest.approx(float(rows.cost @ x), rel=1e-12, abs=1e-15)
         opt = solve_dynamic(sched, cluster, warmup=warmup)
         assert opt.status == "optimal"
         assert cost >= opt.bound * (1 - 1e-9) - 1e-15

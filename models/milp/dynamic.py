@@ -49,7 +49,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyomo.environ as pyo
@@ -516,29 +516,20 @@ def entry(result: object, *keys: str) -> dict:
     return {key: getattr(result, key) for key in keys}
 
 
-#: P3 as :func:`matrix` returns it: the layout, the column blocks, the column data, the rows, the capacity slots.
-Matrix = tuple[Layout, dict[str, np.ndarray], dict[str, np.ndarray], Arrays, np.ndarray]
+class Matrix(NamedTuple):
+    """P3 compiled (unscaled) for highspy from :func:`p3_statement`: the pairs, each block's column numbers
+    {name: indices}, and the compiled model (models/milp/statement.py, ``Arrays``: costs, bounds, rows)."""
+
+    layout: Layout
+    cols: dict[str, np.ndarray]
+    rows: Arrays
 
 
-def _compiled(statement: Statement) -> Matrix:
-    """A P3 statement compiled (unscaled) as :func:`matrix` returns it."""
-    a = statement.compile()
-    cols = {name: np.arange(part.start, part.stop) for name, part in a.blocks.items()}
-    data = {"cost": a.cost, "lower": a.col_lo, "upper": a.col_hi, "integer": a.integral.astype(np.int64)}
-    return statement.data["layout"], cols, data, a, np.unique(statement.data["layout"].t)
-
-
-def matrix(
-    schedule: Schedule,
-    cluster: Cluster,
-    *,
-    warmup: bool = True,
-    relax: bool = False,
-) -> Matrix:
-    """P3 compiled for highspy: the layout, column blocks {name: column indices}, column data (cost, lower,
-    upper, integrality), the compiled rows (models/milp/statement.py, ``Arrays``), and the slots of the capacity
-    rows; all from :func:`p3_statement`."""
-    return _compiled(p3_statement(schedule, cluster, warmup=warmup, relax=relax))
+def matrix(schedule: Schedule, cluster: Cluster, *, warmup: bool = True, relax: bool = False) -> Matrix:
+    """P3 of :func:`p3_statement` compiled: its :class:`Matrix`."""
+    s = p3_statement(schedule, cluster, warmup=warmup, relax=relax)
+    a = s.compile()
+    return Matrix(s.data["layout"], {name: np.arange(part.start, part.stop) for name, part in a.blocks.items()}, a)
 
 
 def solve_dynamic(
@@ -662,11 +653,11 @@ def settle(
     so only C's and B's rows can remain violated.  Then every row of the matrix is evaluated in numpy and
     must hold to :data:`FEAS_RTOL` relative (the check of the repair, not a slack).
     """
-    lay, cols, data, rows, _ = built
+    lay, cols, rows = built
     out: dict[str, np.ndarray] = {}
     for name, idx in cols.items():
-        v = np.clip(np.asarray(values[name], dtype=float), data["lower"][idx], data["upper"][idx])
-        out[name] = np.where(data["integer"][idx] > 0, np.round(v), v)
+        v = np.clip(np.asarray(values[name], dtype=float), rows.col_lo[idx], rows.col_hi[idx])
+        out[name] = np.where(rows.integral[idx], np.round(v), v)
     y, u, b, R = out["y"], out["u"], out["b"], lay.R
     if cluster.granularity == "block":
         y = out["y"] = np.minimum(y, out["n"] * cluster.block() / lay.d)
@@ -675,7 +666,7 @@ def settle(
         out["b"] = np.minimum(R, np.maximum(b, R * (1.0 - u)))
     else:
         _settle_warmup(out, lay)
-    x = np.zeros(data["cost"].size)
+    x = np.zeros(rows.n_cols)
     for name, idx in cols.items():
         x[idx] = out[name]
     act, mag = rows.activity(x)
@@ -686,7 +677,7 @@ def settle(
         side = np.where(np.isinf(lo), 0.0, np.abs(lo)) + np.where(np.isinf(hi), 0.0, np.abs(hi))
     if (np.maximum(low, high) > FEAS_RTOL * (side + mag) + FEAS_ATOL).any():
         return None
-    return out, float(data["cost"] @ x)
+    return out, float(rows.cost @ x)
 
 
 def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
@@ -758,17 +749,17 @@ def _solve_matrix(
 
     wall = time.perf_counter() if wall is None else wall
     built = matrix(schedule, cluster, warmup=warmup, relax=relax)
-    lay, cols, data, rows, _ = built
-    n_cols = data["cost"].size
+    lay, cols, rows = built
+    n_cols = rows.n_cols
     if lay.n_pairs == 0:
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "building the matrix")
     n_rows = rows.n_rows
-    is_mip = bool(data["integer"].any())
-    scale = _scale(data["cost"], instant_bound(schedule, cluster))
+    is_mip = bool(rows.integral.any())
+    scale = _scale(rows.cost, instant_bound(schedule, cluster))
     lp = rows.to_highs()
-    lp.col_cost_ = data["cost"] / scale
+    lp.col_cost_ = rows.cost / scale
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
@@ -787,7 +778,7 @@ def _solve_matrix(
             stopped = "the time limit ran out between HiGHS runs"
             break
         if run:
-            h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), data["cost"] / scale)
+            h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), rows.cost / scale)
         if left is not None:
             h.setOptionValue("time_limit", float(left))
         h.run()
@@ -812,7 +803,7 @@ def _solve_matrix(
             break
         if best is None or certified(best[1], bound) or best[1] <= 0:
             break
-        scale = _scale(data["cost"], best[1])
+        scale = _scale(rows.cost, best[1])
     seconds = time.perf_counter() - wall
     values, cost = best if best is not None else ({}, None)
     if certified(cost, bound):

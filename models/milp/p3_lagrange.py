@@ -199,11 +199,11 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     # Without B: the chunk's own rows b ≤ B are implied by the dualised Σ_k b ≤ B, and dropping them only relaxes
     # (a free slot reads 4 d in its second, more than B may allow; Theorem 4 (ii)).
     built = matrix(_chunk_schedule(schedule, chunk), replace(cluster, bandwidth_gbps=math.inf), warmup=True)
-    sub, cols, data, rows, _ = built
+    sub, cols, rows = built
     # The chunk's layout runs from its first to its last slot with demand (Lemma 4): slot i of the chunk's
     # schedule is chunk.slots[i − 1] after a free slot, chunk.slots[i] otherwise.
     at = sub.t - (1 if chunk.free else 0)
-    cost = _chunk_cost(data["cost"], cols, at, chunk, mu, nu)
+    cost = _chunk_cost(rows.cost, cols, at, chunk, mu, nu)
     top = float(np.max(cost)) if cost.size else 0.0
     scale = top if top > 0 else 1.0
     h = highspy.Highs()
