@@ -150,11 +150,6 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
     if late is not None:
         return late
     built = time.perf_counter() - started
-    solver_options: dict[str, float | str] = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
-    if options.mip_gap == 0.0:
-        solver_options["mip_abs_gap"] = 0.0
-    if isinstance(options, Budget) and not options.presolve:
-        solver_options["presolve"] = "off"
     res = _interruptible(
         solver,
         lambda: solver.solve(
@@ -163,7 +158,7 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
             load_solutions=False,
             raise_exception_on_nonoptimal_result=False,
             time_limit=None if limit is None else limit - built,
-            solver_options=solver_options,
+            solver_options=_highs_options(options),
             auto_updates=_NO_UPDATES,
         ),
     )
@@ -185,6 +180,17 @@ def solve_model(model: pyo.ConcreteModel, options: SolveOptions = SolveOptions()
         return Outcome(Status.TIME_LIMIT, objective, bound, message, has_solution)
     status = Status.FEASIBLE if has_solution else Status.ERROR
     return Outcome(status, objective, bound, f"HiGHS stopped: {tc.name}", has_solution)
+
+
+def _highs_options(options: SolveOptions) -> dict[str, float | str]:
+    """HiGHS's options for ``options``, on both paths to HiGHS: MIP gap (the absolute one 0 too at gap 0, so that
+    ``optimal`` is a proof), threads, presolve off on :func:`_exact`'s retry; the time limit is each caller's."""
+    out: dict[str, float | str] = {"mip_rel_gap": options.mip_gap, "threads": options.threads}
+    if options.mip_gap == 0.0:
+        out["mip_abs_gap"] = 0.0
+    if isinstance(options, Budget) and not options.presolve:
+        out["presolve"] = "off"
+    return out
 
 
 def _ran_out(started: float, limit: float | None, step: str) -> Outcome | None:
@@ -456,27 +462,24 @@ def solve_arrays(
     ``start`` is handed to HiGHS as an incumbent (setSolution; HiGHS checks it and drops it if infeasible).
     HiGHS sees the scaled form; the outcome's objective and bound are in the instance's units (multiplied
     back by ``arrays.objective_scale``).  Returns the outcome, the solution vector (None without one) and
-    run facts (pass/solve seconds, nodes, whether a start was given).
+    run facts (pass/solve seconds, nodes, whether a start was given, and ``model_status``, HiGHS's own status
+    text, which experiments/runs/scaling.py records).
     """
     t0 = time.perf_counter()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    facts: dict = {"start_given": start is not None}
     limit = options.time_limit
     if isinstance(options, Budget):  # the clock of the whole call (build included) and the presolve retry
         late = _ran_out(options.started, limit, "building the array model")
         if late is not None:
-            return late, None, {"start_given": start is not None}
+            return late, None, facts
         limit = None if limit is None else limit - (t0 - options.started)
-        if not options.presolve:
-            h.setOptionValue("presolve", "off")
-    h.setOptionValue("mip_rel_gap", options.mip_gap)
-    if options.mip_gap == 0.0:
-        h.setOptionValue("mip_abs_gap", 0.0)
-    h.setOptionValue("threads", options.threads)
+    for name, value in _highs_options(options).items():
+        h.setOptionValue(name, value)
     if limit is not None:
         h.setOptionValue("time_limit", float(limit))
     h.passModel(arrays.to_highs())
-    facts: dict = {"start_given": start is not None}
     if start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(start)
@@ -488,44 +491,24 @@ def solve_arrays(
     info = h.getInfo()
     status = h.getModelStatus()
     facts.update(pass_seconds=t1 - t0, solve_seconds=t2 - t1, nodes=int(info.mip_node_count))
+    facts["model_status"] = h.modelStatusToString(status)
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, dtype=float) if has_solution else None
     scale = arrays.objective_scale
     objective = float(info.objective_function_value) * scale if has_solution else None
     bound = float(info.mip_dual_bound) * scale if arrays.integral.any() else objective
     ms = highspy.HighsModelStatus
-    if status == ms.kOptimal:
-        return (
-            Outcome(
-                Status.OPTIMAL,
-                objective,
-                bound if bound is not None and math.isfinite(bound) else objective,
-                "HiGHS: optimal",
-                has_solution,
-            ),
-            x,
-            facts,
-        )
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
-        return (
-            Outcome(Status.INFEASIBLE, None, None, f"HiGHS proved the model infeasible ({status.name})", False),
-            None,
-            facts,
-        )
-    if status == ms.kTimeLimit:
-        message = f"HiGHS stopped at the time limit of {options.time_limit} s"
-        return Outcome(Status.TIME_LIMIT, objective, bound, message, has_solution), x, facts
-    return (
-        Outcome(
-            Status.FEASIBLE if has_solution else Status.ERROR,
-            objective,
-            bound,
-            f"HiGHS stopped: {status.name}",
-            has_solution,
-        ),
-        x,
-        facts,
-    )
+        message = f"HiGHS proved the model infeasible ({status.name})"
+        return Outcome(Status.INFEASIBLE, None, None, message, False), None, facts
+    if status == ms.kOptimal:
+        kind, message = Status.OPTIMAL, "HiGHS: optimal"
+        bound = bound if bound is not None and math.isfinite(bound) else objective
+    elif status == ms.kTimeLimit:
+        kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
+    else:
+        kind, message = Status.FEASIBLE if has_solution else Status.ERROR, f"HiGHS stopped: {status.name}"
+    return Outcome(kind, objective, bound, message, has_solution), x, facts
 
 
 #: Slices solved one GPU count at a time on each side of the LP optimum before the rest of that side is solved as
@@ -616,11 +599,8 @@ def solve_sliced(
             single += 1
     facts["nodes"] = nodes
     if best_x is None:
-        return (
-            Outcome(Status.INFEASIBLE, None, None, "HiGHS proved every GPU-count slice infeasible", False),
-            None,
-            facts,
-        )
+        infeasible = Outcome(Status.INFEASIBLE, None, None, "HiGHS proved every GPU-count slice infeasible", False)
+        return infeasible, None, facts
     message = "HiGHS: optimal in every GPU-count slice"
     if options.mip_gap > 0:
         message += f", each only within the MIP gap {options.mip_gap:g}"
@@ -683,11 +663,9 @@ def solve_welfare(
     facts: dict = {"form": form}
     if form == "pyomo":
         model = build_welfare_model(inst, relax=relax)
-        t1 = time.perf_counter()
+        arrays, t1 = model.arrays, time.perf_counter()
         out = solve_model(model, options)
-        if out.has_solution:
-            values = solution(model)
-            y, h = model.arrays.part("y", values), model.arrays.part("h", values)
+        x = solution(model) if out.has_solution else None
         facts.update(build_seconds=t1 - t0, solve_seconds=time.perf_counter() - t1)
     elif form == "arrays":
         arrays = build_welfare_arrays(inst, relax=relax)
@@ -700,12 +678,11 @@ def solve_welfare(
         else:
             out, x, run_facts = solve_arrays(arrays, options, start=start)
         facts.update(run_facts, build_seconds=t1 - t0)
-        if x is not None:
-            y, h = arrays.part("y", x), arrays.part("h", x)
     else:
         raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")
-    if not out.has_solution:
+    if x is None:
         return answer(out, milp=MilpFacts.of(facts, form))
+    y, h = arrays.part("y", x), arrays.part("h", x)
     chosen = np.flatnonzero(y >= (1.0 - 1e-6 if relax else 0.5))
     jobs = inst.option_job()[chosen]
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)

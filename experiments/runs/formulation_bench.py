@@ -3,7 +3,8 @@
 Cases (fixed):
 
 * ``p1``: P1's LP at 100,000 jobs and 1,000 datasets (``generate_cost(100000, 1000, 0)``): the build of the
-  highspy LP (``build_cost_lp``), median of five builds in the process, and its optimum;
+  highspy LP (``cost_statement(inst, relax=True).compile().to_highs()``; on a base that still has it,
+  ``models/milp/cost_highspy.py``'s ``build_cost_lp``), median of five builds in the process, and its optimum;
 * ``welfare/S/F``: the registered welfare ``milp`` on the 1,000-job instance of milp_scale (``generate_welfare
   (1000, 100, S, utility_mix="mixed", budget_fraction=F)``), S ∈ {1, 2, 3}, F ∈ {0.1, 0.2, 0.35}: wall time,
   status, the referee's welfare;
@@ -44,16 +45,36 @@ def measure(case: str) -> dict[str, Any]:
     """Run one case (module docstring) with whichever ``cbalab`` this interpreter imports; seconds and answers."""
     if case == "p1":
         from cbalab.experiments.workload import generate_cost
-        from cbalab.models.milp.cost_highspy import build_cost_lp, solve_cost_lp
 
         inst = generate_cost(100_000, 1_000, 0)
+        try:  # a base from before issue 21 solved P1's LP in a module of its own
+            from cbalab.models.milp.cost_highspy import build_cost_lp, solve_cost_lp  # type: ignore[import-not-found]
+        except ModuleNotFoundError:  # since: compiled from the statement and solved as every compiled model is
+            from cbalab.models.milp.cost import cost_statement
+            from cbalab.models.solve import solve_arrays
+
+            def build() -> Any:
+                return cost_statement(inst, relax=True).compile().to_highs()
+
+            def solve() -> tuple[str, float | None]:
+                out, _, run = solve_arrays(cost_statement(inst, relax=True).compile())
+                return run["model_status"], out.objective
+        else:
+
+            def build() -> Any:
+                return build_cost_lp(inst)
+
+            def solve() -> tuple[str, float | None]:
+                answer = solve_cost_lp(inst)
+                return answer.status, answer.objective
+
         builds = []
         for _ in range(5):
             began = time.perf_counter()
-            build_cost_lp(inst)
+            build()
             builds.append(time.perf_counter() - began)
-        answer = solve_cost_lp(inst)
-        return {"seconds": statistics.median(builds), "status": answer.status, "objective": answer.objective}
+        status, objective = solve()
+        return {"seconds": statistics.median(builds), "status": status, "objective": objective}
     if case.startswith("welfare/"):
         from cbalab.experiments.workload import generate_welfare
         from cbalab.models.evaluate import evaluate

@@ -7,9 +7,12 @@ between them are measured in one run, under the same load):
 * problem ``cost`` (P1, docs/model.md §4; a bandwidth cap that binds, see
   :func:`binding_instance`): CBA's closed form (algorithms/cba.py, best of
   ``repeats`` calls), the LP through Pyomo + HiGHS (models.milp.cost +
-  models.solve; build + solve and solve alone) and the same LP assembled from
-  numpy arrays and passed to HiGHS directly (:func:`highs_lp`; build + solve
-  and solve alone).  The objectives must agree (``max_rel_diff``);
+  models.solve; build + solve and solve alone) and the same LP compiled from
+  its statement to a sparse matrix and handed to highspy directly
+  (``cost_statement(…).compile()`` and models.solve.solve_arrays; build +
+  solve and solve alone).  Both LPs are unscaled, as docs/model.md §4 writes
+  P1, so that the two time one model; the objectives must agree with CBA's
+  (``max_rel_diff``);
 * problem ``welfare`` (P2, docs/model.md §5): AutoCBA (greedy, CBA feeding and
   its certificate) and, up to ``LP_MAX_JOBS`` jobs, the LP relaxation of P2
   through Pyomo + HiGHS.
@@ -40,7 +43,6 @@ from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.models.evaluate import evaluate
 from cbalab.models.instance import Instance
-from cbalab.models.milp.cost_highspy import solve_cost_lp
 
 NAME = "scaling"
 #: The prefix of the paper's macros for this experiment (``\ScalingMaxJobs`` …, ``\ifHaveScaling``).
@@ -113,16 +115,15 @@ def _warm_up() -> None:
     from cbalab.algorithms.autocba import autocba
     from cbalab.models.solve import cost_lp, welfare_lp
 
-    cost_lp(generate_cost(4, 2, 0))
-    solve_cost_lp(generate_cost(4, 2, 0))
+    cost_lp(generate_cost(4, 2, 0))  # also the compile and highspy path of the direct LP
     small = generate_welfare(4, 2, 0)
     autocba(small)
     welfare_lp(small)
 
 
 def _cost(inst: Instance, repeats: int) -> dict:
-    from cbalab.models.milp.cost import build_cost_model
-    from cbalab.models.solve import SolveOptions, solve_model
+    from cbalab.models.milp.cost import build_cost_model, cost_statement
+    from cbalab.models.solve import SolveOptions, solve_arrays, solve_model
 
     _warm_up()
 
@@ -135,13 +136,16 @@ def _cost(inst: Instance, repeats: int) -> dict:
     built = time.perf_counter()
     out = solve_model(model, SolveOptions())
     solved = time.perf_counter()
-    hs = solve_cost_lp(inst)
+    began = time.perf_counter()
+    arrays = cost_statement(inst, relax=True).compile()
+    compiled = time.perf_counter() - began
+    hs, _, run = solve_arrays(arrays)
     values = [v for v in (out.objective, hs.objective) if v is not None]
     diff = max((abs(v - cba_cost) / max(abs(cba_cost), 1e-12) for v in values), default=None)
     return {
         "cba_status": ours.status,
         "pyomo_lp_status": out.status,
-        "highspy_status": hs.status,
+        "highspy_status": run["model_status"],
         "cba_total_cost_usd_per_h": cba_cost,
         "pyomo_lp_objective_usd_per_h": out.objective,
         "highspy_objective_usd_per_h": hs.objective,
@@ -149,8 +153,8 @@ def _cost(inst: Instance, repeats: int) -> dict:
         "cba_seconds": t_cba,
         "pyomo_lp_seconds": solved - start,
         "pyomo_lp_solve_seconds": solved - built,
-        "highspy_seconds": hs.build_seconds + hs.solve_seconds,
-        "highspy_solve_seconds": hs.solve_seconds,
+        "highspy_seconds": compiled + run["pass_seconds"] + run["solve_seconds"],
+        "highspy_solve_seconds": run["solve_seconds"],
     }
 
 

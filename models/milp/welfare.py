@@ -172,6 +172,13 @@ def _per_job(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     return o_job, inst.job_dataset[o_job]
 
 
+def _below(lower: np.ndarray, upper: np.ndarray) -> Rows:
+    """Rows lower_i − upper_i ≤ 0, one per pair of columns: the three "x ≤ y" groups of P2 and P2s."""
+    i = np.arange(lower.size)
+    row, col, coef = stack((lower, 1.0, i), (upper, -1.0, i))
+    return Rows(row, col, coef, np.full(lower.size, -_INF), np.zeros(lower.size))
+
+
 @group
 def one_option(inst: Instance, y: np.ndarray) -> Rows:
     """One option per job or none: Σ_{o ∈ O_j} y_o ≤ 1 (§5)."""
@@ -182,17 +189,13 @@ def one_option(inst: Instance, y: np.ndarray) -> Rows:
 @group
 def w_below_y(w: np.ndarray, fed: np.ndarray) -> Rows:
     """McCormick w_o ≤ y_o (§5, proofs/mccormick_exact.md); with stalls z_o ≤ s_o (Theorem F3)."""
-    i = np.arange(w.size)
-    row, col, coef = stack((w, 1.0, i), (fed, -1.0, i))
-    return Rows(row, col, coef, np.full(w.size, -_INF), np.zeros(w.size))
+    return _below(w, fed)
 
 
 @group
 def fed_below_y(fed: np.ndarray, y: np.ndarray) -> Rows:
     """A job is fed only at the option it runs: s_o ≤ y_o (P2s, proofs/welfare_milp_forms.md, Theorem F3)."""
-    i = np.arange(y.size)
-    row, col, coef = stack((fed, 1.0, i), (y, -1.0, i))
-    return Rows(row, col, coef, np.full(y.size, -_INF), np.zeros(y.size))
+    return _below(fed, y)
 
 
 @group
@@ -211,10 +214,7 @@ def w_per_job(inst: Instance, w: np.ndarray, h: np.ndarray) -> Rows:
 @group
 def w_below_h(inst: Instance, w: np.ndarray, h: np.ndarray) -> Rows:
     """McCormick w_o ≤ h_k(j(o)) (§5, proofs/mccormick_exact.md)."""
-    _, o_k = _per_job(inst)
-    i = np.arange(w.size)
-    row, col, coef = stack((w, 1.0, i), (h[o_k], -1.0, i))
-    return Rows(row, col, coef, np.full(w.size, -_INF), np.zeros(w.size))
+    return _below(w, h[_per_job(inst)[1]])
 
 
 @group

@@ -1,5 +1,6 @@
-"""models/milp/cost_highspy.py: P1's LP compiled from its one statement and solved by highspy, against CBA's
-closed form (proofs/cba_optimality.md, Theorem 1)."""
+"""P1's LP compiled from its one statement (models/milp/cost.py), unscaled, and solved by highspy
+(models/solve.py, solve_arrays), against CBA's closed form (proofs/cba_optimality.md, Theorem 1): the LP that
+experiments/runs/scaling.py times against CBA."""
 
 from __future__ import annotations
 
@@ -11,8 +12,16 @@ import pytest
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.workload import generate_cost
 from cbalab.models.evaluate import MODEL_SHARE, evaluate, tolerated
-from cbalab.models.instance import Instance, InstanceError, build
-from cbalab.models.milp.cost_highspy import solve_cost_lp
+from cbalab.models.instance import Instance, build
+from cbalab.models.milp.cost import cost_statement
+from cbalab.models.solve import Outcome, solve_arrays
+
+
+def _solve(inst: Instance) -> tuple[Outcome, np.ndarray | None]:
+    """The LP's outcome and its cache c_k = d_k h_k (None without a solution)."""
+    arrays = cost_statement(inst, relax=True).compile()
+    out, x, _ = solve_arrays(arrays)
+    return out, None if x is None else np.clip(arrays.part("hit", x), 0.0, 1.0) * inst.dataset_size_gb
 
 
 def _instances() -> list[Instance]:
@@ -30,14 +39,15 @@ def _instances() -> list[Instance]:
 @pytest.mark.parametrize("inst", _instances())
 def test_highspy_lp_has_the_optimum_of_cba(inst: Instance) -> None:
     """Theorem 1: the LP's optimum is CBA's cost (to HiGHS's 1e-7 tolerances); infeasible exactly when CBA is."""
-    ours = solve_cost_lp(inst)
+    ours, cache = _solve(inst)
     reference = cba(inst)
-    if not ours.optimal:
+    if ours.status != "optimal":
         assert reference.status == "infeasible", (ours.status, reference.status)
         return
+    assert cache is not None and ours.objective is not None
     scale = inst.price_bandwidth * float(inst.job_io_gbps.sum()) + inst.price_cache * inst.cache_gb
-    assert ours.cache_gb.sum() <= inst.cache_gb * (1 + 1e-7)
-    assert (ours.cache_gb >= 0).all() and (ours.cache_gb <= inst.dataset_size_gb).all()
+    assert cache.sum() <= inst.cache_gb * (1 + 1e-7)
+    assert (cache >= 0).all() and (cache <= inst.dataset_size_gb).all()
     total = evaluate(inst, reference, "cost").cost_total
     assert abs(ours.objective - total) <= 1e-7 * (scale + abs(total))
 
@@ -57,13 +67,7 @@ def test_a_slow_job_on_a_huge_dataset_stays_feasible() -> None:
         bandwidth_gbps=0.5e-6,
         prices=(2.5, 1e-9, 0.9),
     )
-    ours = solve_cost_lp(inst)
-    assert ours.optimal, ours.status
-    assert ours.cache_gb[0] >= (1.0 - tolerated(0.5e-6, MODEL_SHARE) / 1e-6) * 1e5 * (1 - 1e-6)
+    ours, cache = _solve(inst)
+    assert ours.status == "optimal" and cache is not None and ours.objective is not None, ours.status
+    assert cache[0] >= (1.0 - tolerated(0.5e-6, MODEL_SHARE) / 1e-6) * 1e5 * (1 - 1e-6)
     assert abs(ours.objective - evaluate(inst, cba(inst), "cost").cost_total) <= 1e-9
-
-
-def test_integer_variants_are_refused() -> None:
-    inst = generate_cost(5, 2, 0).replace(cache_granularity="dataset")
-    with pytest.raises(InstanceError, match="cache_granularity"):
-        solve_cost_lp(inst)
