@@ -104,6 +104,7 @@ def _tutorial_toctree(app, docname: str, source: list[str]) -> None:
 def setup(app) -> None:
     app.connect("source-read", _tutorial_toctree)
 
+
 # The facade re-exports a few classes (cbalab.SolveOptions is cbalab.models.types.SolveOptions), so an
 # unqualified type name in a signature has two equal targets; Sphinx reports that ambiguity as "ref.python".
 # Only that category is silenced: missing references and every other warning still fail the build.
