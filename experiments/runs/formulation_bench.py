@@ -10,7 +10,9 @@ Cases (fixed):
   status, the referee's welfare;
 * ``p3``: P3 on the 1,000-job window of the dynamic experiment's scaling run (experiments/runs/dynamic.py,
   ``grid(False, 0)``): the matrix build (``matrix``) and the whole ``solve_dynamic`` (build + solve), its
-  status and cost.
+  status and cost;
+* ``p3-whole``: the same window solved as one LP on both sides (the formulation's own build and solve; before
+  issue 21, ``solve_dynamic`` split a window of more than 20,000 pairs by datasets instead).
 
 Each case runs in a fresh interpreter, once for the base package and once for this checkout (:data:`ROOTS`),
 the two orders alternating between repeats so that the load of the shared machine falls on both alike.
@@ -36,7 +38,7 @@ from typing import Any
 ROOTS: dict[str, str | None] = {"base": "/tmp/h21root", "new": None}
 #: Welfare instances: (seed, budget fraction) of milp_scale at 1,000 jobs.
 WELFARE = tuple((s, f) for s in (1, 2, 3) for f in (0.1, 0.2, 0.35))
-CASES = ("p1", *(f"welfare/{s}/{f}" for s, f in WELFARE), "p3")
+CASES = ("p1", *(f"welfare/{s}/{f}" for s, f in WELFARE), "p3", "p3-whole")
 #: Repeats of every case on each side.
 REPEATS = 2
 
@@ -86,22 +88,38 @@ def measure(case: str) -> dict[str, Any]:
         alloc = welfare_milp(inst)
         seconds = time.perf_counter() - began
         return {"seconds": seconds, "status": alloc.status, "objective": evaluate(inst, alloc, "welfare").welfare}
-    if case == "p3":
+    if case in ("p3", "p3-whole"):
         from cbalab.experiments.runs import dynamic as experiment
-        from cbalab.experiments.simulate import SimConfig, replay_schedule, simulate
-        from cbalab.models.milp.dynamic import Cluster, matrix, solve_dynamic
+        from cbalab.experiments.simulate import SimConfig, simulate
+        from cbalab.models.milp import dynamic
+        from cbalab.models.milp.dynamic import Cluster, matrix, schedule_from_replay, solve_dynamic
 
         params = next(p for p in experiment.grid(False, 0) if p["kind"] == "scale" and p["jobs"] == 1_000)
         w = experiment._window(params)
         cfg = SimConfig(policy="cba", seed=int(params["seed"]))
         jobs = simulate(w, cfg).jobs
-        schedule = replay_schedule(w, jobs)
+        # schedule_from_replay, not simulate.replay_schedule, which the base (before issue 21) does not have
+        schedule = schedule_from_replay(
+            jobs["start_s"].to_numpy(),
+            jobs["end_s"].to_numpy(),
+            jobs["io_gbps"].to_numpy(),
+            w.jobs["dataset_index"].to_numpy(),
+            w.datasets["size_gb"].to_numpy(dtype=float),
+        )
         cluster = Cluster(cache_gb=cfg.cache_gb, price_cache=cfg.prices[1], price_bandwidth=cfg.prices[2])
         began = time.perf_counter()
         matrix(schedule, cluster)
         built = time.perf_counter() - began
         began = time.perf_counter()
-        out = solve_dynamic(schedule, cluster)
+        if case == "p3":
+            out = solve_dynamic(schedule, cluster)
+        elif hasattr(dynamic, "_solve_matrix"):  # the whole LP since issue 21
+            out = dynamic._solve_matrix(
+                schedule, cluster, warmup=True, relax=False, deadline=dynamic.Deadline(None), threads=1
+            )
+        else:  # before: the whole LP is the split solve with the split turned off
+            dynamic.FULL_LP_PAIRS = 10**12  # type: ignore[attr-defined]
+            out = dynamic.solve_dynamic_matrix(schedule, cluster)  # type: ignore[attr-defined]
         seconds = time.perf_counter() - began
         return {
             "seconds": seconds,
