@@ -449,6 +449,13 @@ FEAS_ATOL = 1e-12
 #: absolute tolerances are relative to the optimum (:func:`_solve_matrix`).
 SCALE_PASSES = 3
 
+#: HiGHS's feasibility tolerances for P3's LPs (the whole matrix and p3_lagrange's chunks).  Its rows are not
+#: scaled, so the primal tolerance is absolute in GB/s and fractions of d_k: a feeding row b + R u ≥ R met only to
+#: 1e-9 leaves settle (:func:`settle`) to read that much more, which on a schedule costing 1e-4 $ lifted the cost
+#: above the bound by more than the certification rule allows (1.2e-6 relative, after SCALE_PASSES runs).  So the
+#: primal tolerance is HiGHS's smallest, 1e-10; the bound does not rest on either (weak duality, any duals).
+HIGHS_TOLERANCES = (("primal_feasibility_tolerance", 1e-10), ("dual_feasibility_tolerance", 1e-9))
+
 #: The scaled objective's largest coefficient is kept at or below this, so that a tiny reference scale does not
 #: give HiGHS costs it treats as infinite (1e20) or that swamp its dual tolerance in rounding.
 MAX_SCALED_COST = 1e15
@@ -763,8 +770,8 @@ def _solve_matrix(
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    for option, setting in HIGHS_TOLERANCES:
+        h.setOptionValue(option, setting)
     if is_mip:
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)

@@ -48,6 +48,7 @@ from cbalab.models.instance import InstanceError
 from cbalab.models.milp.dynamic import (
     FEAS_ATOL,
     FEAS_RTOL,
+    HIGHS_TOLERANCES,
     Cluster,
     Schedule,
     certified,
@@ -67,10 +68,6 @@ CHUNK_PAIRS: int | None = None
 
 #: Consecutive iterations without a better bound after which the step factor is halved.
 PATIENCE = 3
-
-#: HiGHS's feasibility tolerances for the chunk LPs, as models/milp/dynamic.py sets them for P3 (the bound does not
-#: rest on them: it is the weak-duality value of whatever duals HiGHS returns).
-HIGHS_TOLERANCES = (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9))
 
 #: Polyak's target lies at most this share above the best bound found (see :func:`solve_lagrange`).
 TARGET_GAP = 0.01
