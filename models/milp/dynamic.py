@@ -571,12 +571,14 @@ def solve_dynamic(
         return DynamicResult("optimal", 0.0, 0.0, schedule.n_slots, time.perf_counter() - wall, pairs=lay)
     if deadline.expired():
         return _out_of_time(schedule, cluster, lay, wall, "before the LP")
+    built = None
     if warmup and cluster.granularity == "continuous" and deadline.seconds is None:
         from cbalab.models.milp.p3_lagrange import solve_lagrange  # it builds on this module
 
         alone = solve_lagrange(schedule, cluster, iterations=1, priced=False)
         # Checked against every row of the whole statement (the coupling rows included), not only the bound.
-        settled = settle(alone.values, matrix(schedule, cluster), cluster, warmup=True) if alone.values else None
+        built = matrix(schedule, cluster)
+        settled = settle(alone.values, built, cluster, warmup=True) if alone.values else None
         if settled is not None and certified(settled[1], alone.bound):
             message = "one LP per dataset; no capacity row binds (Lemma 5 (i))"
             return DynamicResult(
@@ -589,7 +591,9 @@ def solve_dynamic(
                 pairs=lay,
                 values=settled[0],
             )
-    out = _solve_matrix(schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall)
+    out = _solve_matrix(
+        schedule, cluster, warmup=warmup, relax=relax, deadline=deadline, threads=threads, wall=wall, built=built
+    )
     if out.status in ("feasible", "time_limit", "error"):
         instant = instant_bound(schedule, cluster)
         if out.bound is None or instant > out.bound:
@@ -738,8 +742,10 @@ def _solve_matrix(
     deadline: Deadline,
     threads: int,
     wall: float | None = None,
+    built: Matrix | None = None,
 ) -> DynamicResult:
-    """Solve the whole P3 matrix with highspy and certify the answer (:func:`certified`).
+    """Solve the whole P3 matrix with highspy and certify the answer (:func:`certified`); ``built`` is the matrix
+    of these arguments when the caller has it already.
 
     HiGHS's tolerances are absolute, so the objective is divided before HiGHS
     sees it by a value near the optimum (:func:`_scale`): first the closed-form
@@ -755,7 +761,7 @@ def _solve_matrix(
     import highspy
 
     wall = time.perf_counter() if wall is None else wall
-    built = matrix(schedule, cluster, warmup=warmup, relax=relax)
+    built = matrix(schedule, cluster, warmup=warmup, relax=relax) if built is None else built
     lay, cols, rows = built
     n_cols = rows.n_cols
     if lay.n_pairs == 0:
