@@ -23,3 +23,18 @@ def test_autocba_ratio_is_that_of_the_median_times_of_the_repeats() -> None:
 def test_no_repeats_is_bad_input() -> None:
     with pytest.raises(InstanceError, match="repeats"):
         trace_scale.measure(small=200, large=2000, repeats=0, autocba_only=True)
+
+
+def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
+    """``cbalab bench p3-trace --exact-share S --chunk-pairs P`` (experiments/runs/p3_trace.py) solves the whole
+    schedule by the decomposition under those limits, reports them, and leaves the TRACE_* limits of
+    ``--offline-optimum`` as they were."""
+    from cbalab.experiments.runs import p3_trace
+    from cbalab.models.milp import p3_lagrange
+
+    monkeypatch.setattr(p3_lagrange, "LARGE_PAIRS", 0)  # 300 jobs are a "large" schedule: the decomposition runs
+    before = (p3_lagrange.TRACE_EXACT_SHARE, p3_lagrange.TRACE_CHUNK_PAIRS)
+    out = p3_trace.measure(jobs=300, exact_share=0.5, chunk_pairs=64)
+    assert out["limits"]["exact_share"] == 0.5 and out["limits"]["chunk_pairs"] == 64
+    assert out["p3_method"] == "lagrange" and out["p3_bound"] <= out["cba_io"] * (1 + 1e-9)
+    assert before == (p3_lagrange.TRACE_EXACT_SHARE, p3_lagrange.TRACE_CHUNK_PAIRS)

@@ -1,6 +1,6 @@
 """p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
 
-    cbalab bench p3-trace            (--jobs N: only the first N jobs)
+    cbalab bench p3-trace            (--jobs N: only the first N jobs; --exact-share S, --chunk-pairs P: other limits)
 
 Measures in one run, in CPU seconds (``time.process_time``, so that the machine's other load does not count):
 
@@ -25,8 +25,26 @@ from cbalab.experiments.workload import Workload, make_workload
 from cbalab.models.milp import p3_lagrange
 
 
-def measure(*, jobs: int | None = None) -> dict:
-    """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s."""
+def measure(*, jobs: int | None = None, exact_share: float | None = None, chunk_pairs: int | None = None) -> dict:
+    """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s.
+
+    ``exact_share`` and ``chunk_pairs`` replace TRACE_EXACT_SHARE and TRACE_CHUNK_PAIRS for this measurement
+    (how much bound a finer relaxation buys; ``--offline-optimum`` itself always uses the TRACE_* limits).
+    """
+    limits = {"TRACE_EXACT_SHARE": exact_share, "TRACE_CHUNK_PAIRS": chunk_pairs}
+    saved = {name: getattr(p3_lagrange, name) for name in limits}
+    try:
+        for name, value in limits.items():
+            if value is not None:
+                setattr(p3_lagrange, name, value)
+        return _measure(jobs)
+    finally:
+        for name, value in saved.items():
+            setattr(p3_lagrange, name, value)
+
+
+def _measure(jobs: int | None) -> dict:
+    """:func:`measure` at the limits in force."""
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
         workload = Workload(workload.jobs.iloc[:jobs].reset_index(drop=True), workload.datasets, workload.settings)
