@@ -619,7 +619,8 @@ def test_regression_issue19_time_limit_reports_a_checked_point(monkeypatch) -> N
 @given(_replays(), st.integers(0, 2**32 - 1))
 def test_settle_meets_every_row(case: tuple[Workload, SimConfig], seed: int) -> None:
     """Lemma 6 of proofs/dynamic_lower_bound.md: a random point, settled, meets every row of P3 (checked here
-    row by row on the matrix) and costs at least the certified optimum; the optimum, settled, keeps its cost."""
+    row by row on the matrix), pays for no cache its rows do not need (step 3) and costs at least the certified
+    optimum; the optimum, settled, keeps its cost."""
     from cbalab.models.milp.dynamic import matrix, settle
 
     w, cfg = case
@@ -644,6 +645,15 @@ def test_settle_meets_every_row(case: tuple[Workload, SimConfig], seed: int) -> 
         assert (act >= lo - 1e-9 * (mag + np.abs(np.where(np.isinf(lo), 0, lo))) - 1e-12).all()
         assert (act <= hi + 1e-9 * (mag + np.abs(np.where(np.isinf(hi), 0, hi))) + 1e-12).all()
         assert cost == pytest.approx(float(rows.cost @ x), rel=1e-12, abs=1e-15)
+        # Step 3: y is the least its rows allow; lowering any pair's y by 1e-6 breaks one of its rows.
+        y = values["y"]
+        floor = np.maximum(values["u"], values["e"]) if warmup else values["u"]
+        assert (y >= floor - 1e-15).all()
+        for p in rng.permutation(lay.n_pairs)[:20]:
+            lower = x.copy()
+            lower[cols["y"][p]] -= 1e-6
+            act_p, _ = rows.activity(lower)
+            assert (act_p < lo - 1e-9).any() or (act_p > hi + 1e-9).any() or lower[cols["y"][p]] < 0
         opt = solve_dynamic(sched, cluster, warmup=warmup)
         assert opt.status == "optimal"
         assert cost >= opt.bound * (1 - 1e-9) - 1e-15

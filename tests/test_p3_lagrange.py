@@ -87,6 +87,18 @@ def test_regression_small_window_is_certified() -> None:
     assert alone.cost_io == pytest.approx(whole.cost_io, rel=1e-6)
 
 
+@pytest.mark.parametrize("period", [None, 600.0])
+def test_schedule_is_no_dearer_than_the_cba_replay(period: float | None) -> None:
+    """Theorem 4 of proofs/dynamic_lower_bound.md, "The upper bound": with P1's duals the candidates include CBA's
+    targets, which reach at least the replay's fill (the rows are relaxations of the simulator's dynamics,
+    Lemmas 2 and 3) and pay no unfilled cache (Lemma 6, step 3), so the schedule found costs at most CBA's
+    replay, on windows where C binds and where it does not."""
+    for n, seed, share in ((8, 1, 0.2), (12, 4, 0.5), (20, 2, 0.8), (40, 5, 0.2)):
+        schedule, cluster, cba = _case(n, seed, 3, share, period)
+        out = solve_lagrange(schedule, cluster, iterations=1)
+        assert out.cost_io is not None and out.cost_io <= cba * (1 + 1e-9)
+
+
 def test_reaches_the_lp_optimum() -> None:
     """Theorem 4 (v) of proofs/dynamic_lower_bound.md: uncut, every dataset exact, the Lagrangian dual of the LP
     is tight; 40 subgradient steps come within 0.5 % of P3* on windows where C binds, and close at least half of

@@ -677,6 +677,8 @@ def settle(
         out["b"] = np.minimum(R, np.maximum(b, R * (1.0 - u)))
     else:
         _settle_warmup(out, lay)
+    if not rows.integral[cols["y"]].any():
+        out["y"] = np.minimum(out["y"], _least_paid(out, lay, warmup=warmup))
     x = np.zeros(rows.n_cols)
     for name, idx in cols.items():
         x[idx] = out[name]
@@ -721,6 +723,28 @@ def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
         u[todo], b[todo], e[todo] = ut, bt, et
         todo = nxt[todo[fell]]
         todo = todo[todo >= 0]
+
+
+def _least_paid(out: dict[str, np.ndarray], lay: Layout, *, warmup: bool) -> np.ndarray:
+    """The least y each pair's rows allow at the settled u, e and b: y ≥ u, y ≥ e and, for every held-target
+    ramp of :func:`fill_held` with 0 < θ < 1, y ≥ (u − θ e⁻ − θ² ξ / 2) / (1 − θ) (Lemma 6, step 3).
+
+    Every other row holds y on its loosening side (d y ≤ u_b n, Σ_k d_k y ≤ C), so lowering y to this keeps
+    every row and can only lower the cost: cache paid for but never filled (a warm-up's target held from its
+    first slot) is not paid for.
+    """
+    u = out["u"]
+    if not warmup:
+        return u
+    e = out["e"]
+    need = np.maximum(u, e)
+    before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], 0.0)
+    xi = lay.dt * lay.R / lay.d
+    for theta, keep in tangents(xi, lay.R):
+        held = keep & (theta > 0) & (theta < 1) & (lay.R > 0)
+        ramp = (u - theta * before - theta * theta * xi / 2.0) / np.where(held, 1.0 - theta, 1.0)
+        need = np.where(held, np.maximum(need, ramp), need)
+    return need
 
 
 def _scale(cost: np.ndarray, reference: float) -> float:

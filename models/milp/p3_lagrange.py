@@ -261,6 +261,17 @@ def _instant(
     return float((read - top * saving).sum()), y
 
 
+def _greedy_targets(schedule: Schedule, cluster: Cluster, live: np.ndarray) -> dict[str, np.ndarray]:
+    """Bare cache targets (y only; K × S) of the live datasets: in every slot the datasets with p_b ρ ≥ p_c, whole
+    (or C, if smaller), which :func:`_upper` cuts to C densest first, CBA's closed form per slot
+    (proofs/cba_optimality.md, Theorem 1).  A schedule that needs no subproblem; :func:`_upper` gives it the fill
+    its targets reach."""
+    zero = np.zeros(schedule.n_slots)
+    traj = {name: np.zeros((schedule.size_gb.size, schedule.n_slots)) for name in ("y", "u", "e", "b")}
+    traj["y"][live] = _instant(schedule, cluster, live, zero, zero)[1]
+    return traj
+
+
 def _p1_duals(schedule: Schedule, cluster: Cluster) -> np.ndarray:
     """μ_t = Δ_t/3600 · max(0, p_b ρ − p_c) at the density ρ of the dataset that fills C in slot t (P1's dual).
 
@@ -477,6 +488,10 @@ def solve_lagrange(
                 point = _upper(schedule, cluster, candidate, instant)
                 if point is not None and (best is None or point[1] < best[1]):
                     best = point
+        if it == 0 and priced:  # CBA's targets, beside the subproblems' schedules (the join is alone unpriced)
+            point = _upper(schedule, cluster, _greedy_targets(schedule, cluster, live), live)
+            if point is not None and (best is None or point[1] < best[1]):
+                best = point
         if value > best_bound:
             best_bound, stall = value, 0
         else:
