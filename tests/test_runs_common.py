@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from cbalab.experiments.meta import git_commit
 from cbalab.experiments.runs.common import meta_path, write_results
 from cbalab.models.files import sha256_file
 
@@ -29,4 +30,5 @@ def test_writes_the_csv_then_a_meta_json_that_describes_it(tmp_path) -> None:
     assert meta["rows"] == 2 and meta["columns"] == ["seed", "gap"]
     assert meta["sha256"] == sha256_file(path)
     assert {"python", "numpy", "highspy"} <= set(meta["versions"])
+    assert meta["git"] == git_commit()  # the commit it ran at (None outside a git checkout)
     assert sorted(p.name for p in path.parent.iterdir()) == ["gaps.csv", "gaps.meta.json"]  # no temporary left

@@ -2,10 +2,11 @@
 
 Every script under experiments/runs/ writes its rows through :func:`write_results`,
 so each result file comes with what produced it: the script, its seed (every
-random draw of a run derives from it), its arguments, the package versions and
-the sha256 of the CSV.  Both files go through cbalab.models.files (temporary
-file in the same folder, then rename), the meta JSON last, so a complete
-meta file always describes a complete CSV.
+random draw of a run derives from it), its arguments, the package versions, the
+git commit it ran at (with whether the work tree had changes) and the sha256 of the
+CSV.  Both files go through cbalab.models.files (temporary file in the same folder,
+then rename), the meta JSON last, so a complete meta file always describes a
+complete CSV.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from cbalab.experiments.meta import git_commit
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
 
 SCHEMA = "cbalab/run-meta@1"
@@ -60,6 +62,7 @@ def write_results(
         "sha256": sha256_file(path),
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": {"python": platform.python_version(), **_versions()},
+        "git": git_commit(),
     }
     atomic_write_json(meta_path(path), meta)
     return path
