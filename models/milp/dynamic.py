@@ -739,10 +739,10 @@ def _least_paid(out: dict[str, np.ndarray], lay: Layout, *, warmup: bool) -> np.
     e = out["e"]
     need = np.maximum(u, e)
     before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], 0.0)
-    xi = lay.dt * lay.R / lay.d
-    for theta, keep in tangents(xi, lay.R):
+    every = np.arange(lay.n_pairs)
+    for theta, keep in tangents(lay.dt * lay.R / lay.d, lay.R):
         held = keep & (theta > 0) & (theta < 1) & (lay.R > 0)
-        ramp = (u - theta * before - theta * theta * xi / 2.0) / np.where(held, 1.0 - theta, 1.0)
+        ramp = (u - theta * before - _tangent_constant(lay, theta, every)) / np.where(held, 1.0 - theta, 1.0)
         need = np.where(held, np.maximum(need, ramp), need)
     return need
 
