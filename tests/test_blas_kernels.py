@@ -1,0 +1,111 @@
+"""Replays must not depend on the BLAS kernel that OpenBLAS picks for the CPU (docs/reproduce.md, "The two runs,
+on two machines, agree").
+
+OpenBLAS chooses its kernels at start-up by CPU, and ``OPENBLAS_CORETYPE`` forces one. A sum taken by
+``np.dot`` can then differ in its last bits from one machine to another. Each case here runs in two fresh
+interpreters, under the Prescott (SSE3) and Sandybridge (AVX) kernels, which every x86-64 machine can run, and
+compares what they print. The rerun of stop 31 found a replay whose decisions depend on the kernel; it is
+pinned here as a strict expected failure, so the fix has its test waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+KERNELS = ("Prescott", "Sandybridge")
+
+
+def _openblas() -> bool:
+    blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+    return "openblas" in str(blas.get("name", "")).lower()
+
+
+pytestmark = pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64") or not _openblas(),
+    reason="OPENBLAS_CORETYPE names x86-64 kernels of OpenBLAS",
+)
+
+#: Cost replays (experiments/simulate.py): every table and the summary, as bytes.
+COST = """
+import hashlib, json, cbalab
+out = {}
+for policy in ("cba", "silod"):
+    r = cbalab.simulate(1000, policy, timing=False)
+    tables = r.jobs.to_csv(index=False) + r.timeseries.to_csv(index=False)
+    out[policy] = [hashlib.sha256(tables.encode()).hexdigest(), json.dumps(r.summary, sort_keys=True, default=str)]
+print(json.dumps(out))
+"""
+
+#: Elastic replays (experiments/elastic.py): the decisions and JCTs (jobs.csv) as bytes, the scores as numbers.
+ELASTIC = """
+import hashlib, json, cbalab
+out = {}
+for policy in ("autocba", "gavel-fair", "optimus"):
+    r = cbalab.simulate(300, policy, problem="welfare", budget_fraction=0.2, timing=False)
+    out[policy] = [hashlib.sha256(r.jobs.to_csv(index=False).encode()).hexdigest(),
+                   r.timeseries["static_welfare_rate"].tolist()]
+print(json.dumps(out))
+"""
+
+#: The online-welfare run 852598ffafd4cc48 (paper/results/online-welfare/runs.csv): gavel-fair fed by silod.
+KNIFE_EDGE = """
+import json
+from cbalab.experiments.runs import online_welfare as ow
+p = next(p for p in ow.grid(False, 0) if p["policy"] == "gavel-fair" and p["cache_policy"] == "silod"
+         and p["window_start"] == 30000 and p["budget_fraction"] == 0.1 and p["utility_mix"] == "mixed"
+         and p["io_scale"] == 30.0 and p["restart_delay_s"] == 0.0)
+r = ow.run_one(p)
+print(json.dumps([r["welfare"], r["mean_jct_s"], r["restarts"]]))
+"""
+
+
+def _under(kernel: str, script: str) -> object:
+    env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:  # not an AssertionError: a crash must not pass as the expected failure below
+        raise RuntimeError(f"under OPENBLAS_CORETYPE={kernel}: {done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_cost_replays_are_the_same_bytes_on_every_kernel() -> None:
+    """The cost replay's tables and summary are byte-identical under two BLAS kernels (io-cost's 1,512 replays
+    were on two machines)."""
+    first, second = (_under(k, COST) for k in KERNELS)
+    assert first == second
+
+
+def test_elastic_replays_decide_the_same_on_every_kernel() -> None:
+    """The elastic replay's decisions and JCTs (jobs.csv) are byte-identical under two BLAS kernels, and the
+    referee's scores agree to 1e-12 relative; their last bits come from ``np.dot`` in models/evaluate.py."""
+    first, second = (_under(k, ELASTIC) for k in KERNELS)
+    assert isinstance(first, dict) and isinstance(second, dict)
+    for policy, (jobs, scores) in first.items():
+        other_jobs, other_scores = second[policy]
+        assert jobs == other_jobs, policy
+        np.testing.assert_allclose(scores, other_scores, rtol=1e-12, atol=0.0, err_msg=policy)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "known defect (stop 31): the GPU-time of time shares is an np.dot, in Schedule.gpu_time "
+        "(algorithms/baselines/io_unaware.py) and in ElasticReplay.feed_slot's money for bandwidth "
+        "(experiments/elastic.py); gavel-fair's water-filling puts it at a boundary, where a last bit flips a "
+        "decision. Summing both with math.fsum makes this test pass (checked in stop 31)"
+    ),
+)
+def test_regression_gavel_fair_replay_is_the_same_on_every_kernel() -> None:
+    """The online-welfare replay whose welfare differed by 8.4e-4 between two machines gives the same restarts,
+    and welfare and mean JCT to 1e-12 relative, under two BLAS kernels."""
+    first, second = (_under(k, KNIFE_EDGE) for k in KERNELS)
+    assert isinstance(first, list) and isinstance(second, list)
+    assert first[2] == second[2]
+    assert first[:2] == pytest.approx(second[:2], rel=1e-12, abs=0.0)
