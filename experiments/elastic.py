@@ -108,6 +108,7 @@ from cbalab.experiments.replay import run as run_replay
 from cbalab.experiments.workload.elastic import ELASTIC_SHAPES, ElasticWorkload, reference_horizon, reference_spend
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.instance import Instance, InstanceError
+from cbalab.models.kernels import exact_dot
 from cbalab.models.result import IoFeeding, OnlineFacts
 from cbalab.models.types import SolveOptions
 
@@ -477,7 +478,7 @@ class ElasticReplay:
             hit = self.eta
         need = r * (1.0 - hit[kj])
         total = float(need.sum())
-        gpus = float(np.dot(g, x))
+        gpus = exact_dot(g, x)
         money = self.budget - self.p_g * gpus - self.p_c * float(self.target.sum())
         factor = 1.0
         if total > 0:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import exact_dot
 from cbalab.models.result import Allocation as Allocation  # re-exported: methods import the result from the referee
 from cbalab.models.types import Problem, Status
 
@@ -200,7 +201,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     if total_c > tolerated(inst.cache_gb):
         v.append(f"total cache {total_c:.6g} GB exceeds the capacity C = {inst.cache_gb:.6g}")
     # time-shared GPUs are a time average (a float, checked with the float slack); whole GPUs are counted exactly
-    total_g: float = int(g.sum()) if alloc.time_share is None else float(np.dot(g, share))
+    total_g: float = int(g.sum()) if alloc.time_share is None else exact_dot(g, share)
     room = inst.gpus if alloc.time_share is None or inst.gpus is None else inst.gpus + _slack(inst.gpus)
     if problem == "welfare" and room is not None and total_g > room:
         v.append(f"total GPUs {total_g:.9g} exceed the cluster's G = {inst.gpus}")
@@ -212,7 +213,7 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     if problem == "welfare" and total > tolerated(inst.budget_per_hour):
         v.append(f"cost {total:.6g} $/h exceeds the budget {inst.budget_per_hour:.6g} $/h")
 
-    welfare = float(np.dot(util * share, factor)) if welfare_known else None
+    welfare = exact_dot(util * share, factor) if welfare_known else None
     return Evaluation(
         feasible=not v,
         violations=v,

@@ -5,6 +5,8 @@
 - :func:`weak_dual`: the weak-dual value D(λ, μ) of the substituted cost LP, a lower bound on the least IO
   cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2).
 - :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
+- :func:`exact_dot`: Σ a_i b_i rounded once (math.fsum of the exact products), the same bits on every CPU and
+  BLAS kernel, for the sums a decision compares with a limit (time-shared GPU time, welfare).
 - :func:`power_of_two`: the scale the exact models divide an objective or a column by before HiGHS sees it
   (docs/model.md §8), undone exactly.
 
@@ -56,6 +58,18 @@ def bandwidth_factor(inst: Instance, need: float, money: float) -> float:
         if inst.price_bandwidth > 0 and math.isfinite(money):
             factor = min(factor, max(money, 0.0) / (inst.price_bandwidth * need))
     return factor
+
+
+def exact_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ_i a_i b_i, correctly rounded: each product is one IEEE multiplication and ``math.fsum`` adds them exactly.
+
+    ``np.dot`` hands the sum to BLAS, whose kernels (chosen by CPU: OpenBLAS's Prescott, Sandybridge, Haswell,
+    SkylakeX …) add in different orders; where a decision compares the sum with a limit (gavel-fair's
+    water-filling against G, the money left for bandwidth), a last bit then decides differently on another
+    machine (tests/test_blas_kernels.py).  A correctly rounded sum has one answer.
+    """
+    prod = np.multiply(a, b, dtype=float)
+    return math.fsum(prod.tolist())
 
 
 def power_of_two(x: float) -> float:

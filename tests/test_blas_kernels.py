@@ -4,8 +4,9 @@ on two machines, agree").
 OpenBLAS chooses its kernels at start-up by CPU, and ``OPENBLAS_CORETYPE`` forces one. A sum taken by
 ``np.dot`` can then differ in its last bits from one machine to another. Each case here runs in two fresh
 interpreters, under the Prescott (SSE3) and Sandybridge (AVX) kernels, which every x86-64 machine can run, and
-compares what they print. The rerun of stop 31 found a replay whose decisions depend on the kernel; it is
-pinned here as a strict expected failure, so the fix has its test waiting.
+compares what they print. The rerun of stop 31 found a replay whose decisions depended on the kernel (an
+``np.dot`` of time-shared GPU time); the sums a decision compares with a limit are now
+:func:`cbalab.models.kernels.exact_dot`, correctly rounded, and that replay is the last case here.
 """
 
 from __future__ import annotations
@@ -92,19 +93,10 @@ def test_elastic_replays_decide_the_same_on_every_kernel() -> None:
         np.testing.assert_allclose(scores, other_scores, rtol=1e-12, atol=0.0, err_msg=policy)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "known defect (stop 31): the GPU-time of time shares is an np.dot, in Schedule.gpu_time "
-        "(algorithms/baselines/io_unaware.py) and in ElasticReplay.feed_slot's money for bandwidth "
-        "(experiments/elastic.py); gavel-fair's water-filling puts it at a boundary, where a last bit flips a "
-        "decision. Summing both with math.fsum makes this test pass (checked in stop 31)"
-    ),
-)
 def test_regression_gavel_fair_replay_is_the_same_on_every_kernel() -> None:
-    """The online-welfare replay whose welfare differed by 8.4e-4 between two machines gives the same restarts,
-    and welfare and mean JCT to 1e-12 relative, under two BLAS kernels."""
+    """The online-welfare replay whose welfare differed by 8.4e-4 between two machines (stop 31: np.dot of the
+    time-shared GPU time, now models.kernels.exact_dot) gives the same restarts, and welfare and mean JCT to
+    1e-12 relative, under two BLAS kernels."""
     first, second = (_under(k, KNIFE_EDGE) for k in KERNELS)
     assert isinstance(first, list) and isinstance(second, list)
     assert first[2] == second[2]

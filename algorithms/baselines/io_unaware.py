@@ -45,7 +45,7 @@ import numpy as np
 from cbalab.algorithms import registry
 from cbalab.models.evaluate import RTOL, Allocation, evaluate, least_feeding, option_lookup
 from cbalab.models.instance import Instance
-from cbalab.models.kernels import bandwidth_factor, prefix_fill
+from cbalab.models.kernels import bandwidth_factor, exact_dot, prefix_fill
 from cbalab.models.result import IoFeeding
 from cbalab.models.types import SolveOptions, Status
 
@@ -62,7 +62,7 @@ class Schedule(NamedTuple):
     def gpu_time(self) -> float:
         """GPUs held on average, Σ_j share_j · g_j (docs/model.md §5, "Time sharing")."""
         g = np.asarray(self.gpus, dtype=float)
-        return float(g.sum() if self.share is None else np.dot(g, self.share))
+        return float(g.sum()) if self.share is None else exact_dot(g, self.share)
 
 
 #: A GPU scheduler: (instance, GPU cap) -> its Schedule within ``cap`` GPUs (time-averaged when it shares time).

@@ -80,6 +80,7 @@ from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
+from cbalab.models.kernels import exact_dot
 from cbalab.models.types import SolveOptions
 
 NAME = "welfare"
@@ -174,7 +175,7 @@ def run_one(params: dict) -> dict:
         "io_cost_usd_per_h": float(ev.cost_io),
         "budget_use": float(ev.cost_total / inst.budget_per_hour) if inst.budget_per_hour > 0 else None,
         "jobs_running": int((gpus > 0).sum()),
-        "gpus_used": float(np.dot(gpus, ev.time_share)),
+        "gpus_used": exact_dot(gpus, ev.time_share),
         "min_stall_factor": float(ev.stall_factor.min()) if inst.n_jobs else 1.0,
         "mean_stall_factor_running": float(ev.stall_factor[gpus > 0].mean()) if (gpus > 0).any() else 1.0,
     }
