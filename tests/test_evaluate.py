@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cbalab.models.evaluate import Allocation, evaluate, result, score
 from cbalab.models.instance import Instance, build
+from cbalab.models.kernels import exact_dot
 from cbalab.models.types import Status
 
 
@@ -298,3 +303,26 @@ def test_regression_issue20_the_result_json_keeps_its_shape_with_the_typed_resul
     assert scored.status is Status.INFEASIBLE and scored.objective == pytest.approx(14.0)
     assert list(scored.document()) == [*HEAD_KEYS, *ARRAY_KEYS, "feasible", "violations", "reason"]
     assert json.loads(json.dumps(scored.document()))["status"] == "infeasible"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-1e12, 1e12, allow_nan=False, allow_subnormal=False),
+            st.floats(0.0, 1.0, allow_nan=False, allow_subnormal=False),
+        ),
+        max_size=60,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_exact_dot_is_correctly_rounded_in_any_order(pairs: list[tuple[float, float]], rnd: random.Random) -> None:
+    """models.kernels.exact_dot, the referee's time-shared GPU time and welfare, is the correctly rounded Σ a_i b_i
+    of the rounded products: equal to the exact rational sum rounded once, so no order of the terms (and no
+    BLAS kernel, tests/test_blas_kernels.py) changes a bit."""
+    a = np.array([p[0] for p in pairs], dtype=float)
+    b = np.array([p[1] for p in pairs], dtype=float)
+    exact = float(sum((Fraction(x) for x in (a * b).tolist()), Fraction(0)))
+    assert exact_dot(a, b) == exact
+    perm = list(range(len(pairs)))
+    rnd.shuffle(perm)
+    assert exact_dot(a[perm], b[perm]) == exact
