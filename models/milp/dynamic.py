@@ -66,20 +66,32 @@ READ_TANGENTS = (0.5, 1.0)
 RATE_TANGENTS = (0.0, 0.5, 1.0)
 
 
-def tangents(xi: np.ndarray, R: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(θ per pair, pairs that get the row) for every tangent row; ξ = Δ R / d is the most a slot can read.
+class Tangent(NamedTuple):
+    """One tangent row of Lemma 3 per pair: its point θ, the pairs that get the row and its constant θ² ξ / 2."""
+
+    theta: np.ndarray
+    keep: np.ndarray
+    const: np.ndarray
+
+
+def tangents(xi: np.ndarray, R: np.ndarray) -> list[Tangent]:
+    """Every tangent row (:class:`Tangent`); ξ = Δ R / d is the most a slot can read.
 
     A row is left out where its constant θ² ξ / 2 is ≥ 1 (it cannot bind), where R = 0 and θ > 0 (no reads),
-    and, for a read tangent, where φ / ξ > ½ (the rate tangents cover it).
+    and, for a read tangent, where φ / ξ > ½ (the rate tangents cover it).  The model's rows, the settling of
+    a point (:func:`settle`) and the decomposition's ramp (models/milp/p3_lagrange.py) all read the constant
+    from here.
     """
     rows = []
     for theta in RATE_TANGENTS:
         th = np.full(xi.size, theta)
-        rows.append((th, (th * th * xi / 2.0 < 1.0) & ((theta == 0) | (R > 0))))
+        const = th * th * xi / 2.0
+        rows.append(Tangent(th, (const < 1.0) & ((theta == 0) | (R > 0)), const))
     with np.errstate(divide="ignore"):
         for phi in READ_TANGENTS:
             th = np.where(xi > 0, phi / xi, 1.0)
-            rows.append((np.minimum(th, 1.0), (R > 0) & (th <= 0.5)))
+            th_c = np.minimum(th, 1.0)
+            rows.append(Tangent(th_c, (R > 0) & (th <= 0.5), th_c * th_c * xi / 2.0))
     return rows
 
 
@@ -306,10 +318,10 @@ def p3_statement(schedule: Schedule, cluster: Cluster, *, warmup: bool = True, r
         before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], -1)
         s.add(end_paid(y, e))
         s.add(fill_end(lay, e, before, b))
-        for i, (theta, keep) in enumerate(tangents(lay.dt * lay.R / lay.d, lay.R)):
-            s.add(fill_mean(lay, u, before, b, theta, keep), f"_{i}")
-            s.add(fill_end_mean(lay, e, u, b, theta, keep), f"_{i}")
-            s.add(fill_held(lay, u, y, before, theta, keep), f"_{i}")
+        for i, tan in enumerate(tangents(lay.dt * lay.R / lay.d, lay.R)):
+            s.add(fill_mean(lay, u, before, b, tan), f"_{i}")
+            s.add(fill_end_mean(lay, e, u, b, tan), f"_{i}")
+            s.add(fill_held(lay, u, y, before, tan), f"_{i}")
     s.add(cache_capacity(lay, cluster, *paid))
     s.add(bandwidth_capacity(lay, cluster, b))
     return s
@@ -372,46 +384,34 @@ def fill_end(lay: Layout, e: np.ndarray, before: np.ndarray, b: np.ndarray) -> R
     )
 
 
-def _tangent_constant(lay: Layout, theta: np.ndarray, sel: np.ndarray) -> np.ndarray:
-    """θ² ξ / 2 at the selected pairs, ξ = Δ R / d the most a slot can read (Lemma 3)."""
-    return theta[sel] ** 2 * (lay.dt * lay.R / lay.d)[sel] / 2.0
-
-
-def _read_tangent(
-    lay: Layout, fill: np.ndarray, start: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
-) -> Rows:
+def _read_tangent(lay: Layout, fill: np.ndarray, start: np.ndarray, b: np.ndarray, tan: Tangent) -> Rows:
     """fill ≤ start + (1 − θ) Δ b / d + θ² ξ / 2 at the kept pairs: the fill above ``start`` is at most the
     tangent at θ of the exact bound x − x²/(2ξ) on what a slot reading x = Δ b / d adds (Lemma 3)."""
-    sel = np.flatnonzero(keep)
-    rows = _one_per_pair((fill, 1.0), (start, -1.0), (b, -(1.0 - theta) * lay.dt / lay.d), sel=sel)
-    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+    sel = np.flatnonzero(tan.keep)
+    rows = _one_per_pair((fill, 1.0), (start, -1.0), (b, -(1.0 - tan.theta) * lay.dt / lay.d), sel=sel)
+    return Rows(*rows, np.full(sel.size, -math.inf), tan.const[sel])
 
 
 @group
-def fill_mean(
-    lay: Layout, u: np.ndarray, before: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
-) -> Rows:
+def fill_mean(lay: Layout, u: np.ndarray, before: np.ndarray, b: np.ndarray, tan: Tangent) -> Rows:
     """The mean fill at tangent θ of :func:`tangents`: u ≤ e⁻ + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
-    return _read_tangent(lay, u, before, b, theta, keep)
+    return _read_tangent(lay, u, before, b, tan)
 
 
 @group
-def fill_end_mean(
-    lay: Layout, e: np.ndarray, u: np.ndarray, b: np.ndarray, theta: np.ndarray, keep: np.ndarray
-) -> Rows:
+def fill_end_mean(lay: Layout, e: np.ndarray, u: np.ndarray, b: np.ndarray, tan: Tangent) -> Rows:
     """The end fill at tangent θ: e ≤ u + (1 − θ) Δ b / d + θ² ξ / 2 (Lemma 3)."""
-    return _read_tangent(lay, e, u, b, theta, keep)
+    return _read_tangent(lay, e, u, b, tan)
 
 
 @group
-def fill_held(
-    lay: Layout, u: np.ndarray, y: np.ndarray, before: np.ndarray, theta: np.ndarray, keep: np.ndarray
-) -> Rows:
+def fill_held(lay: Layout, u: np.ndarray, y: np.ndarray, before: np.ndarray, tan: Tangent) -> Rows:
     """The fill ramps at most at rate R towards a target held over the slot: u ≤ (1 − θ) y + θ e⁻ + θ² ξ / 2 for
     θ > 0 (Lemma 3, the held-target ramp)."""
-    sel = np.flatnonzero(keep & (theta > 0) & (lay.R > 0))
+    theta = tan.theta
+    sel = np.flatnonzero(tan.keep & (theta > 0) & (lay.R > 0))
     rows = _one_per_pair((u, 1.0), (y, -(1.0 - theta)), (before, -theta), sel=sel)
-    return Rows(*rows, np.full(sel.size, -math.inf), _tangent_constant(lay, theta, sel))
+    return Rows(*rows, np.full(sel.size, -math.inf), tan.const[sel])
 
 
 @group
@@ -673,12 +673,16 @@ def settle(
     if cluster.granularity == "block":
         y = out["y"] = np.minimum(y, out["n"] * cluster.block() / lay.d)
     np.minimum(u, y, out=u)
+    continuous = not rows.integral[cols["y"]].any()
     if not warmup:
         out["b"] = np.minimum(R, np.maximum(b, R * (1.0 - u)))
+        if continuous:  # without warm-up rows the least y a pair allows is its mean fill u (Lemma 6, step 3)
+            out["y"] = np.minimum(out["y"], u)
     else:
-        _settle_warmup(out, lay)
-    if not rows.integral[cols["y"]].any():
-        out["y"] = np.minimum(out["y"], _least_paid(out, lay, warmup=warmup))
+        tan = tangents(lay.dt * R / lay.d, R)
+        _settle_warmup(out, lay, tan)
+        if continuous:
+            out["y"] = np.minimum(out["y"], _least_paid(out, lay, tan))
     x = np.zeros(rows.n_cols)
     for name, idx in cols.items():
         x[idx] = out[name]
@@ -693,13 +697,11 @@ def settle(
     return out, float(rows.cost @ x)
 
 
-def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
+def _settle_warmup(out: dict[str, np.ndarray], lay: Layout, tan: list[Tangent]) -> None:
     """The forward pass of :func:`settle` with warm-up rows, in place: u, b, e of every pair, then again for the
     pairs whose previous pair's end fill fell (by more than FEAS_ATOL / 2; less is within the check)."""
     y, u, b, e, R = out["y"], out["u"], out["b"], out["e"], lay.R
     step = lay.dt / lay.d
-    xi = lay.dt * R / lay.d
-    tan = [(theta, keep, theta * theta * xi / 2.0) for theta, keep in tangents(xi, R)]
     nxt = np.full(lay.n_pairs, -1, dtype=np.int64)
     has_prev = lay.prev >= 0
     nxt[lay.prev[has_prev]] = np.flatnonzero(has_prev)
@@ -725,7 +727,7 @@ def _settle_warmup(out: dict[str, np.ndarray], lay: Layout) -> None:
         todo = todo[todo >= 0]
 
 
-def _least_paid(out: dict[str, np.ndarray], lay: Layout, *, warmup: bool) -> np.ndarray:
+def _least_paid(out: dict[str, np.ndarray], lay: Layout, tan: list[Tangent]) -> np.ndarray:
     """The least y each pair's rows allow at the settled u, e and b: y ≥ u, y ≥ e and, for every held-target
     ramp of :func:`fill_held` with 0 < θ < 1, y ≥ (u − θ e⁻ − θ² ξ / 2) / (1 − θ) (Lemma 6, step 3).
 
@@ -733,16 +735,12 @@ def _least_paid(out: dict[str, np.ndarray], lay: Layout, *, warmup: bool) -> np.
     every row and can only lower the cost: cache paid for but never filled (a warm-up's target held from its
     first slot) is not paid for.
     """
-    u = out["u"]
-    if not warmup:
-        return u
-    e = out["e"]
+    u, e = out["u"], out["e"]
     need = np.maximum(u, e)
     before = np.where(lay.prev >= 0, e[np.maximum(lay.prev, 0)], 0.0)
-    every = np.arange(lay.n_pairs)
-    for theta, keep in tangents(lay.dt * lay.R / lay.d, lay.R):
+    for theta, keep, const in tan:
         held = keep & (theta > 0) & (theta < 1) & (lay.R > 0)
-        ramp = (u - theta * before - _tangent_constant(lay, theta, every)) / np.where(held, 1.0 - theta, 1.0)
+        ramp = (u - theta * before - const) / np.where(held, 1.0 - theta, 1.0)
         need = np.where(held, np.maximum(need, ramp), need)
     return need
 

@@ -325,7 +325,7 @@ def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
         xi = x * R
         yt = y[:, t]
         u = yt.copy()
-        rows = [(theta, keep, theta * theta * xi / 2.0) for theta, keep in tangents(xi, R)]
+        rows = tangents(xi, R)
         for theta, keep, c in rows:
             slope = (1.0 - theta) * x * R
             u = np.where(keep, np.minimum(u, (before + slope + c) / (1.0 + slope)), u)
