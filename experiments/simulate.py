@@ -65,6 +65,7 @@ from cbalab.models.types import SolveOptions
 
 if TYPE_CHECKING:
     from cbalab.models.milp.dynamic import Schedule
+    from cbalab.models.milp.p3_lagrange import TraceLimits
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
@@ -549,6 +550,7 @@ def offline_optimum(
     result: SimResult,
     time_limit: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    trace_limits: TraceLimits | None = None,
 ) -> dict:
     """P3 over the replay's schedule (models/milp/dynamic.py): the ``offline_optimum`` entry of summary.json.
 
@@ -560,10 +562,11 @@ def offline_optimum(
     (injectable for tests); when it runs out the entry is ``time_limit`` with the best checked cost or none.
     Without a time limit, a schedule too large for one LP (models/milp/p3_lagrange.py, ``large_schedule``) is
     solved by Lagrangian decomposition with fixed iteration limits (Theorem 4 there): deterministic, a certified
-    bound and its ``gap`` to the best schedule found, and ``gap_to_replay``, the gap to this replay's own cost.
+    bound and its ``gap`` to the best schedule found, and ``gap_to_replay``, the gap to this replay's own cost;
+    ``trace_limits`` replaces its TRACE_* limits (None: those).
     """
     from cbalab.models.milp.dynamic import Cluster, Deadline, solve_dynamic
-    from cbalab.models.milp.p3_lagrange import large_schedule, solve_trace
+    from cbalab.models.milp.p3_lagrange import TRACE_LIMITS, large_schedule, solve_trace
 
     deadline = Deadline(time_limit, clock)
     schedule = replay_schedule(workload, result.jobs, period_s=cfg.period_s)
@@ -575,7 +578,7 @@ def offline_optimum(
     )
     if time_limit is None and large_schedule(schedule, cluster, warmup=cfg.warmup):
         wall = time.perf_counter()
-        big = solve_trace(schedule, cluster)
+        big = solve_trace(schedule, cluster, trace_limits or TRACE_LIMITS)
         doc = big.summary() | {"seconds": time.perf_counter() - wall, "message": big.message}
         io = float(result.summary["cost"]["io"])
         if result.summary.get("stall_hours", 0.0) == 0 and io > 0:

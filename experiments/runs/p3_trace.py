@@ -28,23 +28,15 @@ from cbalab.models.milp import p3_lagrange
 def measure(*, jobs: int | None = None, exact_share: float | None = None, chunk_pairs: int | None = None) -> dict:
     """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s.
 
-    ``exact_share`` and ``chunk_pairs`` replace TRACE_EXACT_SHARE and TRACE_CHUNK_PAIRS for this measurement
-    (how much bound a finer relaxation buys; ``--offline-optimum`` itself always uses the TRACE_* limits).
+    ``exact_share`` and ``chunk_pairs`` replace TRACE_EXACT_SHARE and TRACE_CHUNK_PAIRS in the
+    :class:`~cbalab.models.milp.p3_lagrange.TraceLimits` passed to ``offline_optimum`` (how much bound a finer
+    relaxation buys; ``--offline-optimum`` itself always uses the TRACE_* limits).
     """
-    limits = {"TRACE_EXACT_SHARE": exact_share, "TRACE_CHUNK_PAIRS": chunk_pairs}
-    saved = {name: getattr(p3_lagrange, name) for name in limits}
-    try:
-        for name, value in limits.items():
-            if value is not None:
-                setattr(p3_lagrange, name, value)
-        return _measure(jobs)
-    finally:
-        for name, value in saved.items():
-            setattr(p3_lagrange, name, value)
-
-
-def _measure(jobs: int | None) -> dict:
-    """:func:`measure` at the limits in force."""
+    limits = p3_lagrange.TRACE_LIMITS
+    if exact_share is not None:
+        limits = limits._replace(exact_share=exact_share)
+    if chunk_pairs is not None:
+        limits = limits._replace(chunk_pairs=chunk_pairs)
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
         workload = Workload(workload.jobs.iloc[:jobs].reset_index(drop=True), workload.datasets, workload.settings)
@@ -54,18 +46,13 @@ def _measure(jobs: int | None) -> dict:
     replay_cpu = time.process_time() - cpu
     cpu = time.process_time()
     # What ``cbalab simulate --offline-optimum`` adds to summary.json: above LARGE_PAIRS pairs, solve_trace.
-    out = offline_optimum(workload, cfg, replay)
+    out = offline_optimum(workload, cfg, replay, trace_limits=limits)
     p3_cpu = time.process_time() - cpu
     cba_io = float(replay.summary["cost"]["io"])
     return {
         "jobs": len(workload.jobs),
         "slots": out["slots"],
-        "limits": {
-            "iterations": p3_lagrange.TRACE_ITERATIONS,
-            "chunk_pairs": p3_lagrange.TRACE_CHUNK_PAIRS,
-            "exact_share": p3_lagrange.TRACE_EXACT_SHARE,
-            "target_gap": p3_lagrange.TRACE_TARGET_GAP,
-        },
+        "limits": limits._asdict(),
         "replay_cpu_s": replay_cpu,
         "p3_cpu_s": p3_cpu,
         "cpu_ratio": p3_cpu / replay_cpu,

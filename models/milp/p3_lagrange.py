@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,6 +92,20 @@ TRACE_EXACT_SHARE = 0.1
 #: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
 #: so full steps towards 1 % above it overshoot (measured on 10,000 Philly jobs: every step lost bound).
 TRACE_TARGET_GAP = 0.002
+
+
+class TraceLimits(NamedTuple):
+    """The limits of :func:`solve_trace`, TRACE_* by default; experiments/runs/p3_trace.py passes others to
+    measure what a finer relaxation buys (more exact datasets, larger chunks)."""
+
+    iterations: int = TRACE_ITERATIONS
+    chunk_pairs: int = TRACE_CHUNK_PAIRS
+    exact_share: float = TRACE_EXACT_SHARE
+    target_gap: float = TRACE_TARGET_GAP
+
+
+#: The TRACE_* limits, what ``cbalab simulate --offline-optimum`` and the dynamic experiment use.
+TRACE_LIMITS = TraceLimits()
 
 
 def large_schedule(schedule: Schedule, cluster: Cluster, *, warmup: bool = True) -> bool:
@@ -519,14 +534,15 @@ def solve_lagrange(
     return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
 
 
-def solve_trace(schedule: Schedule, cluster: Cluster) -> LagrangeResult:
-    """:func:`solve_lagrange` with the trace-scale limits TRACE_* (the offline optimum of a large schedule)."""
+def solve_trace(schedule: Schedule, cluster: Cluster, limits: TraceLimits = TRACE_LIMITS) -> LagrangeResult:
+    """:func:`solve_lagrange` with the trace-scale ``limits`` (the offline optimum of a large schedule), settled
+    at the last iteration only."""
     return solve_lagrange(
         schedule,
         cluster,
-        iterations=TRACE_ITERATIONS,
-        chunk_pairs=TRACE_CHUNK_PAIRS,
-        exact_share=TRACE_EXACT_SHARE,
-        upper_every=TRACE_ITERATIONS,
-        target_gap=TRACE_TARGET_GAP,
+        iterations=limits.iterations,
+        chunk_pairs=limits.chunk_pairs,
+        exact_share=limits.exact_share,
+        upper_every=limits.iterations,
+        target_gap=limits.target_gap,
     )
