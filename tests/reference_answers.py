@@ -98,15 +98,24 @@ def online_case(
     }
 
 
-def same(saved: Any, now: Any, rel: float = 1e-12) -> bool:
-    """Whether two answers agree: floats to a relative ``rel`` (the certificate's sums, see CERTIFICATE_COLUMNS),
-    everything else (digests, statuses, counts) exactly."""
+#: A certified gap is 1 − welfare / bound, a number in [0, 1] computed with an absolute error of a few ulps of 1:
+#: a last bit of the welfare sum moves a gap of 1e-6 by 2.2e-16, 2e-10 of it (the referee's welfare became a
+#: correctly rounded sum after the fixture was written, models.kernels.exact_dot).  Gaps are compared to this.
+GAP_ATOL = 1e-15
+
+
+def same(saved: Any, now: Any, rel: float = 1e-12, atol: float = 1e-300) -> bool:
+    """Whether two answers agree: floats to a relative ``rel`` or an absolute ``atol`` (the certificate's sums,
+    see CERTIFICATE_COLUMNS; ``certified_gap`` to :data:`GAP_ATOL`), everything else (digests, statuses,
+    counts) exactly."""
     if isinstance(saved, dict) and isinstance(now, dict):
-        return saved.keys() == now.keys() and all(same(saved[k], now[k], rel) for k in saved)
+        return saved.keys() == now.keys() and all(
+            same(saved[k], now[k], rel, GAP_ATOL if k == "certified_gap" else atol) for k in saved
+        )
     if isinstance(saved, list) and isinstance(now, list):
-        return len(saved) == len(now) and all(same(a, b, rel) for a, b in zip(saved, now))
+        return len(saved) == len(now) and all(same(a, b, rel, atol) for a, b in zip(saved, now))
     if isinstance(saved, float) and isinstance(now, float):
-        return math.isclose(saved, now, rel_tol=rel, abs_tol=1e-300) or (math.isnan(saved) and math.isnan(now))
+        return math.isclose(saved, now, rel_tol=rel, abs_tol=atol) or (math.isnan(saved) and math.isnan(now))
     return bool(saved == now)
 
 

@@ -38,7 +38,7 @@ def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
     assert out["limits"]["exact_share"] == 0.5 and out["limits"]["chunk_pairs"] == 64
     assert out["p3_method"] == "lagrange" and out["p3_bound"] <= out["cba_io"] * (1 + 1e-9)
     assert before == (p3_lagrange.TRACE_EXACT_SHARE, p3_lagrange.TRACE_CHUNK_PAIRS)
-    assert p3_lagrange.TRACE_LIMITS == p3_lagrange.TraceLimits()
+    assert p3_lagrange.TraceLimits() == p3_lagrange.TRACE_LIMITS
     # The limits reach the decomposition: a larger exact share solves fewer datasets by their warm-up rows.
     default = p3_trace.measure(jobs=300)
     assert default["limits"] == p3_lagrange.TRACE_LIMITS._asdict()
