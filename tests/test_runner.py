@@ -401,3 +401,27 @@ def test_run_all_runs_every_experiment_into_one_folder(tmp_path: Path, monkeypat
     assert (tmp_path / "again" / "toy2" / "runs.csv").exists()
     with pytest.raises(runner.ExperimentError, match="--workers"):
         runner.run_all(tmp_path, workers=0)
+
+
+@pytest.mark.parametrize("n", [5, 25])
+def test_regression_sensitivity_grid_is_correctly_rounded_on_every_machine(n: int) -> None:
+    """The sensitivity grid's points are 10^e correctly rounded (decimal arithmetic, not numpy's CPU-dispatched
+    power, which put 292 of 2,500 points one ulp apart on AVX2 and AVX-512 machines): each equals the power taken
+    at 60 digits and rounded once, the ends are exactly 1e-6 and 10, and the densities sit off the ratios."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    from cbalab.experiments.runs import sensitivity
+
+    low, high = Fraction(-6), Fraction(1)
+    points = sensitivity.log_grid(low, high, n)
+    assert points[0] == 1e-6 and points[-1] == 10.0
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for i, value in enumerate(points):
+            e = low + (high - low) * i / (n - 1)
+            assert value == float(Decimal(10) ** (Decimal(e.numerator) / Decimal(e.denominator)))
+    runs = sensitivity.grid(n == 5, 0)
+    ratios = {r["price_ratio"] for r in runs}
+    densities = {r["io_density_per_s"] for r in runs}
+    assert ratios == set(points) and not ratios & densities and len(densities) == n
