@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        239.9,
+        655.8,
         2,
         {
             "headline": (
@@ -72,7 +72,7 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        49.3,
+        165.3,
         2,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
@@ -82,19 +82,19 @@ ABOUT: dict[str, About] = {
     "sensitivity": About(
         "when caching pays: cached fraction vs price x IO density",
         (5.7, 7.3),
-        5.0,
+        25.1,
         2,
     ),
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        787.1,
+        1650.2,
         2,
     ),
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        236.6,
+        613.6,
         2,
         {
             "ratios": (
