@@ -19,7 +19,11 @@ import subprocess
 import sys
 
 import pytest
-from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+try:  # numpy >= 2 (pyproject allows 1.26, where the module is numpy.core)
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+except ImportError:  # pragma: no cover - numpy 1.x
+    from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
 #: The dispatch targets this CPU runs; switching them all off leaves numpy's baseline kernels.
 WIDER = [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
