@@ -7,6 +7,9 @@
 - :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
 - :func:`exact_dot`: Σ a_i b_i rounded once (math.fsum of the exact products), the same bits on every CPU and
   BLAS kernel, for the sums a decision compares with a limit (time-shared GPU time, welfare).
+- :func:`libm`: a math-module function applied element by element, for the transcendental functions of the
+  instance generators (exp, log1p, tanh, powers): numpy's SIMD kernels of these round differently on AVX2
+  and AVX-512 machines, the C library's scalar ones do not depend on the CPU.
 - :func:`power_of_two`: the scale the exact models divide an objective or a column by before HiGHS sees it
   (docs/model.md §8), undone exactly.
 
@@ -16,6 +19,7 @@ The least feeding b_j = r_j (1 − h_k(j)) is :func:`cbalab.models.evaluate.leas
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -70,6 +74,19 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> float:
     """
     prod = np.multiply(a, b, dtype=float)
     return math.fsum(prod.tolist())
+
+
+def libm(fn: Callable[..., float], x: np.ndarray | float, *args: float) -> np.ndarray:
+    """``fn(x_i, *args)`` for every element of ``x``, by the C library's scalar function (``math.tanh``, …).
+
+    numpy dispatches ``tanh``, ``exp``, ``log1p`` and ``power`` to SIMD kernels chosen by the CPU (AVX2,
+    AVX-512), which round differently in the last bit; a generated instance then differs from machine to machine,
+    and so do its run keys and optima (tests/test_simd_dispatch.py).  The scalar function has one answer for a
+    given C library.  The result has the shape of ``x``.
+    """
+    a = np.asarray(x, dtype=float)
+    flat = [fn(v, *args) for v in a.ravel().tolist()]
+    return np.array(flat, dtype=float).reshape(a.shape)
 
 
 def power_of_two(x: float) -> float:

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cbalab.models.instance import InstanceError
+from cbalab.models.kernels import libm
 
 #: The utility shapes of docs/model.md §5, by the names the CLI and the generator use.
 SHAPES = ("linear", "log", "sqrt", "alpha", "sigmoid", "deadline")
@@ -165,14 +166,15 @@ class Utility:
         if self.shape == "linear":
             u = x
         elif self.shape == "log":
-            u = np.log1p(x)
+            u = libm(math.log1p, x)
         elif self.shape == "sqrt":
             u = np.sqrt(x)
         elif self.shape == "alpha":
-            u = np.log1p(x) if self.alpha == 1.0 else ((1.0 + x) ** (1.0 - self.alpha) - 1.0) / (1.0 - self.alpha)
+            a = self.alpha
+            u = libm(math.log1p, x) if a == 1.0 else (libm(math.pow, 1.0 + x, 1.0 - a) - 1.0) / (1.0 - a)
         elif self.shape == "sigmoid":
             k, m = self.steepness, self.midpoint
-            u = _logistic(k * (x - m)) - _logistic(-k * m)
+            u = logistic(k * (x - m)) - logistic(-k * m)
         else:
             work, deadline = _positive(self.remaining_samples, "utility.remaining_samples"), self.deadline_h
             with np.errstate(divide="ignore"):
@@ -181,8 +183,10 @@ class Utility:
         return self.weight * np.maximum(u, 0.0)
 
 
-def _logistic(z: np.ndarray | float) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=float)))
+def logistic(z: np.ndarray | float) -> np.ndarray:
+    """The logistic function 1 / (1 + e^(−z)) = (1 + tanh(z/2)) / 2 of the sigmoid utility (docs/model.md §5), by
+    the C library's tanh (:func:`cbalab.models.kernels.libm`): the same bits on every CPU."""
+    return 0.5 * (1.0 + libm(math.tanh, 0.5 * np.asarray(z, dtype=float)))
 
 
 def option_table(

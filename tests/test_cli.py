@@ -754,6 +754,12 @@ def _threads(pid: int) -> int:
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
 
 
+def _default_sigint() -> None:
+    """SIGINT at its default in the child: Python raises KeyboardInterrupt only for a SIGINT it did not inherit
+    as ignored, and a shell that runs the tests in the background (``pytest &``) ignores it for its children."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv: list[str]) -> subprocess.CompletedProcess:
     """Run ``cbalab argv``, send SIGINT once its work is under way, and return how it ended.
 
@@ -767,6 +773,7 @@ def _interrupt(argv: list[str]) -> subprocess.CompletedProcess:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 300
     while _threads(proc.pid) < 2 and proc.poll() is None and time.monotonic() < deadline:

@@ -6,9 +6,10 @@ differently; ``NPY_DISABLE_CPU_FEATURES`` switches the wider ones off. Each case
 interpreters, one with every dispatch target this CPU has and one with only numpy's baseline, and compares
 the bytes. Stop 32 found the sensitivity grid (``np.logspace``: 292 of 2,500 points one ulp apart between an
 AVX2 and an AVX-512 machine, now decimal arithmetic) and the welfare generator's utilities (``np.tanh`` of
-the sigmoid shape, models/options.py and experiments/workload/elastic.py) depending on it; the second is
-pinned as a strict expected failure, so the fix has its test waiting (``math.tanh`` element by element gives
-the same bytes under both, checked in stop 32).
+the sigmoid shape) depending on it; the generators now take every transcendental function from the C
+library element by element (models/kernels.py ``libm``): the sigmoid's tanh, log1p and powers of the utility
+shapes, the trace generator's exp and the Zipf weights' powers.  This CPU can only show the kernels it has
+against the baseline; the AVX-512 ones differ in the same functions, and the same fix covers them.
 """
 
 from __future__ import annotations
@@ -36,17 +37,32 @@ import hashlib, json
 import numpy as np
 from fractions import Fraction
 from cbalab.experiments.runs.sensitivity import log_grid
-from cbalab.experiments.workload import generate_cost, generate_welfare
+from cbalab.experiments.workload import assign, generate_cost, generate_trace, generate_welfare
+from cbalab.experiments.workload.elastic import elastic
+from cbalab.models.options import SHAPES, Utility
 
-def digest(inst):
+def digest(obj, names):
     h = hashlib.sha256()
-    for name in ("dataset_size_gb", "job_io_gbps", "option_gpus", "option_io_gbps", "option_utility"):
-        h.update(np.ascontiguousarray(getattr(inst, name)).tobytes())
+    for name in names:
+        h.update(np.ascontiguousarray(getattr(obj, name)).tobytes())
     return h.hexdigest()
 
+INSTANCE = ("dataset_size_gb", "job_io_gbps", "option_gpus", "option_io_gbps", "option_utility")
+speeds = np.linspace(0.01, 8.0, 4001)
+shapes = {
+    s: Utility(shape=s, remaining_samples=1e6, deadline_h=2.0)(speeds * 100.0, 100.0).tobytes().hex()
+    for s in SHAPES
+}
+shapes["alpha 0.5"] = Utility(shape="alpha", alpha=0.5)(speeds, 1.0).tobytes().hex()
+trace = generate_trace(3000, 1)
+online = elastic(assign(trace, 1, skew=1.5, n_datasets=24), 1)
+
 print(json.dumps({
-    "cost": digest(generate_cost(2000, 200, 1)),
-    "welfare": digest(generate_welfare(2000, 200, 1, utility_mix="mixed", budget_fraction=0.2)),
+    "cost": digest(generate_cost(2000, 200, 1), INSTANCE),
+    "welfare": digest(generate_welfare(2000, 200, 1, utility_mix="mixed", budget_fraction=0.2), INSTANCE),
+    "shapes": shapes,
+    "trace": trace[["submit_s", "duration_s", "gpus"]].to_numpy(dtype=float).tobytes().hex(),
+    "elastic": digest(online, ("tput", "rate", "base", "value", "work")),
     "grid": log_grid(Fraction(-6), Fraction(1), 25),
 }))
 """
@@ -77,17 +93,17 @@ def test_cost_instances_and_the_sensitivity_grid_are_the_same_bytes_on_every_ker
     assert wide["grid"] == baseline["grid"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "known defect (stop 32): the sigmoid utility is np.tanh (models/options.py _logistic and "
-        "experiments/workload/elastic.py), whose AVX2 kernel rounds differently from the baseline one, so "
-        "welfare instances (welfare, optimality, scaling, online-welfare) differ in last bits between machines"
-    ),
-)
 def test_welfare_instances_are_the_same_bytes_on_every_kernel(both: tuple[dict, dict]) -> None:
-    """generate_welfare's options (rates and utilities) are byte-identical with and without the wider SIMD
-    kernels."""
+    """generate_welfare's options (rates and utilities), every utility shape and online-welfare's elastic
+    workload (option tables, utilities and work) are byte-identical with and without the wider SIMD kernels."""
     wide, baseline = both
     assert wide["welfare"] == baseline["welfare"]
+    assert wide["shapes"] == baseline["shapes"]
+    assert wide["elastic"] == baseline["elastic"]
+
+
+def test_the_trace_generator_is_the_same_bytes_on_every_kernel(both: tuple[dict, dict]) -> None:
+    """generate_trace's arrivals, durations (exp of a normal draw) and GPUs are byte-identical with and without
+    the wider SIMD kernels."""
+    wide, baseline = both
+    assert wide["trace"] == baseline["trace"]

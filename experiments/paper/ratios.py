@@ -8,6 +8,7 @@ its ratio means nothing.  The strongest baseline is taken over the faithful sche
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -37,6 +38,13 @@ def pairings(wide: pd.DataFrame, keys: Iterable[str], baselines: list) -> pd.Dat
     long = long.merge(wide["autocba"].rename("auto").reset_index(), on=keys)
     long["scheduler"] = long["method"].astype(str).str.split("[").str[0]
     return long
+
+
+def geomean(ratios: pd.Series) -> float:
+    """The geometric mean of positive ratios, exp of the correctly rounded mean of ``math.log`` (the C library's
+    scalar log and exp, not numpy's CPU-dispatched SIMD kernels: one answer on every machine)."""
+    logs = [math.log(v) for v in ratios.astype(float).tolist()]
+    return math.exp(math.fsum(logs) / len(logs))
 
 
 def unstarved(long: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:

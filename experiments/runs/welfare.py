@@ -64,7 +64,7 @@ from cbalab.experiments.methods import (
     TIME_SHARING,
     reference_form,
 )
-from cbalab.experiments.paper.ratios import faithful_baselines, pairings, ratio_macros, unstarved, vs_strongest
+from cbalab.experiments.paper.ratios import faithful_baselines, geomean, pairings, ratio_macros, unstarved, vs_strongest
 from cbalab.experiments.paper.section import (
     PAPER_WELFARE_RATIO,
     STARVED,
@@ -290,7 +290,7 @@ def tables(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "of_reference_mean": float(g["of_reference"].mean()),
             "of_reference_min": float(g["of_reference"].min()),
             "above_reference": int(g["above_reference"].sum()),
-            "autocba_over_geomean": float(np.exp(np.log(pos["autocba_over"]).mean())) if len(pos) else None,
+            "autocba_over_geomean": geomean(pos["autocba_over"]) if len(pos) else None,
             "autocba_over_median": float(pos["autocba_over"].median()) if len(pos) else None,
             "autocba_over_max": float(pos["autocba_over"].max()) if len(pos) else None,
             "instances_zero_welfare": int((g["welfare"] <= 0).sum()),

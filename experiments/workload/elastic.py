@@ -52,7 +52,7 @@ import pandas as pd
 from cbalab.experiments.workload.assign import Workload
 from cbalab.experiments.workload.catalog import Catalog
 from cbalab.models.instance import InstanceError
-from cbalab.models.options import parse_shares
+from cbalab.models.options import logistic, parse_shares
 
 #: The utility shapes of the elastic replay, in the order of their codes in ``ElasticWorkload.shape``.
 ELASTIC_SHAPES = ("linear", "concave", "sigmoid", "deadline")
@@ -175,11 +175,7 @@ def shape_values(shape: str, x: np.ndarray, mix: UtilityMix) -> np.ndarray:
     if shape == "concave":
         return np.sqrt(x)
     k = mix.sigmoid_steepness
-
-    def sig(z: np.ndarray | float) -> np.ndarray:
-        return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=float)))
-
-    return (sig(k * (x - 1.0)) - sig(-k)) / (sig(0.0) - sig(-k))
+    return (logistic(k * (x - 1.0)) - logistic(-k)) / (logistic(0.0) - logistic(-k))
 
 
 def elastic(

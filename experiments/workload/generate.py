@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.kernels import libm
 from cbalab.models.options import SHAPES, OptionTable, Utility, amdahl_throughput, option_table, stack
 
 #: GPUs per job in the Philly trace (share of the 82,247 jobs of
@@ -31,7 +32,7 @@ DEFAULT_PRICES = (2.5, 0.0004, 0.9)
 
 def zipf_weights(n: int, skew: float) -> np.ndarray:
     """Popularity of n items under Zipf(skew): weight ∝ 1 / rank^skew (skew = 0 is uniform)."""
-    w = 1.0 / np.arange(1, n + 1) ** skew
+    w = 1.0 / libm(math.pow, np.arange(1, n + 1), skew)
     return w / w.sum()
 
 
@@ -242,7 +243,9 @@ def generate_trace(
     rng = np.random.default_rng(seed)
     submit = np.cumsum(rng.exponential(1.0 / arrivals_per_s, size=n_jobs))
     submit -= submit[0] if n_jobs else 0.0
-    duration = np.clip(np.exp(rng.normal(log_duration[0], log_duration[1], size=n_jobs)), *PHILLY_DURATION_RANGE_S)
+    duration = np.clip(
+        libm(math.exp, rng.normal(log_duration[0], log_duration[1], size=n_jobs)), *PHILLY_DURATION_RANGE_S
+    )
     gpus = philly_gpus(rng, n_jobs)
     frame = pd.DataFrame(
         {
