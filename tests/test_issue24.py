@@ -16,6 +16,7 @@ from cbalab.experiments.paper import check
 from cbalab.experiments.paper.claims import CLAIMS, measure_claims
 from cbalab.experiments.paper.ratios import pairings
 from cbalab.experiments.paper.section import Section, rows_commits
+from cbalab.experiments.replay import SimResult
 from cbalab.experiments.runs import io_cost
 
 PAPER = Path(__file__).resolve().parent.parent / "paper"
@@ -76,6 +77,59 @@ def test_io_cost_full_grid_is_the_documented_fraction_with_the_interaction_at_fu
     assert len({r["seed"] for r in one if r["replicate"] == 0}) == 1
     quick = io_cost.grid(quick=True, seed=0)
     assert len(quick) == 12 * 2 * len(io_cost.POLICIES)
+
+
+COST_COLUMNS = ("cost", "cost_per_hour", "cache_cost_per_hour", "bandwidth_cost_per_hour")
+
+
+@pytest.mark.parametrize("cap", [None, io_cost.QUICK_CAP])
+@pytest.mark.parametrize("policy", io_cost.PRICE_BLIND)
+def test_io_cost_price_blind_policies_replay_the_same_at_every_price(policy: str, cap: float | None) -> None:
+    """What lets io-cost replay a price-blind policy once per point (io_cost.PRICE_BLIND): at other p_c and p_b
+    its per-job table and time series are the same in every column but the costs, which differ; and run_one,
+    which prices the unit-price replay, gives each price ratio's direct replay's costs to rounding, with the
+    stall and the events the same."""
+    from cbalab.experiments.simulate import SimConfig, simulate
+
+    workload = io_cost._workload(200, 1.5, 12, 7)
+
+    def replay(prices: tuple[float, float, float]) -> SimResult:
+        inf = float("inf")
+        cfg = SimConfig(policy=policy, cache_gb=500.0, bandwidth_gbps=cap or inf, prices=prices, warmup=True, seed=7)
+        return simulate(workload, cfg)
+
+    point = {"trace_jobs": 200, "skew": 1.5, "n_datasets": 12, "cache_gb": 500.0, "bandwidth_gbps": cap}
+    point |= {"warmup": True, "replicate": 0, "seed": 7, "policy": policy}
+    direct = {}
+    for ratio in (io_cost.PRICE_RATIOS[0], io_cost.PRICE_RATIOS[-1]):
+        direct[ratio] = res = replay((2.5, ratio * io_cost.PRICE_BANDWIDTH, io_cost.PRICE_BANDWIDTH))
+        row = io_cost.run_one({**point, "price_ratio": ratio})
+        assert row["unit_price_replay"] is True
+        for key in ("cache", "bandwidth", "io", "gpu", "total"):
+            assert row[f"{key}_cost_usd"] == pytest.approx(res.summary["cost"][key], rel=1e-12, abs=1e-12)
+        assert (row["stall_h"], row["events"]) == (res.summary["stall_hours"], res.summary["events"])
+    a, b = direct[io_cost.PRICE_RATIOS[0]], replay((2.5, 0.05, 3.0))
+    assert a.summary["cost"]["io"] != b.summary["cost"]["io"]
+    for table in ("jobs", "timeseries"):
+        x, y = getattr(a, table), getattr(b, table)
+        same = [c for c in x.columns if c not in COST_COLUMNS]
+        pd.testing.assert_frame_equal(x[same], y[same])
+
+
+def test_io_cost_replays_each_price_blind_policy_once_per_point_in_one_worker() -> None:
+    """In one worker the price-blind runs of a point at its four price ratios share one replay: the grid puts
+    them next to each other (policy, then price, innermost) and _replay keeps it."""
+    runs = io_cost.grid(quick=False, seed=0)
+    firsts = [r for r in runs if r["replicate"] == 0][: len(io_cost.POLICIES) * len(io_cost.PRICE_RATIOS)]
+    assert [r["policy"] for r in firsts] == [p for p in io_cost.POLICIES for _ in io_cost.PRICE_RATIOS]
+    assert [r["price_ratio"] for r in firsts] == list(io_cost.PRICE_RATIOS) * len(io_cost.POLICIES)
+    io_cost._replay.cache_clear()
+    quick = [r for r in io_cost.grid(quick=True, seed=0) if r["policy"] == "silod"][:2]
+    assert quick[0]["price_ratio"] != quick[1]["price_ratio"]
+    for r in quick:
+        io_cost.run_one(r)
+    info = io_cost._replay.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
 
 
 def _replays(savings: dict[tuple[float, int], list[float]]) -> pd.DataFrame:

@@ -28,9 +28,13 @@ instead (:func:`grid`) is a documented fraction of it, 84 points:
 With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
 assignment, derived from the sweep seed, the replicate and the skew and
 dataset count: common random numbers across the policies, prices, caches and
-caps of one replicate) that is 1,512 replays, about 3.2 h on one core at the measured mean of 45 s
+caps of one replicate) that is 1,512 runs, about 3.2 h on one core at the measured mean of 45 s
 per point and replicate, or about 1.6 h with ``--workers 2`` on 2 free cores (the
-Dask runner spreads it further).  ``--quick`` replays 200 jobs at 12 points
+Dask runner spreads it further).  Half the policies never read the prices
+(:data:`PRICE_BLIND`): a worker replays each of them once for the four price ratios of
+a point and prices the replay at each, which cut the CPU of a point's 24 runs by 35%
+in one worker (3,000 jobs: 27.7 s against 42.6 s); with several workers each replays
+it at most once per point.  ``--quick`` replays 200 jobs at 12 points
 (2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap, which
 binds at that size) with 2 replicates: 144 replays, 18 s.
 
@@ -115,25 +119,33 @@ def design(quick: bool) -> list[dict]:
 def grid(quick: bool, seed: int) -> list[dict]:
     """Every policy at every point of :func:`design` for each replicate (2 in ``--quick``, :data:`SEEDS` else).
 
-    Runs are ordered replicate, dataset count, skew outermost, so that the workload cache of a worker is hit.
+    Runs are ordered replicate, dataset count, skew, C and B outermost, then policy, then price, so that a
+    worker's workload cache is hit, and so is its cache of the price-blind replays (:func:`_replay`).
     """
     jobs, seeds = (200, 2) if quick else (TRACE_JOBS, SEEDS)
     runs = []
-    points = sorted(design(quick), key=lambda p: (p["n_datasets"], p["skew"]))
+    points = sorted(
+        design(quick),
+        key=lambda p: (p["n_datasets"], p["skew"], p["cache_gb"], p["bandwidth_gbps"] or 0.0, p["price_ratio"]),
+    )
     for replicate in range(seeds):
+        groups: dict[tuple, list[dict]] = {}
         for p in points:
-            assignment = derive_seed(seed, "assign", replicate, p["skew"], p["n_datasets"])
+            groups.setdefault(tuple(p[f] for f in FACTORS if f != "price_ratio"), []).append(p)
+        for group in groups.values():
             for policy in POLICIES:
-                runs.append(
-                    {
-                        "policy": policy,
-                        "trace_jobs": jobs,
-                        **p,
-                        "warmup": True,
-                        "replicate": replicate,
-                        "seed": assignment,
-                    }
-                )
+                for p in group:
+                    assignment = derive_seed(seed, "assign", replicate, p["skew"], p["n_datasets"])
+                    runs.append(
+                        {
+                            "policy": policy,
+                            "trace_jobs": jobs,
+                            **p,
+                            "warmup": True,
+                            "replicate": replicate,
+                            "seed": assignment,
+                        }
+                    )
     return runs
 
 
@@ -148,36 +160,84 @@ def _workload(trace_jobs: int, skew: float, n_datasets: int, seed: int) -> Workl
     return assign(trace, seed, skew=skew, n_datasets=n_datasets)
 
 
-def run_one(params: dict) -> dict:
-    """Replay the trace under one policy at one grid point and replicate; the summary's costs, JCTs and stall."""
+#: The cache policies whose decisions read neither p_c nor p_b (algorithms/baselines: io-only buys no cache,
+#: cache-all fills C first come first served, silod by IO density): their replay is the same at every price, so
+#: :func:`run_one` replays each once per point, replicate, C and B, at :data:`UNIT_PRICES`, and prices its
+#: GB-hours and (GB/s)-hours at each ratio.  test_io_cost_price_blind_policies_replay_the_same_at_every_price
+#: checks that their jobs and timeseries are the same at two prices.  CBA, coordl and quiver compare p_c with
+#: p_b and are replayed at each price.
+PRICE_BLIND = ("io-only", "cache-all", "silod")
+#: p_c and p_b of a price-blind replay: 1 $ per GB-hour and per (GB/s)-hour, so its costs are its quantities.
+UNIT_PRICES = (1.0, 1.0)
+
+
+@functools.lru_cache(maxsize=8)
+def _replay(
+    policy: str,
+    trace_jobs: int,
+    skew: float,
+    n_datasets: int,
+    seed: int,
+    cache_gb: float,
+    cap: float | None,
+    warmup: bool,
+    prices: tuple[float, float, float],
+) -> tuple[dict, int, float]:
+    """One replay of the trace (cached per worker): its summary, the cluster's GPUs and its wall seconds."""
     from cbalab.experiments.simulate import SimConfig, simulate
 
-    workload = _workload(
-        int(params["trace_jobs"]), float(params["skew"]), int(params["n_datasets"]), int(params["seed"])
-    )
-    cap = params["bandwidth_gbps"]
     cfg = SimConfig(
-        policy=params["policy"],
-        cache_gb=float(params["cache_gb"]),
-        bandwidth_gbps=math.inf if cap is None else float(cap),
-        prices=(2.5, float(params["price_ratio"]) * PRICE_BANDWIDTH, PRICE_BANDWIDTH),
-        warmup=bool(params["warmup"]),
-        seed=int(params["seed"]),
+        policy=policy,
+        cache_gb=cache_gb,
+        bandwidth_gbps=math.inf if cap is None else cap,
+        prices=prices,
+        warmup=warmup,
+        seed=seed,
     )
     start = time.perf_counter()
-    s = simulate(workload, cfg).summary
-    seconds = time.perf_counter() - start
+    summary = simulate(_workload(trace_jobs, skew, n_datasets, seed), cfg).summary
+    return summary, cfg.gpus, time.perf_counter() - start
+
+
+def run_one(params: dict) -> dict:
+    """Replay the trace under one policy at one grid point and replicate; the summary's costs, JCTs and stall.
+
+    A price-blind policy (:data:`PRICE_BLIND`) is replayed at :data:`UNIT_PRICES` and its cache and bandwidth
+    quantities priced at the point's p_c and p_b; ``replay_seconds`` is then the time of the shared replay,
+    which this run may have found done (``unit_price_replay``).
+    """
+    policy = str(params["policy"])
+    prices = (2.5, float(params["price_ratio"]) * PRICE_BANDWIDTH, PRICE_BANDWIDTH)
+    blind = policy in PRICE_BLIND
+    cap = params["bandwidth_gbps"]
+    s, gpus, seconds = _replay(
+        policy,
+        int(params["trace_jobs"]),
+        float(params["skew"]),
+        int(params["n_datasets"]),
+        int(params["seed"]),
+        float(params["cache_gb"]),
+        None if cap is None else float(cap),
+        bool(params["warmup"]),
+        (prices[0], *UNIT_PRICES) if blind else prices,
+    )
+    cost = s["cost"]
+    cache, bandwidth = float(cost["cache"]), float(cost["bandwidth"])
+    if blind:
+        cache, bandwidth = cache * prices[1], bandwidth * prices[2]
+    io = cache + bandwidth
     return {
         "jobs": int(s["jobs"]),
-        "gpus": cfg.gpus,
-        "price_gpu_usd_per_h": cfg.prices[0],
-        "price_cache_usd_per_gb_h": cfg.prices[1],
-        "price_bandwidth_usd_per_gbps_h": cfg.prices[2],
-        "io_cost_usd": float(s["cost"]["io"]),
-        "cache_cost_usd": float(s["cost"]["cache"]),
-        "bandwidth_cost_usd": float(s["cost"]["bandwidth"]),
-        "gpu_cost_usd": float(s["cost"]["gpu"]),
-        "total_cost_usd": float(s["cost"]["total"]),
+        "gpus": gpus,
+        "price_gpu_usd_per_h": prices[0],
+        "price_cache_usd_per_gb_h": prices[1],
+        "price_bandwidth_usd_per_gbps_h": prices[2],
+        "unit_price_replay": blind,
+        "io_cost_usd": io,
+        "cache_cost_usd": cache,
+        "bandwidth_cost_usd": bandwidth,
+        "gpu_cost_usd": float(cost["gpu"]),
+        "total_cost_usd": float(cost["gpu"]) + io,
         "mean_jct_h": float(s["mean_jct_s"]) / 3600.0,
         "p99_jct_h": float(s["p99_jct_s"]) / 3600.0,
         "stall_h": float(s["stall_hours"]),
