@@ -20,6 +20,18 @@ def test_autocba_ratio_is_that_of_the_median_times_of_the_repeats() -> None:
     assert len(answers) == 2 and all(w > 0 for _, w in answers)
 
 
+def test_online_profile_splits_the_replay_into_disjoint_parts() -> None:
+    """``bench trace-scale --profile``: the decisions' three parts and their rest add up to the decisions, which
+    with the engine add up to the replay; on a window with full re-optimisations each part took some CPU."""
+    out = trace_scale.online_profile(window=(0.0, 1.5e6))
+    total = out["profiled_cpu_s"]
+    parts = ["full re-optimisations", "local updates", "certificates", "rest of the decisions"]
+    assert sum(out[p]["cpu_s"] for p in parts) == pytest.approx(out["decisions"]["cpu_s"])
+    assert out["decisions"]["cpu_s"] + out["engine"]["cpu_s"] == pytest.approx(total)
+    assert all(out[p]["cpu_s"] > 0 and out[p]["share"] == pytest.approx(out[p]["cpu_s"] / total) for p in parts)
+    assert out["engine"]["cpu_s"] > 0
+
+
 def test_no_repeats_is_bad_input() -> None:
     with pytest.raises(InstanceError, match="repeats"):
         trace_scale.measure(small=200, large=2000, repeats=0, autocba_only=True)

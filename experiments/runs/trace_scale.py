@@ -15,12 +15,19 @@ does not count), with the goals of issue 22's Measure table:
 
     nice -n 10 cbalab bench trace-scale
     nice -n 10 cbalab bench trace-scale --repeats 5 --autocba-only   # AutoCBA's ratio alone, medians of 5
+    nice -n 10 cbalab bench trace-scale --profile --window 0 2e6   # where online AutoCBA's time goes
 
 prints the JSON of :func:`measure` with its defaults (the whole trace, sizes 10,000 and 100,000).
+``--profile`` adds a third replay, under cProfile (:func:`online_profile`): the share of its CPU spent in
+online AutoCBA's decisions and, within them, in full re-optimisations, local updates and certificates; the
+rest is the replay engine's own work per event.  The shares, not the profiled seconds, are the measurement:
+cProfile slows Python calls more than numpy's.
 """
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import statistics
 import time
 from pathlib import Path
@@ -75,6 +82,44 @@ def replay_cpu(problem: str, trace: Path = PHILLY, window: tuple[float, float] |
     return {"problem": problem, "cpu_s": cpu, **{k: summary[k] for k in keys if k in summary}}
 
 
+#: The parts of online AutoCBA (algorithms/autocba/online.py, OnlineAutoCBA) that :func:`online_profile` times.
+PARTS = {"decide": "decisions", "_full": "full re-optimisations", "_local": "local updates", "certify": "certificates"}
+
+
+def online_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The welfare replay of :func:`replay_cpu` under cProfile: its profiled CPU seconds (experiments/elastic.py's
+    ``replay``, the trace read outside) and, per part of :data:`PARTS`, the seconds inside it (cumulative, calls
+    below included) and their share of the replay.
+
+    The three parts inside the decisions are disjoint; ``rest of the decisions`` is what else a decision does
+    (its dual's matrices, the feeder); ``engine`` is the replay's CPU outside the decisions: the elastic
+    engine's per-event work (experiments/elastic.py) and the referee's scoring.
+    """
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    replay_cpu("welfare", trace, window)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    seconds = dict.fromkeys(PARTS, 0.0)
+    total = 0.0
+    for (path, _line, function), (_cc, _nc, _tt, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = Path(path).as_posix()
+        if function in PARTS and where.endswith("algorithms/autocba/online.py"):
+            seconds[function] += cumulative
+        elif function == "replay" and where.endswith("experiments/elastic.py"):
+            total += cumulative
+    total = max(total, 1e-12)
+    parts = {PARTS[k]: {"cpu_s": v, "share": v / total} for k, v in seconds.items()}
+    rest = seconds["decide"] - seconds["_full"] - seconds["_local"] - seconds["certify"]
+    engine = total - seconds["decide"]
+    return {
+        "profiled_cpu_s": total,
+        **parts,
+        "rest of the decisions": {"cpu_s": rest, "share": rest / total},
+        "engine": {"cpu_s": engine, "share": engine / total},
+    }
+
+
 def measure(
     *,
     small: int = 10_000,
@@ -83,12 +128,14 @@ def measure(
     window: tuple[float, ...] | None = None,
     repeats: int = 1,
     autocba_only: bool = False,
+    profile: bool = False,
 ) -> dict[str, Any]:
     """Both ratios of the module docstring in one run: AutoCBA at ``large`` over ``small`` jobs, and online
     AutoCBA's welfare replay of ``trace`` over the CBA cost replay of it (``window``: START,END seconds, only
     that part of the trace).  AutoCBA runs ``repeats`` times at each size, alternating, and its ratio is that
     of the median CPU times (the ratio moves with the machine's load; each run's times are listed);
-    ``autocba_only`` leaves the replays out.  ``cbalab bench trace-scale`` runs it."""
+    ``autocba_only`` leaves the two timed replays out; ``profile`` adds :func:`online_profile` of the welfare
+    replay.  ``cbalab bench trace-scale`` runs it."""
     if window is not None and len(window) != 2:
         raise InstanceError("window", list(window), "must be two numbers, START,END in seconds")
     if repeats < 1:
@@ -104,6 +151,8 @@ def measure(
         "autocba_large_over_small": median_large / median_small,
         "goals": {"autocba_large_over_small": 12.0, "online_over_cost_replay": 3.0},
     }
+    if profile:
+        out["online_profile"] = online_profile(trace, span)
     if autocba_only:
         return out
     online, cost = replay_cpu("welfare", trace, span), replay_cpu("cost", trace, span)
