@@ -17,6 +17,7 @@ import pandas as pd
 from cbalab.experiments.methods import FAITHFUL
 from cbalab.experiments.paper.section import PAPER_WELFARE_RATIO, STARVED, Section
 from cbalab.experiments.paper.text import fixed, pct
+from cbalab.models.kernels import libm
 
 
 def pairings(wide: pd.DataFrame, keys: Iterable[str], baselines: list) -> pd.DataFrame:
@@ -43,7 +44,7 @@ def pairings(wide: pd.DataFrame, keys: Iterable[str], baselines: list) -> pd.Dat
 def geomean(ratios: pd.Series) -> float:
     """The geometric mean of positive ratios, exp of the correctly rounded mean of ``math.log`` (the C library's
     scalar log and exp, not numpy's CPU-dispatched SIMD kernels: one answer on every machine)."""
-    logs = [math.log(v) for v in ratios.astype(float).tolist()]
+    logs = libm(math.log, ratios.to_numpy(dtype=float)).tolist()
     return math.exp(math.fsum(logs) / len(logs))
 
 
