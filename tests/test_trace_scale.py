@@ -32,6 +32,26 @@ def test_online_profile_splits_the_replay_into_disjoint_parts() -> None:
     assert out["engine"]["cpu_s"] > 0
 
 
+def test_cost_profile_splits_the_cost_replay_into_disjoint_parts() -> None:
+    """``bench trace-scale --profile``'s ``cost_profile``: CBA's solve, the rest of the policy's answer, the rest
+    of ``reallocate``, the engine's other steps and the loop add up to the replay, and each took some CPU."""
+    out = trace_scale.cost_profile(window=(0.0, 3e5))
+    total = out.pop("profiled_cpu_s")
+    assert set(out) == {
+        "cba solve",
+        "rest of the policy answer",
+        "rest of reallocate",
+        "next event",
+        "advance",
+        "depart",
+        "admit",
+        "feed",
+        "loop",
+    }
+    assert sum(part["cpu_s"] for part in out.values()) == pytest.approx(total)
+    assert all(part["cpu_s"] > 0 and part["share"] == pytest.approx(part["cpu_s"] / total) for part in out.values())
+
+
 def test_no_repeats_is_bad_input() -> None:
     with pytest.raises(InstanceError, match="repeats"):
         trace_scale.measure(small=200, large=2000, repeats=0, autocba_only=True)

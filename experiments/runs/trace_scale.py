@@ -15,13 +15,14 @@ does not count), with the goals of issue 22's Measure table:
 
     nice -n 10 cbalab bench trace-scale
     nice -n 10 cbalab bench trace-scale --repeats 5 --autocba-only   # AutoCBA's ratio alone, medians of 5
-    nice -n 10 cbalab bench trace-scale --profile --window 0 2e6   # where online AutoCBA's time goes
+    nice -n 10 cbalab bench trace-scale --profile --window 0 2e6   # where online AutoCBA's and CBA's replay time goes
 
 prints the JSON of :func:`measure` with its defaults (the whole trace, sizes 10,000 and 100,000).
 ``--profile`` adds a third replay, under cProfile (:func:`online_profile`): the share of its CPU spent in
 online AutoCBA's decisions and, within them, in full re-optimisations, local updates and certificates; the
-rest is the replay engine's own work per event.  The shares, not the profiled seconds, are the measurement:
-cProfile slows Python calls more than numpy's.
+rest is the replay engine's own work per event; and a fourth, the cost replay under cProfile
+(:func:`cost_profile`): CBA's solve, the rest of the policy's answer and the engine's steps.  The shares, not
+the profiled seconds, are the measurement: cProfile slows Python calls more than numpy's.
 """
 
 from __future__ import annotations
@@ -84,40 +85,80 @@ def replay_cpu(problem: str, trace: Path = PHILLY, window: tuple[float, float] |
 
 #: The parts of online AutoCBA (algorithms/autocba/online.py, OnlineAutoCBA) that :func:`online_profile` times.
 PARTS = {"decide": "decisions", "_full": "full re-optimisations", "_local": "local updates", "certify": "certificates"}
+#: The steps of the cost replay (experiments/simulate.py) that :func:`cost_profile` times: the engine's per-event
+#: steps of :class:`~cbalab.experiments.simulate.Replay`, the policy's answer inside ``reallocate``
+#: (``_Policy.__call__``) and CBA's solve inside that (algorithms/cba.py, ``cba_continuous``).
+COST_STEPS = {
+    "next_event": "next event",
+    "advance": "advance",
+    "depart": "depart",
+    "admit": "admit",
+    "feed": "feed",
+    "reallocate": "reallocate",
+    "__call__": "policy answer",
+    "cba_continuous": "cba solve",
+}
+
+
+def _profiled(problem: str, trace: Path, window: tuple[float, float] | None, where: dict[str, str]) -> dict[str, float]:
+    """:func:`replay_cpu` of ``problem`` under cProfile (process time): per function named in ``where`` (a name
+    and the file it must be defined in), its cumulative seconds summed over its definitions there, and under
+    ``replay`` the whole replay's (experiments/replay.py's ``run``, the trace read outside)."""
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    replay_cpu(problem, trace, window)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    seconds = dict.fromkeys([*where, "replay"], 0.0)
+    for (path, _line, function), (_cc, _nc, _tt, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        defined = Path(path).as_posix()
+        if function in where and defined.endswith(where[function]):
+            seconds[function] += cumulative
+        elif function == "run" and defined.endswith("experiments/replay.py"):
+            seconds["replay"] += cumulative
+    seconds["replay"] = max(seconds["replay"], 1e-12)
+    return seconds
+
+
+def _shares(total: float, parts: dict[str, float]) -> dict[str, Any]:
+    """Each part's profiled seconds and share of ``total``, with ``total`` as ``profiled_cpu_s``."""
+    return {"profiled_cpu_s": total, **{k: {"cpu_s": v, "share": v / total} for k, v in parts.items()}}
 
 
 def online_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None) -> dict[str, Any]:
-    """The welfare replay of :func:`replay_cpu` under cProfile: its profiled CPU seconds (experiments/elastic.py's
-    ``replay``, the trace read outside) and, per part of :data:`PARTS`, the seconds inside it (cumulative, calls
-    below included) and their share of the replay.
+    """The welfare replay of :func:`replay_cpu` under cProfile: its profiled CPU seconds (the engine's loop, the
+    trace read outside) and, per part of :data:`PARTS`, the seconds inside it (cumulative, calls below included)
+    and their share of the replay.
 
     The three parts inside the decisions are disjoint; ``rest of the decisions`` is what else a decision does
     (its dual's matrices, the feeder); ``engine`` is the replay's CPU outside the decisions: the elastic
     engine's per-event work (experiments/elastic.py) and the referee's scoring.
     """
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    replay_cpu("welfare", trace, window)
-    profiler.disable()
-    stats = pstats.Stats(profiler)
-    seconds = dict.fromkeys(PARTS, 0.0)
-    total = 0.0
-    for (path, _line, function), (_cc, _nc, _tt, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        where = Path(path).as_posix()
-        if function in PARTS and where.endswith("algorithms/autocba/online.py"):
-            seconds[function] += cumulative
-        elif function == "replay" and where.endswith("experiments/elastic.py"):
-            total += cumulative
-    total = max(total, 1e-12)
-    parts = {PARTS[k]: {"cpu_s": v, "share": v / total} for k, v in seconds.items()}
-    rest = seconds["decide"] - seconds["_full"] - seconds["_local"] - seconds["certify"]
-    engine = total - seconds["decide"]
-    return {
-        "profiled_cpu_s": total,
-        **parts,
-        "rest of the decisions": {"cpu_s": rest, "share": rest / total},
-        "engine": {"cpu_s": engine, "share": engine / total},
+    s = _profiled("welfare", trace, window, dict.fromkeys(PARTS, "algorithms/autocba/online.py"))
+    total = s["replay"]
+    rest = s["decide"] - s["_full"] - s["_local"] - s["certify"]
+    parts = {PARTS[k]: s[k] for k in PARTS}
+    return _shares(total, {**parts, "rest of the decisions": rest, "engine": total - s["decide"]})
+
+
+def cost_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The CBA cost replay of :func:`replay_cpu` under cProfile, split into disjoint parts (issue 22, item 5:
+    where a cost replay, io-cost's unit of work, spends its time): CBA's solve; the rest of the policy's answer
+    (the aggregate instance, the online wrapper); the rest of ``reallocate`` (the targets from the answer); the
+    engine's other steps (:data:`COST_STEPS`), and the loop around them.  Shares as in :func:`online_profile`.
+    """
+    where = {k: "experiments/simulate.py" for k in COST_STEPS} | {"cba_continuous": "algorithms/cba.py"}
+    s = _profiled("cost", trace, window, where)
+    total = s["replay"]
+    steps = ("next_event", "advance", "depart", "admit", "feed", "reallocate")
+    parts = {
+        "cba solve": s["cba_continuous"],
+        "rest of the policy answer": s["__call__"] - s["cba_continuous"],
+        "rest of reallocate": s["reallocate"] - s["__call__"],
+        **{COST_STEPS[k]: s[k] for k in steps if k != "reallocate"},
+        "loop": total - sum(s[k] for k in steps),
     }
+    return _shares(total, parts)
 
 
 def measure(
@@ -135,7 +176,7 @@ def measure(
     that part of the trace).  AutoCBA runs ``repeats`` times at each size, alternating, and its ratio is that
     of the median CPU times (the ratio moves with the machine's load; each run's times are listed);
     ``autocba_only`` leaves the two timed replays out; ``profile`` adds :func:`online_profile` of the welfare
-    replay.  ``cbalab bench trace-scale`` runs it."""
+    replay and :func:`cost_profile` of the cost replay.  ``cbalab bench trace-scale`` runs it."""
     if window is not None and len(window) != 2:
         raise InstanceError("window", list(window), "must be two numbers, START,END in seconds")
     if repeats < 1:
@@ -153,6 +194,7 @@ def measure(
     }
     if profile:
         out["online_profile"] = online_profile(trace, span)
+        out["cost_profile"] = cost_profile(trace, span)
     if autocba_only:
         return out
     online, cost = replay_cpu("welfare", trace, span), replay_cpu("cost", trace, span)
