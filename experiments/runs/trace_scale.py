@@ -85,19 +85,10 @@ def replay_cpu(problem: str, trace: Path = PHILLY, window: tuple[float, float] |
 
 #: The parts of online AutoCBA (algorithms/autocba/online.py, OnlineAutoCBA) that :func:`online_profile` times.
 PARTS = {"decide": "decisions", "_full": "full re-optimisations", "_local": "local updates", "certify": "certificates"}
-#: The steps of the cost replay (experiments/simulate.py) that :func:`cost_profile` times: the engine's per-event
-#: steps of :class:`~cbalab.experiments.simulate.Replay`, the policy's answer inside ``reallocate``
-#: (``_Policy.__call__``) and CBA's solve inside that (algorithms/cba.py, ``cba_continuous``).
-COST_STEPS = {
-    "next_event": "next event",
-    "advance": "advance",
-    "depart": "depart",
-    "admit": "admit",
-    "feed": "feed",
-    "reallocate": "reallocate",
-    "__call__": "policy answer",
-    "cba_continuous": "cba solve",
-}
+#: The engine's per-event steps of the cost replay (experiments/simulate.py, ``Replay``) that :func:`cost_profile`
+#: times beside ``reallocate``, the policy's answer inside it (``_Policy.__call__``) and CBA's solve inside that
+#: (algorithms/cba.py, ``cba_continuous``).
+COST_STEPS = ("next_event", "advance", "depart", "admit", "feed")
 
 
 def _profiled(problem: str, trace: Path, window: tuple[float, float] | None, where: dict[str, str]) -> dict[str, float]:
@@ -147,16 +138,15 @@ def cost_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None
     (the aggregate instance, the online wrapper); the rest of ``reallocate`` (the targets from the answer); the
     engine's other steps (:data:`COST_STEPS`), and the loop around them.  Shares as in :func:`online_profile`.
     """
-    where = {k: "experiments/simulate.py" for k in COST_STEPS} | {"cba_continuous": "algorithms/cba.py"}
-    s = _profiled("cost", trace, window, where)
+    where = dict.fromkeys((*COST_STEPS, "reallocate", "__call__"), "experiments/simulate.py")
+    s = _profiled("cost", trace, window, where | {"cba_continuous": "algorithms/cba.py"})
     total = s["replay"]
-    steps = ("next_event", "advance", "depart", "admit", "feed", "reallocate")
     parts = {
         "cba solve": s["cba_continuous"],
         "rest of the policy answer": s["__call__"] - s["cba_continuous"],
         "rest of reallocate": s["reallocate"] - s["__call__"],
-        **{COST_STEPS[k]: s[k] for k in steps if k != "reallocate"},
-        "loop": total - sum(s[k] for k in steps),
+        **{k.replace("_", " "): s[k] for k in COST_STEPS},
+        "loop": total - s["reallocate"] - sum(s[k] for k in COST_STEPS),
     }
     return _shares(total, parts)
 
