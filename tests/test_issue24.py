@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cbalab.experiments import paper
+from cbalab.experiments import paper, runner
 from cbalab.experiments.paper import check
 from cbalab.experiments.paper.claims import CLAIMS, measure_claims
 from cbalab.experiments.paper.ratios import pairings
@@ -57,38 +57,105 @@ def test_pairing_count_skips_empty_cells_whatever_pandas_does() -> None:
 
 
 def test_io_cost_full_grid_is_the_documented_fraction_with_the_interaction_at_full_resolution() -> None:
-    """84 points (48 core + 24 cache + 12 cap), 3 replicates, every policy; the core arm crosses every price,
-    dataset count and skew; each replicate draws its own assignment, shared by the policies of a point."""
+    """84 points (48 core + 24 cache + 12 cap), 3 replicates, every price-aware policy at each and every
+    price-blind one once per point without its price; the core arm crosses every price, dataset count and skew;
+    each replicate draws its own assignment, shared by the policies of a point."""
     runs = io_cost.grid(quick=False, seed=0)
-    points = {tuple(r[f] for f in io_cost.FACTORS) for r in runs}
+    aware = [r for r in runs if r["policy"] not in io_cost.PRICE_BLIND]
+    points = {tuple(r[f] for f in io_cost.FACTORS) for r in aware}
     assert len(points) == 84
-    assert len(runs) == 84 * io_cost.SEEDS * len(io_cost.POLICIES)
+    assert len(aware) == 84 * io_cost.SEEDS * (len(io_cost.POLICIES) - len(io_cost.PRICE_BLIND))
+    blind = [r for r in runs if r["policy"] in io_cost.PRICE_BLIND]
+    assert {r["price_ratio"] for r in blind} == {None}
+    assert len(blind) == 84 // len(io_cost.PRICE_RATIOS) * io_cost.SEEDS * len(io_cost.PRICE_BLIND) == 189
     core = {
         (r["price_ratio"], r["n_datasets"], r["skew"])
-        for r in runs
+        for r in aware
         if r["cache_gb"] == 500.0 and r["bandwidth_gbps"] is None
     }
     assert core == {(p, n, k) for p in io_cost.PRICE_RATIOS for n in io_cost.DATASET_COUNTS for k in io_cost.SKEWS}
     assert {r["cache_gb"] for r in runs} == set(io_cost.CACHES)
     assert {r["bandwidth_gbps"] for r in runs} == set(io_cost.CAPS)
     assert all(r["warmup"] for r in runs) and {r["trace_jobs"] for r in runs} == {io_cost.TRACE_JOBS}
-    one = [r for r in runs if (r["price_ratio"], r["n_datasets"], r["skew"]) == (2e-3, 12, 1.5)]
+    one = [r for r in runs if (r["n_datasets"], r["skew"], r["cache_gb"]) == (12, 1.5, 500.0)]
     assert len({r["seed"] for r in one}) == io_cost.SEEDS  # one assignment per replicate, shared by the policies
     assert len({r["seed"] for r in one if r["replicate"] == 0}) == 1
     quick = io_cost.grid(quick=True, seed=0)
-    assert len(quick) == 12 * 2 * len(io_cost.POLICIES)
+    assert len(quick) == 12 * 2 * 3 + 6 * 2 * 3
 
 
 COST_COLUMNS = ("cost", "cost_per_hour", "cache_cost_per_hour", "bandwidth_cost_per_hour")
+
+
+def _grid_rows(quick: bool) -> pd.DataFrame:
+    """The grid's runs as rows without a replay: each run's costs are numbers drawn from its key."""
+    rows = []
+    for r in io_cost.grid(quick=quick, seed=0):
+        rng = np.random.default_rng(int(runner.run_key(r), 16) % 2**32)
+        cache, bandwidth, gpu = rng.uniform(1.0, 100.0, 3)
+        blind = r["policy"] in io_cost.PRICE_BLIND
+        io = np.nan if blind else cache + bandwidth
+        rows.append(
+            {
+                **r,
+                "unit_price_replay": blind,
+                "price_cache_usd_per_gb_h": np.nan if blind else r["price_ratio"] * io_cost.PRICE_BANDWIDTH,
+                "price_bandwidth_usd_per_gbps_h": np.nan if blind else io_cost.PRICE_BANDWIDTH,
+                "cache_cost_usd": cache,
+                "bandwidth_cost_usd": bandwidth,
+                "gpu_cost_usd": gpu,
+                "io_cost_usd": io,
+                "total_cost_usd": gpu + io,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_priced_gives_each_price_blind_run_a_row_at_every_price_of_its_point(quick: bool) -> None:
+    """io_cost.priced turns the grid's runs into the full factorial of priced replays (1,512 rows for 945 runs;
+    144 for 108 in --quick): every policy at every point, price and replicate once; a price-blind row at ratio
+    x has cache cost = GB-hours x x p_b and bandwidth cost = (GB/s)-hours x p_b, its GPU cost unchanged;
+    the price-aware rows are the runs' own."""
+    runs = _grid_rows(quick)
+    out = io_cost.priced(runs)
+    points = len(io_cost.design(quick))
+    seeds = 2 if quick else io_cost.SEEDS
+    assert len(out) == points * seeds * len(io_cost.POLICIES) == (144 if quick else 1512)
+    key = [*io_cost.POINT, "replicate", "policy"]
+    assert (
+        not out.assign(cap=out["bandwidth_gbps"].astype(float).fillna(np.inf))
+        .duplicated([*(k for k in key if k != "bandwidth_gbps"), "cap"])
+        .any()
+    )
+    assert out["io_cost_usd"].notna().all() and out["price_ratio"].notna().all()
+    aware = runs[~runs["policy"].isin(io_cost.PRICE_BLIND)]
+    pd.testing.assert_frame_equal(out.iloc[: len(aware)], aware.reset_index(drop=True))
+
+    def cap(x: object) -> float:
+        return np.inf if x is None or x != x else float(x)  # type: ignore[arg-type]
+
+    where = ("seed", "policy", "skew", "n_datasets", "cache_gb")
+    blind_runs = runs[runs["unit_price_replay"]]
+    units = {(*(u[c] for c in where), cap(u["bandwidth_gbps"])): u for _, u in blind_runs.iterrows()}
+    blind = out[out["unit_price_replay"]]
+    assert len(blind) == len(units) * (2 if quick else len(io_cost.PRICE_RATIOS))
+    p_b = io_cost.PRICE_BANDWIDTH
+    for _, row in blind.iterrows():
+        u = units[(*(row[c] for c in where), cap(row["bandwidth_gbps"]))]
+        assert row["cache_cost_usd"] == u["cache_cost_usd"] * (row["price_ratio"] * p_b)
+        assert row["bandwidth_cost_usd"] == u["bandwidth_cost_usd"] * p_b
+        assert row["io_cost_usd"] == row["cache_cost_usd"] + row["bandwidth_cost_usd"]
+        assert row["total_cost_usd"] == u["gpu_cost_usd"] + row["io_cost_usd"]
 
 
 @pytest.mark.parametrize("cap", [None, io_cost.QUICK_CAP])
 @pytest.mark.parametrize("policy", io_cost.PRICE_BLIND)
 def test_io_cost_price_blind_policies_replay_the_same_at_every_price(policy: str, cap: float | None) -> None:
     """What lets io-cost replay a price-blind policy once per point (io_cost.PRICE_BLIND): at other p_c and p_b
-    its per-job table and time series are the same in every column but the costs, which differ; and run_one,
-    which prices the unit-price replay, gives each price ratio's direct replay's costs to rounding, with the
-    stall and the events the same."""
+    its per-job table and time series are the same in every column but the costs, which differ; and its one
+    run, replayed at unit prices and priced by io_cost.priced at each price ratio, gives that ratio's direct
+    replay's costs to rounding, with the stall and the events the same."""
     from cbalab.experiments.simulate import SimConfig, simulate
 
     workload = io_cost._workload(200, 1.5, 12, 7)
@@ -99,16 +166,21 @@ def test_io_cost_price_blind_policies_replay_the_same_at_every_price(policy: str
         return simulate(workload, cfg)
 
     point = {"trace_jobs": 200, "skew": 1.5, "n_datasets": 12, "cache_gb": 500.0, "bandwidth_gbps": cap}
-    point |= {"warmup": True, "replicate": 0, "seed": 7, "policy": policy}
+    point |= {"warmup": True, "replicate": 0, "seed": 7}
+    ratios = (io_cost.PRICE_RATIOS[0], io_cost.PRICE_RATIOS[-1])
+    params = {**point, "policy": policy, "price_ratio": None}
+    unit = {**params, **io_cost.run_one(params)}
+    assert unit["unit_price_replay"] is True and np.isnan(unit["io_cost_usd"])
+    others = [{**point, "policy": "cba", "price_ratio": r, "unit_price_replay": False} for r in ratios]
+    rows = io_cost.priced(pd.DataFrame([unit, *others])).query("policy == @policy").set_index("price_ratio")
     direct = {}
-    for ratio in (io_cost.PRICE_RATIOS[0], io_cost.PRICE_RATIOS[-1]):
-        direct[ratio] = res = replay((2.5, ratio * io_cost.PRICE_BANDWIDTH, io_cost.PRICE_BANDWIDTH))
-        row = io_cost.run_one({**point, "price_ratio": ratio})
-        assert row["unit_price_replay"] is True
+    for ratio in ratios:
+        direct[ratio] = res = replay((io_cost.PRICE_GPU, ratio * io_cost.PRICE_BANDWIDTH, io_cost.PRICE_BANDWIDTH))
+        row = rows.loc[ratio]
         for key in ("cache", "bandwidth", "io", "gpu", "total"):
             assert row[f"{key}_cost_usd"] == pytest.approx(res.summary["cost"][key], rel=1e-12, abs=1e-12)
         assert (row["stall_h"], row["events"]) == (res.summary["stall_hours"], res.summary["events"])
-    a, b = direct[io_cost.PRICE_RATIOS[0]], replay((2.5, 0.05, 3.0))
+    a, b = direct[ratios[0]], replay((2.5, 0.05, 3.0))
     assert a.summary["cost"]["io"] != b.summary["cost"]["io"]
     for table in ("jobs", "timeseries"):
         x, y = getattr(a, table), getattr(b, table)
@@ -116,20 +188,14 @@ def test_io_cost_price_blind_policies_replay_the_same_at_every_price(policy: str
         pd.testing.assert_frame_equal(x[same], y[same])
 
 
-def test_io_cost_replays_each_price_blind_policy_once_per_point_in_one_worker() -> None:
-    """In one worker the price-blind runs of a point at its four price ratios share one replay: the grid puts
-    them next to each other (policy, then price, innermost) and _replay keeps it."""
-    runs = io_cost.grid(quick=False, seed=0)
-    firsts = [r for r in runs if r["replicate"] == 0][: len(io_cost.POLICIES) * len(io_cost.PRICE_RATIOS)]
-    assert [r["policy"] for r in firsts] == [p for p in io_cost.POLICIES for _ in io_cost.PRICE_RATIOS]
-    assert [r["price_ratio"] for r in firsts] == list(io_cost.PRICE_RATIOS) * len(io_cost.POLICIES)
-    io_cost._replay.cache_clear()
-    quick = [r for r in io_cost.grid(quick=True, seed=0) if r["policy"] == "silod"][:2]
-    assert quick[0]["price_ratio"] != quick[1]["price_ratio"]
-    for r in quick:
-        io_cost.run_one(r)
-    info = io_cost._replay.cache_info()
-    assert (info.misses, info.hits) == (1, 1)
+def test_io_cost_run_one_refuses_a_price_that_its_policy_does_not_read() -> None:
+    """A price-blind run carries no price and a price-aware one needs one: anything else is a malformed grid."""
+    point = {"trace_jobs": 200, "skew": 1.5, "n_datasets": 12, "cache_gb": 500.0, "bandwidth_gbps": None}
+    point |= {"warmup": True, "replicate": 0, "seed": 7}
+    with pytest.raises(ValueError, match="price_ratio"):
+        io_cost.run_one({**point, "policy": "silod", "price_ratio": 1e-3})
+    with pytest.raises(ValueError, match="price_ratio"):
+        io_cost.run_one({**point, "policy": "cba", "price_ratio": None})
 
 
 def _replays(savings: dict[tuple[float, int], list[float]]) -> pd.DataFrame:

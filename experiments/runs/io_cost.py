@@ -28,15 +28,17 @@ instead (:func:`grid`) is a documented fraction of it, 84 points:
 With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
 assignment, derived from the sweep seed, the replicate and the skew and
 dataset count: common random numbers across the policies, prices, caches and
-caps of one replicate) that is 1,512 runs, about 3.2 h on one core at the measured mean of 45 s
-per point and replicate, or about 1.6 h with ``--workers 2`` on 2 free cores (the
-Dask runner spreads it further).  Half the policies never read the prices
-(:data:`PRICE_BLIND`): a worker replays each of them once for the four price ratios of
-a point and prices the replay at each, which cut the CPU of a point's 24 runs by 35%
-in one worker (3,000 jobs: 27.7 s against 42.6 s); with several workers each replays
-it at most once per point.  ``--quick`` replays 200 jobs at 12 points
-(2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap, which
-binds at that size) with 2 replicates: 144 replays, 18 s.
+caps of one replicate) that is 1,512 priced replays.  Half the policies never read the
+prices (:data:`PRICE_BLIND`): each of them is one run per point and replicate whatever
+the price, replayed at unit prices, and :func:`priced` prices its cache GB-hours and
+(GB/s)-hours at every price ratio at which the point's other policies ran, so the grid
+is 945 runs (756 price-aware, 189 price-blind) for the 1,512 rows the analysis reads.
+Until issue 22 the price-blind policies had a run per price that a worker's cache of
+replays shared; with two workers 176 of the 189 price-blind replays were made twice
+(the CPU of about 1,100 s of the 8,160 s the 1,512 runs took at 7d61f4c), and more with
+more workers.  ``--quick`` replays 200 jobs at 12 points (2 prices x 2 dataset counts
+x one level of each arm; a 0.05 GB/s cap, which binds at that size) with 2
+replicates: 108 runs for 144 priced replays.
 
 The verdicts on the seed paper's 20.5% are computed from this grid by the
 rules of experiments/paper/claims.py; the per-point summary (:func:`summary`)
@@ -119,8 +121,9 @@ def design(quick: bool) -> list[dict]:
 def grid(quick: bool, seed: int) -> list[dict]:
     """Every policy at every point of :func:`design` for each replicate (2 in ``--quick``, :data:`SEEDS` else).
 
-    Runs are ordered replicate, dataset count, skew, C and B outermost, then policy, then price, so that a
-    worker's workload cache is hit, and so is its cache of the price-blind replays (:func:`_replay`).
+    A price-blind policy (:data:`PRICE_BLIND`) has one run per point and replicate, its ``price_ratio`` None
+    (:func:`priced` prices it).  Runs are ordered replicate, dataset count, skew, C and B outermost, then policy,
+    then price, so that a worker's workload cache (:func:`_workload`) is hit.
     """
     jobs, seeds = (200, 2) if quick else (TRACE_JOBS, SEEDS)
     runs = []
@@ -134,13 +137,15 @@ def grid(quick: bool, seed: int) -> list[dict]:
             groups.setdefault(tuple(p[f] for f in FACTORS if f != "price_ratio"), []).append(p)
         for group in groups.values():
             for policy in POLICIES:
-                for p in group:
+                blind = policy in PRICE_BLIND
+                for p in group[:1] if blind else group:
                     assignment = derive_seed(seed, "assign", replicate, p["skew"], p["n_datasets"])
                     runs.append(
                         {
                             "policy": policy,
                             "trace_jobs": jobs,
                             **p,
+                            "price_ratio": None if blind else p["price_ratio"],
                             "warmup": True,
                             "replicate": replicate,
                             "seed": assignment,
@@ -162,16 +167,17 @@ def _workload(trace_jobs: int, skew: float, n_datasets: int, seed: int) -> Workl
 
 #: The cache policies whose decisions read neither p_c nor p_b (algorithms/baselines: io-only buys no cache,
 #: cache-all fills C first come first served, silod by IO density): their replay is the same at every price, so
-#: :func:`run_one` replays each once per point, replicate, C and B, at :data:`UNIT_PRICES`, and prices its
-#: GB-hours and (GB/s)-hours at each ratio.  test_io_cost_price_blind_policies_replay_the_same_at_every_price
+#: each is one run per point and replicate (:func:`grid`), replayed at :data:`UNIT_PRICES`, whose GB-hours and
+#: (GB/s)-hours :func:`priced` prices at each ratio.  test_io_cost_price_blind_policies_replay_the_same_at_every_price
 #: checks that their jobs and timeseries are the same at two prices.  CBA, coordl and quiver compare p_c with
 #: p_b and are replayed at each price.
 PRICE_BLIND = ("io-only", "cache-all", "silod")
 #: p_c and p_b of a price-blind replay: 1 $ per GB-hour and per (GB/s)-hour, so its costs are its quantities.
 UNIT_PRICES = (1.0, 1.0)
+#: p_g of every replay, $/GPU-h.
+PRICE_GPU = 2.5
 
 
-@functools.lru_cache(maxsize=8)
 def _replay(
     policy: str,
     trace_jobs: int,
@@ -183,7 +189,7 @@ def _replay(
     warmup: bool,
     prices: tuple[float, float, float],
 ) -> tuple[dict, int, float]:
-    """One replay of the trace (cached per worker): its summary, the cluster's GPUs and its wall seconds."""
+    """One replay of the trace: its summary, the cluster's GPUs and its wall seconds."""
     from cbalab.experiments.simulate import SimConfig, simulate
 
     cfg = SimConfig(
@@ -202,13 +208,16 @@ def _replay(
 def run_one(params: dict) -> dict:
     """Replay the trace under one policy at one grid point and replicate; the summary's costs, JCTs and stall.
 
-    A price-blind policy (:data:`PRICE_BLIND`) is replayed at :data:`UNIT_PRICES` and its cache and bandwidth
-    quantities priced at the point's p_c and p_b; ``replay_seconds`` is then the time of the shared replay,
-    which this run may have found done (``unit_price_replay``).
+    A price-blind policy's run (``price_ratio`` None, :func:`grid`) is replayed at :data:`UNIT_PRICES`: its
+    ``cache_cost_usd`` and ``bandwidth_cost_usd`` are then GB-hours and (GB/s)-hours, its price columns and
+    ``io_cost_usd`` empty, until :func:`priced` prices them at each ratio.
     """
     policy = str(params["policy"])
-    prices = (2.5, float(params["price_ratio"]) * PRICE_BANDWIDTH, PRICE_BANDWIDTH)
-    blind = policy in PRICE_BLIND
+    ratio = params["price_ratio"]
+    blind = ratio is None
+    if blind != (policy in PRICE_BLIND):
+        raise ValueError(f"price_ratio: {ratio!r} for {policy}; a price-blind policy's run has none, another's one")
+    prices = (PRICE_GPU, *UNIT_PRICES) if blind else (PRICE_GPU, float(ratio) * PRICE_BANDWIDTH, PRICE_BANDWIDTH)
     cap = params["bandwidth_gbps"]
     s, gpus, seconds = _replay(
         policy,
@@ -219,19 +228,17 @@ def run_one(params: dict) -> dict:
         float(params["cache_gb"]),
         None if cap is None else float(cap),
         bool(params["warmup"]),
-        (prices[0], *UNIT_PRICES) if blind else prices,
+        prices,
     )
     cost = s["cost"]
     cache, bandwidth = float(cost["cache"]), float(cost["bandwidth"])
-    if blind:
-        cache, bandwidth = cache * prices[1], bandwidth * prices[2]
-    io = cache + bandwidth
+    io = math.nan if blind else cache + bandwidth
     return {
         "jobs": int(s["jobs"]),
         "gpus": gpus,
         "price_gpu_usd_per_h": prices[0],
-        "price_cache_usd_per_gb_h": prices[1],
-        "price_bandwidth_usd_per_gbps_h": prices[2],
+        "price_cache_usd_per_gb_h": math.nan if blind else prices[1],
+        "price_bandwidth_usd_per_gbps_h": math.nan if blind else prices[2],
         "unit_price_replay": blind,
         "io_cost_usd": io,
         "cache_cost_usd": cache,
@@ -248,6 +255,35 @@ def run_one(params: dict) -> dict:
     }
 
 
+def priced(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each price-blind run (``unit_price_replay``, no ``price_ratio``) repeated at every price
+    ratio at which another policy ran at its point, its unit-price quantities priced there: p_c = ratio x p_b,
+    p_b = :data:`PRICE_BANDWIDTH`, the same products as a run per price made.  Rows with a price pass as they are.
+    """
+    if "unit_price_replay" not in runs:
+        return runs
+    blind = as_bool(runs["unit_price_replay"].fillna(False)) & runs["price_ratio"].isna()
+    if not blind.any():
+        return runs
+    # The cap's None is NaN in a table, and NaN keys never match: the runs meet on the cap as a number (inf: none).
+    keys = [c for c in POINT if c not in ("price_ratio", "bandwidth_gbps")] + ["cap"]
+    frame = runs.assign(cap=runs["bandwidth_gbps"].astype(float).fillna(math.inf))
+    ratios = frame.loc[~blind, [*keys, "price_ratio"]].drop_duplicates()
+    out = frame.loc[blind].drop(columns="price_ratio").merge(ratios, on=keys, how="inner")
+    p_c = out["price_ratio"].astype(float) * PRICE_BANDWIDTH
+    cache = out["cache_cost_usd"].astype(float) * p_c
+    bandwidth = out["bandwidth_cost_usd"].astype(float) * PRICE_BANDWIDTH
+    out = out.assign(
+        price_cache_usd_per_gb_h=p_c,
+        price_bandwidth_usd_per_gbps_h=PRICE_BANDWIDTH,
+        cache_cost_usd=cache,
+        bandwidth_cost_usd=bandwidth,
+        io_cost_usd=cache + bandwidth,
+        total_cost_usd=out["gpu_cost_usd"].astype(float) + (cache + bandwidth),
+    )
+    return pd.concat([runs.loc[~blind], out[runs.columns]], ignore_index=True)
+
+
 #: A policy "feeds every job" in a replay when its jobs' stall time is at most this fraction of their job-hours
 #: (jobs x mean JCT).  IO costs are compared only between policies that feed every job: one that stalls buys less
 #: IO and trains slower.
@@ -258,7 +294,9 @@ CONDITION_SHARE = 0.5
 
 
 def _frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with the cap as a number (inf for none), warm-up as booleans and each replay's stall share."""
+    """:func:`priced` ``runs`` with the cap as a number (inf for none), warm-up as booleans and each replay's
+    stall share."""
+    runs = priced(runs)
     return runs.assign(
         bandwidth_gbps=runs["bandwidth_gbps"].astype(float).fillna(math.inf),
         warmup=as_bool(runs["warmup"]),
