@@ -52,6 +52,19 @@ def test_cost_profile_splits_the_cost_replay_into_disjoint_parts() -> None:
     assert all(part["cpu_s"] > 0 and part["share"] == pytest.approx(part["cpu_s"] / total) for part in out.values())
 
 
+def test_autocba_work_is_counted_in_calls_that_grow_at_most_linearly() -> None:
+    """Issue 22, item 4, as a count no machine changes: the calls of AutoCBA's own functions are the same on a
+    second run, and ten times the jobs make at most ten times the calls (AutoCBA's greedy does a bounded number
+    of steps per job; a step that scanned every job would make it quadratic and fail here)."""
+    a, b = trace_scale.autocba_work(400), trace_scale.autocba_work(400)
+    assert a["calls"] == b["calls"] > 0 and a["steps"] == b["steps"] and a["heap_ops"] == b["heap_ops"] > 0
+    assert sum(a["steps"].values()) == a["calls"] and a["calls_per_job"] == a["calls"] / 400
+    growth = trace_scale.work_growth(400, 4000)
+    assert 1.0 < growth["calls_ratio"] <= 10.0
+    assert growth["calls_ratio"] == growth["4000"]["calls"] / growth["400"]["calls"]
+    assert all(set(counts) == {"400", "4000"} for counts in growth["steps"].values())
+
+
 def test_no_repeats_is_bad_input() -> None:
     with pytest.raises(InstanceError, match="repeats"):
         trace_scale.measure(small=200, large=2000, repeats=0, autocba_only=True)

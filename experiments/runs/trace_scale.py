@@ -18,7 +18,9 @@ does not count), with the goals of issue 22's Measure table:
     nice -n 10 cbalab bench trace-scale --profile --window 0 2e6   # where online AutoCBA's and CBA's replay time goes
 
 prints the JSON of :func:`measure` with its defaults (the whole trace, sizes 10,000 and 100,000).
-``--profile`` adds a third replay, under cProfile (:func:`online_profile`): the share of its CPU spent in
+``--profile`` adds AutoCBA's work at both sizes (:func:`work_growth`: the calls of its own functions, which
+no machine changes, and CPU per call, which the machine does), a third replay, under cProfile
+(:func:`online_profile`): the share of its CPU spent in
 online AutoCBA's decisions and, within them, in full re-optimisations, local updates and certificates; the
 rest is the replay engine's own work per event; and a fourth, the cost replay under cProfile
 (:func:`cost_profile`): CBA's solve, the rest of the policy's answer and the engine's steps.  The shares, not
@@ -151,6 +153,62 @@ def cost_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None
     return _shares(total, parts)
 
 
+#: Where AutoCBA's own functions live (:func:`autocba_work` counts their calls).
+AUTOCBA_CODE = "algorithms/autocba/"
+
+
+def autocba_work(jobs: int, seed: int = 1) -> dict[str, Any]:
+    """AutoCBA on the instance of :func:`autocba_cpu` under cProfile: its calls, which a machine does not change.
+
+    ``calls`` is the number of calls of AutoCBA's own functions (defined under :data:`AUTOCBA_CODE`),
+    ``heap_ops`` that of its heap pushes and pops (``heapq``, where a log factor lives), ``steps`` the calls per
+    function, and ``cpu_s`` the profiled CPU seconds (cProfile's clock: its overhead is per call, so CPU per
+    call is the comparable figure).  Work that grows linearly keeps ``calls`` per job the same at every size.
+    """
+    inst = generate_welfare(jobs, max(1, jobs // 10), seed, utility_mix="mixed", budget_fraction=0.2)
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    autocba(inst)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    steps: dict[str, int] = {}
+    heap_ops = 0
+    for (path, _line, function), (_cc, calls, _tt, _cum, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if AUTOCBA_CODE in Path(path).as_posix():
+            name = f"{Path(path).stem}.{function}"
+            steps[name] = steps.get(name, 0) + calls
+        elif function in ("<built-in method _heapq.heappush>", "<built-in method _heapq.heappop>"):
+            heap_ops += calls
+    total = sum(steps.values())
+    cpu = float(stats.total_tt)  # type: ignore[attr-defined]
+    return {
+        "jobs": jobs,
+        "calls": total,
+        "calls_per_job": total / jobs,
+        "heap_ops": heap_ops,
+        "cpu_s": cpu,
+        "steps": steps,
+    }
+
+
+def work_growth(small: int, large: int) -> dict[str, Any]:
+    """:func:`autocba_work` at both sizes and how each grows: the calls' ratio (the work's growth, the same on
+    every machine), the heap operations', and CPU per call (what the machine adds: deeper heaps, caches missed)."""
+    a, b = autocba_work(small), autocba_work(large)
+    return {
+        "calls_ratio": b["calls"] / a["calls"],
+        "heap_ops_ratio": b["heap_ops"] / max(a["heap_ops"], 1),
+        "cpu_ratio": b["cpu_s"] / a["cpu_s"],
+        "cpu_per_call_ratio": (b["cpu_s"] / b["calls"]) / (a["cpu_s"] / a["calls"]),
+        "steps": {
+            name: {str(small): a["steps"].get(name, 0), str(large): n}
+            for name, n in sorted(b["steps"].items(), key=lambda kv: -kv[1])
+        },
+        str(small): {k: v for k, v in a.items() if k != "steps"},
+        str(large): {k: v for k, v in b.items() if k != "steps"},
+    }
+
+
 def measure(
     *,
     small: int = 10_000,
@@ -165,8 +223,9 @@ def measure(
     AutoCBA's welfare replay of ``trace`` over the CBA cost replay of it (``window``: START,END seconds, only
     that part of the trace).  AutoCBA runs ``repeats`` times at each size, alternating, and its ratio is that
     of the median CPU times (the ratio moves with the machine's load; each run's times are listed);
-    ``autocba_only`` leaves the two timed replays out; ``profile`` adds :func:`online_profile` of the welfare
-    replay and :func:`cost_profile` of the cost replay.  ``cbalab bench trace-scale`` runs it."""
+    ``autocba_only`` leaves the two timed replays out; ``profile`` adds :func:`work_growth` of AutoCBA,
+    :func:`online_profile` of the welfare replay and :func:`cost_profile` of the cost replay.  ``cbalab bench
+    trace-scale`` runs it."""
     if window is not None and len(window) != 2:
         raise InstanceError("window", list(window), "must be two numbers, START,END in seconds")
     if repeats < 1:
@@ -183,6 +242,7 @@ def measure(
         "goals": {"autocba_large_over_small": 12.0, "online_over_cost_replay": 3.0},
     }
     if profile:
+        out["autocba_work"] = work_growth(small, large)
         out["online_profile"] = online_profile(trace, span)
         out["cost_profile"] = cost_profile(trace, span)
     if autocba_only:
