@@ -29,16 +29,11 @@ With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
 assignment, derived from the sweep seed, the replicate and the skew and
 dataset count: common random numbers across the policies, prices, caches and
 caps of one replicate) that is 1,512 priced replays.  Half the policies never read the
-prices (:data:`PRICE_BLIND`): each of them is one run per point and replicate whatever
-the price, replayed at unit prices, and :func:`priced` prices its cache GB-hours and
-(GB/s)-hours at every price ratio at which the point's other policies ran, so the grid
-is 945 runs (756 price-aware, 189 price-blind) for the 1,512 rows the analysis reads.
-Until issue 22 the price-blind policies had a run per price that a worker's cache of
-replays shared; with two workers 176 of the 189 price-blind replays were made twice
-(the CPU of about 1,100 s of the 8,160 s the 1,512 runs took at 7d61f4c), and more with
-more workers.  ``--quick`` replays 200 jobs at 12 points (2 prices x 2 dataset counts
-x one level of each arm; a 0.05 GB/s cap, which binds at that size) with 2
-replicates: 108 runs for 144 priced replays.
+prices (:data:`PRICE_BLIND`): each is one run per point and replicate, replayed at unit
+prices and priced by :func:`priced` at every ratio of its point (docs/reproduce.md: a run
+per price made two workers replay it twice), so the grid is 945 runs for 1,512 rows.
+``--quick``: 200 jobs, 12 points (2 prices x 2 dataset counts x one level of each arm; a
+0.05 GB/s cap, which binds at that size), 2 replicates: 108 runs, 144 priced replays.
 
 The verdicts on the seed paper's 20.5% are computed from this grid by the
 rules of experiments/paper/claims.py; the per-point summary (:func:`summary`)
@@ -165,12 +160,10 @@ def _workload(trace_jobs: int, skew: float, n_datasets: int, seed: int) -> Workl
     return assign(trace, seed, skew=skew, n_datasets=n_datasets)
 
 
-#: The cache policies whose decisions read neither p_c nor p_b (algorithms/baselines: io-only buys no cache,
-#: cache-all fills C first come first served, silod by IO density): their replay is the same at every price, so
-#: each is one run per point and replicate (:func:`grid`), replayed at :data:`UNIT_PRICES`, whose GB-hours and
-#: (GB/s)-hours :func:`priced` prices at each ratio.  test_io_cost_price_blind_policies_replay_the_same_at_every_price
-#: checks that their jobs and timeseries are the same at two prices.  CBA, coordl and quiver compare p_c with
-#: p_b and are replayed at each price.
+#: The cache policies whose decisions read neither p_c nor p_b (io-only buys no cache, cache-all fills C first
+#: come first served, silod by IO density): one run per point and replicate at :data:`UNIT_PRICES`, priced by
+#: :func:`priced` (test_io_cost_price_blind_policies_replay_the_same_at_every_price: the same replay at two
+#: prices).  CBA, coordl and quiver compare p_c with p_b and are replayed at each price.
 PRICE_BLIND = ("io-only", "cache-all", "silod")
 #: p_c and p_b of a price-blind replay: 1 $ per GB-hour and per (GB/s)-hour, so its costs are its quantities.
 UNIT_PRICES = (1.0, 1.0)
