@@ -327,6 +327,7 @@ def test_stale_results_are_listed_and_fail_only_under_strict(tmp_path: Path, mon
     [
         ("experiments/simulate.py", True),
         ("experiments/workload/catalog.py", True),
+        ("experiments/runs/exp.py", True),
         ("experiments/runs/other.py", False),
         ("experiments/paper/build.py", False),
         ("experiments/plotting.py", False),
@@ -335,7 +336,8 @@ def test_stale_results_are_listed_and_fail_only_under_strict(tmp_path: Path, mon
 def test_shared_experiment_code_makes_rows_stale_presentation_does_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str, stale: bool
 ) -> None:
-    """The replay engines and workloads compute rows, so a commit to them makes every experiment stale; another
+    """The replay engines and workloads compute rows, so a commit to them makes every experiment stale, and so
+    does one to the experiment's own run module (CODE excludes experiments/runs, which must not hide it); another
     run module, the paper's build or the figures' style compute none (check.CODE)."""
     repo = tmp_path / "repo"
     files = ["experiments/runs/exp.py", changed]

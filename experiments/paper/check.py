@@ -150,7 +150,9 @@ def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
         if meta is None:
             continue
         own = Path(str(module.__file__)).resolve()
-        last = _git(root, "log", "-1", "--format=%H", "--", *CODE, os.path.relpath(own, root)).stdout.strip()
+        # Two logs: in one pathspec, CODE's ``:(exclude)experiments/runs`` would exclude the own module too.
+        pathspecs = (CODE, [os.path.relpath(own, root)])
+        lasts = [_git(root, "log", "-1", "--format=%H", "--", *paths).stdout.strip() for paths in pathspecs]
         commits = rows_commits(meta)
         if not commits:
             out.append(f"{name}: meta.json names no commit that computed its rows")
@@ -160,8 +162,10 @@ def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
                 out.append(f"{name}: rows computed at {commit[:8]} with uncommitted changes")
             elif _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
                 out.append(f"{name}: rows computed at {commit[:8]}, which this checkout lacks (a shallow clone?)")
-            elif last and _git(root, "merge-base", "--is-ancestor", last, commit).returncode != 0:
-                out.append(f"{name}: rows computed at {commit[:8]}, before {last[:8]} changed its code")
+            else:
+                later = [c for c in lasts if c and _git(root, "merge-base", "--is-ancestor", c, commit).returncode]
+                if later:
+                    out.append(f"{name}: rows computed at {commit[:8]}, before {later[-1][:8]} changed its code")
     return out
 
 
