@@ -38,10 +38,16 @@ from typing import Any
 
 from cbalab.algorithms.autocba import autocba
 from cbalab.experiments.workload import generate_welfare
-from cbalab.models.instance import InstanceError
+from cbalab.models.instance import Instance, InstanceError
 
 #: The Philly trace shipped with the package (data/philly/).
 PHILLY = Path(__file__).resolve().parents[2] / "data" / "philly" / "philly_jobs.csv.gz"
+
+
+def welfare_instance(jobs: int, seed: int = 1) -> Instance:
+    """The seeded welfare instance both AutoCBA measurements use (module docstring): N/10 datasets, mixed
+    utilities, budget fraction 0.2."""
+    return generate_welfare(jobs, max(1, jobs // 10), seed, utility_mix="mixed", budget_fraction=0.2)
 
 
 def autocba_cpu(jobs: int, seed: int = 1) -> dict[str, Any]:
@@ -51,7 +57,7 @@ def autocba_cpu(jobs: int, seed: int = 1) -> dict[str, Any]:
     referee elsewhere (tests/test_autocba.py): here they identify the answer, so that a faster AutoCBA can be
     seen to give the same one.
     """
-    inst = generate_welfare(jobs, max(1, jobs // 10), seed, utility_mix="mixed", budget_fraction=0.2)
+    inst = welfare_instance(jobs, seed)
     start = time.process_time()
     alloc = autocba(inst)
     cpu = time.process_time() - start
@@ -165,7 +171,7 @@ def autocba_work(jobs: int, seed: int = 1) -> dict[str, Any]:
     function, and ``cpu_s`` the profiled CPU seconds (cProfile's clock: its overhead is per call, so CPU per
     call is the comparable figure).  Work that grows linearly keeps ``calls`` per job the same at every size.
     """
-    inst = generate_welfare(jobs, max(1, jobs // 10), seed, utility_mix="mixed", budget_fraction=0.2)
+    inst = welfare_instance(jobs, seed)
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     autocba(inst)
