@@ -258,7 +258,7 @@ def priced(runs: pd.DataFrame) -> pd.DataFrame:
     blind = as_bool(runs["unit_price_replay"].fillna(False)) & runs["price_ratio"].isna()
     if not blind.any():
         return runs
-    # The cap's None is NaN in a table, and NaN keys never match: the runs meet on the cap as a number (inf: none).
+    # The cap's None is NaN in a table; pandas happens to match NaN keys, but the runs meet on the cap as a number.
     keys = [c for c in POINT if c not in ("price_ratio", "bandwidth_gbps")] + ["cap"]
     frame = runs.assign(cap=runs["bandwidth_gbps"].astype(float).fillna(math.inf))
     ratios = frame.loc[~blind, [*keys, "price_ratio"]].drop_duplicates()
