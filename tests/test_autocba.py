@@ -1,5 +1,10 @@
 """AutoCBA (algorithms/autocba/): feasibility, the certificate, the guarantee and its counterexamples.
 
+The theorems checked here: Theorem D of proofs/autocba_certificate.md (the certificate bounds P2 from above),
+Theorem C and the counterexamples of proofs/autocba_guarantee.md, and Theorem B with Lemma B2 of
+proofs/feeding_cost_concave.md (the least feeding cost that prices AutoCBA's moves); each test's docstring
+names its own.
+
 Exact references: a brute force over every option choice fed by CBA's closed
 form (P1 is solved exactly by ``feed``, proofs/cba_optimality.md, so this is
 P2's optimum on tiny instances), and the Pyomo/HiGHS MILP ``welfare_milp`` on

@@ -3,11 +3,12 @@
 The build is the one of the docs/conf.py docstring (Sphinx + myst-nb + furo); a broken docstring, a dead
 cross-reference or a notebook that fails to execute breaks it.  The other tests pin what the build alone
 cannot: the section numbers and equation tags that docstrings cite as ``docs/model.md §N`` and
-``docs/model.md (N.M)``, and one page per file of proofs/.
+``docs/model.md (N.M)``, one page per file of proofs/, and that the proofs and their tests name each other.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -99,6 +100,46 @@ def test_every_proof_has_a_page() -> None:
         page = DOCS / "proofs" / proof.name
         assert page.exists(), page
         assert f"{{include}} ../../proofs/{proof.name}" in page.read_text()
+
+
+def _tests() -> dict[str, tuple[str, str]]:
+    """Every test function under tests/: its name, its docstring and its module's docstring."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in (ROOT / "tests").rglob("*.py"):
+        module = ast.parse(path.read_text())
+        for node in ast.walk(module):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                found[node.name] = (ast.get_docstring(node) or "", ast.get_docstring(module) or "")
+    return found
+
+
+def test_proofs_and_their_tests_name_each_other() -> None:
+    """Every theorem in proofs/ names the test that checks it, and that test names its theorem, both ways.
+
+    Per file of proofs/: it names at least one test; every test it names exists and cites the file (its
+    docstring or its module's, by its path under proofs/); a name ending in ``_`` (``test_regression_*``) is a
+    pointer to the tests it begins, at least one.  And every test whose own docstring cites a proof file is
+    named in that file (or begins with a pointer of it).
+    """
+    tests = _tests()
+    named: dict[str, set[str]] = {}
+    for proof in sorted((ROOT / "proofs").glob("*.md")):
+        text = proof.read_text()
+        names = set(re.findall(r"\b(test_\w+)", text)) - set(re.findall(r"\b(test_\w+)\.py", text))
+        assert names, f"{proof.name} names no test"
+        named[proof.name] = names
+        cite = f"proofs/{proof.name}"
+        for name in sorted(names):
+            if name.endswith("_"):
+                assert any(t.startswith(name) for t in tests), f"{proof.name} names {name}*, which no test begins"
+                continue
+            assert name in tests, f"{proof.name} names {name}, which is no test"
+            assert cite in tests[name][0] or cite in tests[name][1], f"{name} is named by {proof.name}, not citing it"
+    for t, (doc, _module) in sorted(tests.items()):
+        for cited in set(re.findall(r"proofs/(\w+\.md)", doc)):
+            names = named.get(cited, set())
+            listed = t in names or any(n.endswith("_") and t.startswith(n) for n in names)
+            assert listed, f"{t} cites proofs/{cited}, which does not name it"
 
 
 def test_regression_issue23_math_and_scripts_are_served_locally(site: Path) -> None:

@@ -1,4 +1,8 @@
-"""The elastic replay (experiments/elastic.py, docs/model.md §6b) and online AutoCBA, on hand-checked traces."""
+"""The elastic replay (experiments/elastic.py, docs/model.md §6b) and online AutoCBA, on hand-checked traces.
+
+The theorems checked here are those of proofs/online_elastic.md (what online AutoCBA guarantees at each instant:
+O1 (a) the limits, O1 (b) its certificate, O2 and O3), each named in its test's docstring.
+"""
 
 from __future__ import annotations
 

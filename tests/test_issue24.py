@@ -389,8 +389,8 @@ def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, mo
 def test_tamper_a_proof_claims_number_outside_its_sentence_fails(
     paper_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every claim of the table, not only the seed paper's: AutoCBA's mean gap (proofs/autocba_guarantee.md,
-    claim AutoGap) typed through its macro into an ordinary sentence is found and named."""
+    """Every claim of the table, not only the seed paper's: AutoCBA's mean gap (a claim of
+    the proofs, AutoGap) typed through its macro into an ordinary sentence is found and named."""
     _no_stale(monkeypatch)
     tex = (paper_copy / "paper.tex").read_text()
     assert "\\OptAutoMeanGapPct" not in tex

@@ -1,4 +1,6 @@
-"""The exact welfare MILP (models/milp/welfare.py, models/solve.py): Theorem (a) of proofs/mccormick_exact.md.
+"""The exact welfare MILP (models/milp/welfare.py, models/solve.py): Theorem (a) of proofs/mccormick_exact.md,
+and the forms of proofs/welfare_milp_forms.md (Theorem F1 and Lemma F2, the array-built P2; Theorem F3, the
+stall relaxation; Theorem F4, the GPU-count slices), each named in its test's docstring.
 
 The MILP optimum is checked against an independent brute force: every option
 choice of every job is enumerated, each is fed at least cost by the P1 closed
