@@ -35,7 +35,7 @@ ABOUT: dict[str, About] = {
     "io-cost": About(
         "CBA vs every cache baseline: IO cost on the Philly replay",
         (7.1, 20.5),
-        3631.6,
+        4535.0,
         2,
         {
             "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
