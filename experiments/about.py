@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        583.4,
+        495.5,
         2,
         {
             "headline": (
@@ -72,7 +72,7 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        104.0,
+        109.1,
         2,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
@@ -82,7 +82,7 @@ ABOUT: dict[str, About] = {
     "sensitivity": About(
         "when caching pays: cached fraction vs price x IO density",
         (5.7, 7.3),
-        9.6,
+        9.7,
         2,
     ),
     "dynamic": About(
@@ -94,7 +94,7 @@ ABOUT: dict[str, About] = {
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        567.2,
+        461.9,
         2,
         {
             "ratios": (
