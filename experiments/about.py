@@ -62,7 +62,7 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        1453.2,
+        1507.5,
         2,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
