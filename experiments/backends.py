@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cbalab.experiments.errors import ExperimentError
+from cbalab.experiments.provenance import data_read, imported_modules
 
 #: How long to try to reach a Dask scheduler before the address counts as bad input (seconds): the one
 #: deadline of the check that it answers as a scheduler, and of the client's connection after it.
@@ -37,7 +38,9 @@ Done = tuple[int, str, dict, dict]
 def execute(module_name: str, params: dict) -> dict:
     """Run one grid point in whatever process this is; never raises for the run's own errors.
 
-    Returns ``{"row": result columns or None, "error": "" or the error, "run_seconds": wall time}``.
+    Returns ``{"row": result columns or None, "error": "" or the error, "run_seconds": wall time, "modules":
+    the cbalab modules this process has imported, "data": the data files it has read}``: the last two are what
+    the run may have executed and read (experiments/provenance.py), which meta.json records.
     """
     start = time.perf_counter()
     try:
@@ -55,7 +58,13 @@ def execute(module_name: str, params: dict) -> dict:
         row = None
         last = traceback.extract_tb(e.__traceback__)[-1]
         error = f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})"
-    return {"row": row, "error": error, "run_seconds": time.perf_counter() - start}
+    return {
+        "row": row,
+        "error": error,
+        "run_seconds": time.perf_counter() - start,
+        "modules": imported_modules(),
+        "data": data_read(),
+    }
 
 
 def overwritten_parameter(params: dict, row: dict) -> str | None:

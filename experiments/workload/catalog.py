@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cbalab.experiments.provenance import note_read
 from cbalab.models.instance import InstanceError
 
 #: Gavel job type (in isolated_throughputs.csv) and batch size behind each Gavel model of the catalog.
@@ -108,7 +109,9 @@ class ModelSpec:
 
 def _load_catalog() -> tuple[tuple[DatasetSpec, ...], tuple[ModelSpec, ...]]:
     """The datasets and models of catalog.csv, in file order (the order fixes dataset and model draws)."""
-    text = resources.files(__package__).joinpath("catalog.csv").read_text(encoding="utf-8")
+    source = resources.files(__package__).joinpath("catalog.csv")
+    note_read(str(source))
+    text = source.read_text(encoding="utf-8")
     datasets: list[DatasetSpec] = []
     models: dict[str, tuple[tuple[str, ...], str, str]] = {}
     throughput: dict[str, dict[str, dict[int, float]]] = {}

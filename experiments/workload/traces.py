@@ -10,6 +10,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from cbalab.experiments.provenance import note_read
 from cbalab.models.files import unreadable
 from cbalab.models.instance import MAX_COUNT, InstanceError
 
@@ -38,7 +39,9 @@ class TraceError(InstanceError):
 
 
 def _open_text(p: Path) -> IO[str]:
-    """``p`` opened for reading as UTF-8 text, through gzip when its name ends in ``.gz``."""
+    """``p`` opened for reading as UTF-8 text, through gzip when its name ends in ``.gz``; noted as read
+    (experiments/provenance.py), so that the rows computed from it go stale when it changes."""
+    note_read(p)
     if p.suffix == ".gz":
         return gzip.open(p, "rt", newline="", encoding="utf-8")
     return p.open(newline="", encoding="utf-8")
@@ -56,7 +59,8 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     :class:`TraceError` naming the line and the column: GPU counts
     must be whole numbers in [1, MAX_COUNT] (the instance loader's cap, so no
     count wraps in int64), durations in [MIN_DURATION_S, MAX_TRACE_SECONDS],
-    submit times in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS].  Negative submit times are
+    submit times in [−MAX_TRACE_SECONDS, MAX_TRACE_SECONDS]; a column named twice in the header is refused
+    (which of the two would count is not for the reader to guess).  Negative submit times are
     accepted as written ("seconds from any origin", docs/interface.md): the
     replay starts at the first submission whatever its sign.
     """
@@ -82,6 +86,11 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     if header is None:
         raise TraceError(source, 1, "header", None, "empty file: expected a header line")
     header = [h.strip() for h in header]
+    named: set[str] = set()
+    for name in header:
+        if name in named:
+            raise TraceError(source, 1, name, header, "column given twice in the header; the trace is ambiguous")
+        named.add(name)
     philly = set(PHILLY_COLUMNS) <= set(header)
     required = ("timestamp", "duration", "num_gpus") if philly else TRACE_COLUMNS
     for col in required:
