@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from cbalab.experiments import provenance, verify
@@ -71,7 +72,10 @@ def _stale(out: Path) -> set[str]:
 def test_the_record_names_the_modules_the_runs_imported(quick_results: Path) -> None:
     """CBA's module is in the record of io-cost and sensitivity, AutoCBA's only in welfare's; the paper's modules
     in none (provenance.PRESENTATION); io-cost read the shipped Philly trace and the catalog."""
-    prov = {n: json.loads((quick_results / n / "meta.json").read_text())["provenance"] for n in ("io-cost", "sensitivity", "welfare")}
+    prov = {
+        n: json.loads((quick_results / n / "meta.json").read_text())["provenance"]
+        for n in ("io-cost", "sensitivity", "welfare")
+    }
     for name in ("io-cost", "sensitivity"):
         assert "cbalab.algorithms.cba" in prov[name]["code"]
         assert not [m for m in prov[name]["code"] if m.startswith("cbalab.algorithms.autocba")]
@@ -118,7 +122,13 @@ def test_nothing_is_stale_right_after_the_runs(quick_results: Path, monkeypatch:
     ],
 )
 def test_an_edit_stales_exactly_the_experiments_that_ran_it(
-    quick_results: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, module: str, old: str, new: str, stale: set[str]
+    quick_results: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    module: str,
+    old: str,
+    new: str,
+    stale: set[str],
 ) -> None:
     """The issue's table: which experiments an edit makes stale, by the modules their runs imported."""
     _only(monkeypatch, quick_results)
@@ -244,7 +254,9 @@ def test_the_rotating_canaries_move_with_the_seed_and_can_reach_any_row(monkeypa
     assert set().union(*(picks("dynamic", s) for s in range(400))) == set(range(15))
 
 
-def test_record_writes_a_verification_that_makes_the_rows_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_writes_a_verification_that_makes_the_rows_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--record`` after a pass covering every arm: meta.json gains the verification with its provenance, and
     the rows are no longer stale; a sample that leaves an arm out is refused (exit 2), and records nothing."""
     folder = _copy(tmp_path, "sensitivity")
@@ -274,7 +286,9 @@ def test_record_writes_a_verification_that_makes_the_rows_fresh(tmp_path: Path, 
         (["experiment", "sensitivity", "--stale"], "give no NAME"),
     ],
 )
-def test_bad_verify_input_is_exit_2_naming_the_option(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_verify_input_is_exit_2_naming_the_option(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Bad input to --verify and --stale is exit 2 with the option named, before anything runs."""
     from cbalab.cli import main
 
@@ -314,3 +328,40 @@ def test_presentation_modules_run_no_code_during_the_runs() -> None:
         finally:
             sys.settrace(None)
     assert called == set()
+
+
+def test_catch_up_reruns_exactly_the_stale_experiments_after_saying_how_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``experiment --stale``: the stale experiments (and only they) are rerun from scratch, in the registry's order,
+    after the time their last meta.json predicts; a work tree with changes is refused (exit 2)."""
+    from cbalab.experiments import runner
+
+    for name in ("welfare", "sensitivity"):
+        _copy(tmp_path, name)
+    monkeypatch.setattr(verify, "git_commit", lambda: {"commit": "ab" * 20, "dirty": False})
+    monkeypatch.setattr(
+        check,
+        "stale_results",
+        lambda results: ["sensitivity: module x changed", "welfare (verified at y on 3 rows): module x changed"],
+    )
+    ran: list[str] = []
+
+    def fake(name: str, out: Path, **kwargs: object) -> runner.Sweep:
+        ran.append(name)
+        assert not (out / name / "meta.json").exists()
+        return runner.Sweep(name, out / name, pd.DataFrame())
+
+    monkeypatch.setattr(runner, "run_sweep", fake)
+    said: list[str] = []
+    assert verify.catch_up(tmp_path, workers=2, echo=said.append) == 0
+    assert ran == ["welfare", "sensitivity"]
+    meta = json.loads((RESULTS / "welfare" / "meta.json").read_text())
+    minutes = (
+        verify.expected_seconds(meta, 2)
+        + verify.expected_seconds(json.loads((RESULTS / "sensitivity" / "meta.json").read_text()), 2)
+    ) / 60
+    assert any(f"about {minutes:.0f} min with 2 workers" in line for line in said)
+    monkeypatch.setattr(verify, "git_commit", lambda: {"commit": "ab" * 20, "dirty": True})
+    with pytest.raises(ExperimentError, match="one clean commit"):
+        verify.catch_up(tmp_path, workers=2, echo=said.append)
