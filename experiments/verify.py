@@ -85,35 +85,41 @@ def committed(folder: Path) -> tuple[pd.DataFrame, set[str]]:
     return text, floats
 
 
-def arms(grid: list[dict]) -> list[str]:
-    """The grid's arm parameters: every parameter but a run's seed and indexes (over :data:`MAX_ARM_LEVELS`)."""
+def arms(name: str, grid: list[dict]) -> list[str]:
+    """The arm parameters of experiment ``name``'s grid: its run module's ``ARMS`` when it declares them (the
+    factors whose levels run different code or settings, not the data windows they are repeated on), else every
+    parameter but a run's seed and indexes (over :data:`MAX_ARM_LEVELS` levels)."""
+    declared = getattr(load_experiment(name), "ARMS", None)
+    if declared is not None:
+        return list(declared)
     keys = list(grid[0]) if grid else []
     return [k for k in keys if k not in NOT_ARMS and len({repr(p.get(k)) for p in grid}) <= MAX_ARM_LEVELS]
 
 
-def uncovered(grid: list[dict], chosen: Iterable[dict]) -> list[str]:
-    """Every arm level of ``grid`` (``param=value``) that no run of ``chosen`` has."""
-    names = arms(grid)
+def uncovered(names: list[str], grid: list[dict], chosen: Iterable[dict]) -> list[str]:
+    """Every level of the arms ``names`` in ``grid`` (``param=value``) that no run of ``chosen`` has."""
     have = {(k, repr(p.get(k))) for p in chosen for k in names}
     need = sorted({(k, repr(p.get(k))) for p in grid for k in names})
     return [f"{k}={v}" for k, v in need if (k, v) not in have]
 
 
 def costs(runs: pd.DataFrame, meta: dict) -> pd.Series:
-    """Each row's estimated CPU seconds: the sum of its timing columns, or else the sweep's CPU time over its rows."""
+    """Each row's estimated CPU seconds: the sum of its timing columns (``X_cpu_seconds`` beside ``X_seconds``
+    counted once), at least :data:`COST_FLOOR` of the sweep's CPU time per row, or else that CPU time per row."""
     timings = [c for c in runs.columns if str(c).endswith("_seconds")]
     sessions = meta.get("sessions") or []
     total = sum(float(x.get("wall_seconds") or 0) * int(x.get("workers") or 1) for x in sessions)
     flat = total / max(len(runs), 1) if total else 1.0
     if not timings:
         return pd.Series(flat, index=runs.index)
+    timings = [c for c in timings if c.replace("_cpu_seconds", "_seconds") == c or c.replace("_cpu", "") not in timings]
     own = runs[timings].apply(pd.to_numeric, errors="coerce").fillna(0.0).sum(axis=1)
     return own.clip(lower=COST_FLOOR * flat)
 
 
-def _cover(rows: list[int], params: list[dict], cost: pd.Series, grid: list[dict]) -> list[int]:
-    """A cheapest-first cover of every arm level by ``rows`` (greedy: most new levels per second)."""
-    names = arms(grid)
+def _cover(names: list[str], rows: list[int], params: list[dict], cost: pd.Series, grid: list[dict]) -> list[int]:
+    """A cheapest-first cover of every level of the arms ``names`` by ``rows`` (greedy: most new levels per
+    second)."""
     left = {(k, repr(p.get(k))) for p in grid for k in names}
     chosen: list[int] = []
     while left:
@@ -154,13 +160,13 @@ def choose(
         return rows
     rng = random.Random(seed)
     if sample.isdigit():
-        cover = _cover(rows, params, cost, grid)
+        cover = _cover(arms(name, grid), rows, params, cost, grid)
         rest = [i for i in rows if i not in cover]
         rng.shuffle(rest)
         return sorted(cover + rest[: max(int(sample) - len(cover), 0)])
     chosen: set[int] = set()
     if sample in ("canaries", "default"):
-        first = arms(grid)[:1]
+        first = arms(name, grid)[:1]
         levels = sorted({repr(params[i].get(first[0])) for i in rows}) if first else [""]
         cheapest = [
             min((i for i in rows if not first or repr(params[i].get(first[0])) == level), key=lambda i: (cost[i], i))
@@ -249,7 +255,7 @@ def verify(
         sample = "all"
     picked = choose(name, text, params, meta, grid, sample, commit_seed() if seed is None else seed)
     if record_it:
-        gaps = uncovered(grid, [params[i] for i in picked])
+        gaps = uncovered(arms(name, grid), grid, [params[i] for i in picked])
         if gaps:
             raise ExperimentError(f"--record: the sample leaves arms uncovered ({', '.join(gaps[:5])}); use --sample N")
     todo = [(i, str(text.at[i, "run_key"]), params[i]) for i in picked]

@@ -62,6 +62,9 @@ NAME = "dynamic"
 #: The prefix of the paper's macros for this experiment (``\DynamicWorstRatio`` …, ``\ifHaveDynamic``).
 PREFIX = "Dynamic"
 
+#: The grid's arms for ``--verify --record`` (experiments/verify.py): the kinds of run, sizes, prices and P3's
+#: limits; the windows repeat the same code on other jobs of the trace.
+ARMS = ("kind", "jobs", "io_price_factor", "iterations")
 #: The policies compared; cba-keep is the warm-up-aware online policy (proofs/cba_keep_competitive.md).
 POLICIES = ("cba", "silod", "quiver", "cache-all", "io-only", "cba-keep")
 #: Remote-IO price factors: the default p_b and ten times it.
