@@ -6,7 +6,8 @@ An instance file says which problem it poses by its jobs' fields (docs/interface
 registered for one problem or for both (``lp``, ``milp``).  The problem is the one they have in common, so
 that ``--problem`` is needed only when both share two; every refusal is an InstanceError that names the
 option (``--method``, ``--problem``) or argument it is about, says each problem in words and, for a
-misspelt method, offers the closest registered names (difflib).
+misspelt method, offers the closest registered names (difflib).  The cost problem is also refused on an
+instance whose jobs' fixed GPUs do not fit in its ``cluster.gpus``.
 """
 
 from __future__ import annotations
@@ -87,11 +88,10 @@ def choose_problem(
         asked = parse_problem(problem, problem_field)
         if asked not in serving:
             raise InstanceError(method_field, method, f"{_kind(method, serving)}; it does not solve the {WORDS[asked]}")
-        _require(instance, asked)
-        return asked
+        return _require(instance, asked)
     common = [p for p in serving if p in posed]
     if len(common) == 1:
-        return common[0]
+        return _require(instance, common[0])
     if len(common) > 1:
         raise InstanceError(
             problem_field,
@@ -117,9 +117,7 @@ def posed_problem(instance: Instance, problem: str | None = None, *, problem_fie
     first job that lacks the fields of the problem asked (or of either problem).
     """
     if problem is not None:
-        asked = parse_problem(problem, problem_field)
-        _require(instance, asked)
-        return asked
+        return _require(instance, parse_problem(problem, problem_field))
     posed = instance_problems(instance)
     if len(posed) > 1:
         raise InstanceError(
@@ -129,15 +127,26 @@ def posed_problem(instance: Instance, problem: str | None = None, *, problem_fie
         )
     if not posed:  # some job lacks the fields of either problem: name it, for the cost problem
         _require(instance, Problem.COST)
-    return posed[0]
+    return _require(instance, posed[0])
 
 
-def _require(instance: Instance, problem: Problem) -> None:
-    """InstanceError naming the first job that lacks the fields ``problem`` needs (docs/interface.md)."""
-    if problem == Problem.COST:
-        instance.require_fixed()
-    else:
+def _require(instance: Instance, problem: Problem) -> Problem:
+    """``problem`` once ``instance`` can pose it; InstanceError naming the first job that lacks the fields it
+    needs (docs/interface.md), or, for the cost problem, ``cluster.gpus`` when the jobs' fixed GPUs add up to
+    more than G: P1 runs every job at once on its fixed GPUs (docs/model.md §4), and a cluster that cannot
+    hold them is a mistake in the instance, not a number P1 may leave unread."""
+    if problem == Problem.WELFARE:
         instance.require_options()
+        return problem
+    instance.require_fixed()
+    asked = int(instance.job_gpus.sum())
+    if instance.gpus is not None and asked > instance.gpus:
+        raise InstanceError(
+            "cluster.gpus",
+            instance.gpus,
+            f"the jobs ask {asked} GPUs in all, more than the cluster has (the cost problem runs every job at once)",
+        )
+    return problem
 
 
 def check_policy(policy: str, problem: str, known: list[str], field: str = "policy") -> None:

@@ -536,6 +536,7 @@ COMPARE_COLUMNS = {
     "cache_per_hour": "the cache's spend in $/h",
     "bandwidth_per_hour": "the remote bandwidth's spend in $/h",
     "solve_seconds": "the method's wall time",
+    "reason": "why the method found no allocation or claims what it claims (None when it says nothing)",
 }
 
 
@@ -579,6 +580,7 @@ def compare(instance: Instance, problem: str | None = None, time_limit: float | 
                 "cache_per_hour": cost.get("cache", math.nan),
                 "bandwidth_per_hour": cost.get("bandwidth", math.nan),
                 "solve_seconds": doc["solve_seconds"],
+                "reason": doc.get("reason"),
             }
         )
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
@@ -749,13 +751,14 @@ def check_replay(spec: ReplaySpec) -> Problem:
     ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
     replay; counts whole numbers (``n_datasets`` at least 1); amounts finite and >= 0 (``period_s`` and
     ``time_limit`` > 0, ``restart_delay_s`` at most the longest trace time); ``window`` finite START < END;
-    ``prices`` None or three such numbers; ``out`` a folder that can be written.  A setting of the other
+    ``prices`` None or three such numbers; ``out`` a folder that can be written, with no folder in the place of
+    one of its files (experiments.replay.unwritable_outputs).  A setting of the other
     problem is refused rather than ignored: the offline optimum and its ``time_limit`` belong to the cost
     replay, :data:`WELFARE_SETTINGS` to the welfare replay, and ``time_limit`` needs ``offline_optimum``.
     """
+    from cbalab.experiments.replay import unwritable_outputs
     from cbalab.experiments.workload.synthetic import finite, price_triple, whole
     from cbalab.experiments.workload.traces import MAX_TRACE_SECONDS
-    from cbalab.models.files import unwritable_folder
 
     prob = parse_problem(spec.problem)
     check_policy(spec.policy, prob, registry.names(prob))
@@ -787,9 +790,9 @@ def check_replay(spec: ReplaySpec) -> Problem:
         from cbalab.experiments.workload.elastic import UtilityMix
 
         UtilityMix.parse(spec.utility_mix)
-    problem = None if spec.out is None else unwritable_folder(spec.out)
-    if problem is not None:
-        raise InstanceError("out", str(spec.out), problem)
+    refused = None if spec.out is None else unwritable_outputs(spec.out)
+    if refused is not None:
+        raise InstanceError("out", str(spec.out), refused)
     return prob
 
 

@@ -10,7 +10,8 @@ Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a mes
 the value, never a traceback), 1 on an internal error, 130 on Ctrl-C (one line, no traceback).  Every
 output file is written atomically (models/files.py); an ``--out`` that cannot be written is refused before
 any solving.  ``--no-timing`` leaves out the wall-clock fields (``solve_seconds``, ``wall_seconds``), so
-that two runs can be compared byte for byte.
+that two runs can be compared byte for byte; ``--no-progress`` turns off the progress bar of ``simulate`` and
+``experiment`` alike.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import textwrap
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cbalab import api
@@ -35,7 +37,7 @@ from cbalab.experiments.runner import ExperimentError
 from cbalab.models import __version__
 from cbalab.models.files import atomic_write_text, unwritable_file
 from cbalab.models.instance import Instance, InstanceError, load
-from cbalab.models.types import Problem
+from cbalab.models.types import Problem, Status
 
 if TYPE_CHECKING:
     from cbalab.experiments.benchmarks import Option
@@ -244,7 +246,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``cbalab compare``: :func:`cbalab.compare` on one instance, printed as a table (the README's main job)."""
+    """``cbalab compare``: :func:`cbalab.compare` on one instance, printed as a table (the README's main job),
+    with a footnote under it giving the reason of every row that is ``error`` or ``infeasible``."""
     if args.instance:
         inst = load(args.instance)
         origin = args.instance
@@ -270,6 +273,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cells: tuple[str, ...] = (r.method, r.status, _fmt(r.value), gap, _fmt(r.bound), _fmt(r.total_per_hour, 5))
         cells += (_fmt(r.cache_per_hour, 5), _fmt(r.bandwidth_per_hour, 5), f"{r.solve_seconds:.4f}")
         print(" ".join(f"{cell:{align}}" for (align, _), cell in zip(spec, cells)))
+    for r in table.itertuples(index=False):
+        if r.status in (Status.ERROR, Status.INFEASIBLE):
+            print(f"* {r.method} ({r.status}): {r.reason or 'no reason given'}")
     if problem == Problem.COST:
         print("io $/h = cache + bandwidth (the GPU bill is the same for all); vs milp: against the proven optimum;")
         print("bound: the method's proven lower bound on the io $/h.")
@@ -344,7 +350,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         prices=_given_prices(args),
         warmup=not args.no_warmup,
         timing=not args.no_timing,
-        progress=not args.quiet,
+        progress=not args.no_progress,
         **{name: getattr(args, name) for name in REPLAY_FIELDS},
     )
     prices = {"prices[0]": "--price-gpu", "prices[1]": "--price-cache", "prices[2]": "--price-bandwidth"}
@@ -365,27 +371,66 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         for line in about.listing():
             print(line)
         return EXIT_OK
+    if args.stale:
+        from cbalab.experiments.verify import catch_up
+
+        if args.name:
+            raise ExperimentError("--stale reruns every stale experiment: give no NAME")
+        return catch_up(Path(args.out or "paper/results"), workers=args.workers)
     if not args.name:
-        raise ExperimentError("experiment: give a NAME, all, or --list")
+        raise ExperimentError("experiment: give a NAME, all, --stale or --list")
+    if args.verify or args.sample is not None or args.record:
+        return _cmd_verify(args)
+    out = args.out or "results"
+    seed = 0 if args.seed is None else args.seed
     if args.name == "all":
         return runner.run_all(
-            args.out,
+            out,
             quick=args.quick,
             workers=args.workers,
             scheduler=args.scheduler,
-            seed=args.seed,
+            seed=seed,
             progress=not args.no_progress,
         )
     return runner.run_experiment(
         args.name,
-        args.out,
+        out,
         quick=args.quick,
-        seed=args.seed,
+        seed=seed,
         workers=args.workers,
         scheduler=args.scheduler,
         progress=not args.no_progress,
         argv=sys.argv[1:],
     )
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    """``cbalab experiment NAME|all --verify [--sample S] [--seed S] [--record]`` (experiments/verify.py): the
+    committed rows of paper/results (paper/quick with ``--quick``, or ``--out``) recomputed and compared; with
+    ``all``, every experiment in order, and the worst status."""
+    from cbalab.experiments.runner import EXPERIMENTS
+    from cbalab.experiments.verify import verify
+
+    if not args.verify:
+        raise ExperimentError("--sample and --record go with --verify")
+    if args.scheduler:
+        raise ExperimentError("--verify runs on local workers: drop --scheduler")
+    base = Path(args.out or ("paper/quick" if args.quick else "paper/results"))
+    names = list(EXPERIMENTS) if args.name == "all" else [args.name]
+    status = EXIT_OK
+    for name in names:
+        sample = args.sample or "default"
+        code = verify(
+            name,
+            base / name,
+            sample=sample,
+            seed=args.seed,
+            quick=args.quick,
+            record_it=args.record,
+            workers=args.workers,
+        )
+        status = max(status, code)
+    return status
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -457,8 +502,6 @@ def cmd_paper(args: argparse.Namespace) -> int:
     Every meta.json of the results is read through experiments.meta.read_meta first, so a broken one is exit 2 naming
     the file before anything is generated.
     """
-    from pathlib import Path
-
     from cbalab.experiments.meta import read_meta
     from cbalab.experiments.paper import main_paper
 
@@ -771,7 +814,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="also re-allocate every PERIOD seconds (default: only at events)",
     )
-    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    _no_progress(m)
     m.add_argument("--no-timing", action="store_true", help="leave out wall_seconds: identical runs, identical bytes")
     m.add_argument(
         "--offline-optimum",
@@ -799,15 +842,50 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--quick", action="store_true", help="the small grid, for CI: 3 s to 1 min each on 2 cores (see --list)"
     )
-    e.add_argument("--out", default="results", help="output folder; a rerun with the same folder resumes")
-    e.add_argument("--seed", type=_seed, default=0, help="the sweep seed; every run derives its own from it")
+    e.add_argument(
+        "--out",
+        default=None,
+        help="output folder; a rerun with the same folder resumes (default: results; with --verify the committed "
+        "paper/results, or paper/quick with --quick; with --stale paper/results)",
+    )
+    e.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        help="the sweep seed; every run derives its own from it (default: 0); with --verify, the sample's seed "
+        "(default: from the commit)",
+    )
     e.add_argument("--workers", type=_workers, default=1, help="local worker processes (1: in this process)")
     e.add_argument(
         "--scheduler",
         default=None,
         help="a Dask scheduler address tcp://HOST:PORT instead of local workers (default: none)",
     )
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _no_progress(e)
+    e.add_argument(
+        "--verify",
+        action="store_true",
+        help="recompute a sample of the committed rows and compare every column but the timings as text: exit 0 "
+        "equal, 1 naming the first differing run key and column (docs/reproduce.md)",
+    )
+    e.add_argument(
+        "--sample",
+        default=None,
+        help="with --verify: all, canaries (fixed + rotating with the commit, what CI runs), claims (the rows at "
+        "the extremes of every column a claim reads) or a count N (every arm covered, then drawn by --seed); "
+        "default canaries and claims (all with --quick)",
+    )
+    e.add_argument(
+        "--record",
+        action="store_true",
+        help="with --verify: note a passing verification in meta.json, so the rows count fresh at this commit "
+        "(needs a sample that covers every arm)",
+    )
+    e.add_argument(
+        "--stale",
+        action="store_true",
+        help="rerun exactly the experiments that `cbalab paper --check` calls stale, at this (clean) commit",
+    )
     e.set_defaults(run=cmd_experiment)
 
     b = _command(sub, "bench", "run one benchmark of experiments/benchmarks.py with the options of its measure")
@@ -823,6 +901,14 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--strict", action="store_true", help="with --check: results older than their code fail too")
     pp.set_defaults(run=cmd_paper)
     return p
+
+
+def _no_progress(p: argparse.ArgumentParser) -> None:
+    """The progress switch of ``simulate`` and ``experiment``, one for both: ``--no-progress``.  ``--quiet`` is
+    taken as another spelling of it and left out of the help, so that one spelling is documented; it comes
+    first, so that errors and the option map (:func:`_option_names`) name ``--no-progress``."""
+    p.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _price(i: int) -> str:

@@ -4,14 +4,13 @@ day, and :func:`read_meta`, the one reader of the file (``cbalab paper`` reads e
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cbalab.experiments.errors import ExperimentError
-from cbalab.models.files import unreadable
+from cbalab.models.files import loads_json, unreadable
 
 #: Packages whose versions meta.json records.
 PACKAGES = ("numpy", "pandas", "pyomo", "highspy", "networkx", "matplotlib", "tqdm", "dask", "distributed")
@@ -40,7 +39,7 @@ def read_meta(path: str | Path) -> dict | None:
     if not p.exists():
         return None
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = loads_json(p.read_text(encoding="utf-8"))
     except OSError as e:
         raise ExperimentError(f"{p}: {unreadable(e)}") from None
     except ValueError as e:

@@ -45,13 +45,34 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file
+from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file, unwritable_file, unwritable_folder
 from cbalab.models.instance import InstanceError
 
 SCHEMA = "cbalab/simulation@1"
 
 #: The wall-clock entries of a summary, which ``--no-timing`` leaves out (top level; inside ``offline_optimum``).
 TIMING_KEYS = ("wall_seconds", "seconds")
+
+
+#: The files a replay writes into its output folder, in the order written (docs/interface.md, "Replay outputs").
+OUTPUT_FILES = ("jobs.csv", "timeseries.csv", "summary.json")
+
+
+def unwritable_outputs(out_dir: str | Path) -> str | None:
+    """Why a replay cannot write its output into ``out_dir``, naming the file at fault; None when it can.
+
+    The folder must be, or become, a writable folder, and no file of :data:`OUTPUT_FILES` may be a folder
+    (models/files.py says why in its one wording), so that a replay writes all its files or none of them.
+    """
+    out = Path(out_dir)
+    problem = unwritable_folder(out)
+    if problem is not None or not out.is_dir():
+        return problem
+    for name in OUTPUT_FILES:
+        problem = unwritable_file(out / name)
+        if problem is not None:
+            return f"its {name} {problem}"
+    return None
 
 
 def resolution(t: float) -> float:
@@ -169,8 +190,13 @@ class SimResult:
         An old summary.json is removed first, so a rerun cut short leaves tables without a summary, never a
         summary that describes other tables; summary.json is written last and records the sha256 of each
         table under ``files`` as ``{name: {"sha256": hex}}`` (also set in :attr:`summary`), so a reader can
-        tell a complete, matching set from one interrupted half-way.
+        tell a complete, matching set from one interrupted half-way.  Every target is checked first
+        (:func:`unwritable_outputs`): one that cannot be written is an InstanceError naming it, and the folder
+        is left as it was.
         """
+        refused = unwritable_outputs(out_dir)
+        if refused is not None:
+            raise InstanceError("out", str(out_dir), refused)
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").unlink(missing_ok=True)

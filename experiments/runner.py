@@ -70,7 +70,14 @@ from cbalab.experiments.errors import ExperimentError
 from cbalab.experiments.meta import earlier_sessions, git_commit, now, rows_commits, versions
 from cbalab.experiments.provenance import data_read, grid_digest, record
 from cbalab.models import __version__
-from cbalab.models.files import atomic_write_csv, atomic_write_json, sha256_file, unreadable, unwritable_folder
+from cbalab.models.files import (
+    atomic_write_csv,
+    atomic_write_json,
+    loads_json,
+    sha256_file,
+    unreadable,
+    unwritable_folder,
+)
 
 #: Experiment name -> module that implements it (the registry of ``cbalab experiment --list``).
 EXPERIMENTS: dict[str, str] = {
@@ -192,7 +199,7 @@ def _load_run(path: Path, params: dict) -> tuple[dict | None, str]:
     if not path.exists():
         return None, ""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_json(path.read_text(encoding="utf-8"))
     except OSError as e:
         return None, unreadable(e)
     except ValueError as e:
@@ -249,7 +256,7 @@ def sweep_provenance(run_dir: Path, grid: list[dict], params: dict[str, Any]) ->
     for p in grid:
         path = run_dir / f"{run_key(p)}.json"
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("modules"), list):

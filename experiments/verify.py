@@ -354,3 +354,17 @@ def catch_up(results: Path, workers: int = 1, echo: Callable[[str], None] = prin
             return EXIT_INTERRUPTED
         status = max(status, sweep.exit_code)
     return status
+
+
+def status(name: str, meta: dict) -> str:
+    """One line of where experiment ``name``'s committed rows come from, as docs/reproduce.md states it:
+    "NAME: computed at A" and, after a recorded verification, ", verified at B on N rows"."""
+    from cbalab.experiments.paper.section import rows_commits
+
+    computed = ", ".join(c[:7] + ("+" if dirty else "") for c, dirty in rows_commits(meta)) or "an unknown commit"
+    line = f"{name}: computed at {computed}"
+    done = [v for v in meta.get("verifications") or [] if isinstance(v, dict)]
+    if done:
+        last = done[-1]
+        line += f", verified at {str((last.get('git') or {}).get('commit', '?'))[:7]} on {last.get('rows')} rows"
+    return line

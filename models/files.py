@@ -10,6 +10,10 @@ or function meets it (an instance, a trace, an ``--out``, a results folder),
 comes from :func:`unreadable`, :func:`unwritable_file` or
 :func:`unwritable_folder`, so that a missing instance and a missing trace read
 alike: ``FIELD: no such file (got "PATH")``, exit 2 on the command line.
+
+JSON is parsed by :func:`loads_json`, which refuses an object that gives one key twice: Python's parser
+keeps the last value without a word while other parsers keep the first or refuse, so such a document means
+different things to different readers (a second ``"jobs": []`` emptied an instance).
 """
 
 from __future__ import annotations
@@ -18,10 +22,66 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+
+class RepeatedKeyError(ValueError):
+    """A JSON object gives one key more than once: ``path`` is the key's JSON path (``datasets[0].size_gb``),
+    ``values`` every value it was given there, in the order of the text."""
+
+    def __init__(self, path: str, values: list[Any]) -> None:
+        self.path = path
+        self.values = values
+        super().__init__(f"{path}: key given {len(values)} times in one object")
+
+
+class _Repeated(dict[str, Any]):
+    """A parsed object that gave a key twice, with every (key, value) pair as written (``given``)."""
+
+    given: list[tuple[str, Any]]
+
+
+def loads_json(text: str, **options: Any) -> Any:
+    """``json.loads(text, **options)``, refusing an object that gives one key twice (:class:`RepeatedKeyError`).
+
+    The first such object met in a walk from the root, outer before inner and in document order, is the one
+    named; a malformed text raises ``json.JSONDecodeError`` as ``json.loads`` does.
+    """
+    repeated: list[_Repeated] = []
+
+    def pairs(given: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(given)
+        if len(obj) == len(given):
+            return obj
+        marked = _Repeated(obj)
+        marked.given = given
+        repeated.append(marked)
+        return marked
+
+    doc = json.loads(text, object_pairs_hook=pairs, **options)
+    if repeated:
+        raise _first_repeated(doc)
+    return doc
+
+
+def _first_repeated(doc: Any) -> RepeatedKeyError:
+    """The error naming the first repeated key of ``doc`` (a walk without recursion: any depth parses)."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, _Repeated):
+            counts = Counter(k for k, _ in node.given)
+            key = next(k for k, _ in node.given if counts[k] > 1)
+            return RepeatedKeyError(f"{where}.{key}" if where else key, [v for k, v in node.given if k == key])
+        if isinstance(node, dict):
+            stack.extend(reversed([(f"{where}.{k}" if where else str(k), v) for k, v in node.items()]))
+        elif isinstance(node, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(node)]))
+    raise AssertionError("every marked object hangs below the root")
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from cbalab.models.files import unreadable
+from cbalab.models.files import RepeatedKeyError, loads_json, unreadable
 
 SCHEMA = "cbalab/instance@1"
 
@@ -572,11 +572,16 @@ def loads(text: str) -> Instance:
     and ``Infinity`` (which Python's json accepts but JSON does not) name the
     field they stand in and their line and column; nesting deeper than the
     parser's recursion limit names the line and the column where it passes
-    :data:`MAX_DEPTH`.  Integers of more than 4000 digits are read as floats
+    :data:`MAX_DEPTH`; a key given twice in one object names its path
+    (models.files.loads_json).  Integers of more than 4000 digits are read as floats
     (+inf), so that the range checks, not the parser, refuse them.
     """
     try:
-        data = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int)
+        data = loads_json(text, parse_constant=_NonFinite, parse_int=_parse_int)
+    except RepeatedKeyError as e:
+        raise InstanceError(
+            e.path, e.values, f"key given {len(e.values)} times in one object; JSON leaves open which value holds"
+        ) from None
     except json.JSONDecodeError as e:
         raise InstanceError(f"JSON line {e.lineno} column {e.colno}", text[e.pos : e.pos + 20], e.msg) from None
     except RecursionError:

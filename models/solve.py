@@ -397,7 +397,9 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     variables are rounded to their nearest whole value (HiGHS's integrality tolerance leaves them within
     1e-6), a continuous cache that HiGHS's row tolerance left above C is scaled into it, and the bandwidth is
     then the least feeding b_j = r_j (1 - h_k(j)) of that cache, which never costs more and keeps every
-    constraint.  The answer passes :func:`cbalab.models.certify.certify` (at MIP gap 0 for the LP).
+    constraint.  The answer passes :func:`cbalab.models.certify.certify` (at MIP gap 0 for the LP).  On an
+    integer variant the LP's allocation is certified only when the referee takes it as it is (the relaxation
+    came out whole); otherwise the answer is its bound alone (:func:`_fractional`).
     """
     arrays = cost_statement(inst, relax=relax).compile(scaled=True)
     out, x, _ = solve_arrays(arrays, options)
@@ -423,7 +425,12 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         provisioned = inst.bandwidth_step_gbps * (tiers if relax else round(tiers))
     fed = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache), provisioned)
     alloc = answer(out, fed)
-    integral = not relax and (inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None)
+    integer_variant = inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None
+    if relax and integer_variant:
+        violations = evaluate(inst, alloc, "cost").violations
+        if violations:
+            return _fractional(alloc, violations)
+    integral = not relax and integer_variant
     return certify(
         inst,
         "cost",
@@ -432,6 +439,23 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         source="HiGHS's dual bound" if integral else "the LP optimum",
         model_objective=alloc.objective,
     )
+
+
+def _fractional(relaxed: Allocation, violations: list[str]) -> Allocation:
+    """The answer of P1's LP relaxation on an integer variant when its allocation is not whole (docs/model.md §4).
+
+    A fraction of a block, of a whole dataset or of a tier is no allocation of the instance, and no verdict on
+    it either (``milp`` may well solve it): the answer is ``error`` (``time_limit`` if the LP stopped there),
+    without arrays, its reason saying what is fractional, and the relaxation's optimum is kept as ``bound``,
+    a lower bound on the integer optimum, when the LP was solved to optimality.
+    """
+    proven = relaxed.status == Status.OPTIMAL
+    reason = (
+        "LP relaxation of an integer variant: its allocation is not whole (" + "; ".join(violations) + "), so it "
+        "is a bound, not an allocation of the instance nor a verdict on it (milp solves the integer problem)"
+    )
+    status = Status.TIME_LIMIT if relaxed.status == Status.TIME_LIMIT else Status.ERROR
+    return Allocation.none(status, reason, bound=relaxed.bound if proven else None)
 
 
 def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -766,8 +790,8 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     bandwidth b_j = r_o (s_o − z_o); where s_o or h_k(o) is whole, z_o = s_o h_k(o) and the referee feeds
     the job at exactly s_o.  The answer is certified (:func:`cbalab.models.certify.certify`) against the
     relaxation's bound: ``optimal`` only when the welfare the referee scores (Σ U_o min(1, b_j / (r_o (1 − h))))
-    meets it; else ``feasible`` with that bound.  When it does not, the certified no-stall optimum P2 is tried
-    against the same bound (P2 ≤ P2s ≤ the relaxation).
+    meets it; else ``feasible`` with that bound.  When it does not, P2's answer is tried against the same
+    bound (P2 ≤ P2s ≤ the relaxation) and kept when it scores more (:func:`_at_least_p2`).
     """
     arrays = build_welfare_arrays(inst, stall=True)
     out, x, facts = solve_sliced(arrays, inst.option_gpus, options)
@@ -788,21 +812,52 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     milp = replace(MilpFacts.of(facts, "sliced"), relaxation_objective=out.objective)
     alloc = answer(out, _bandwidth_within(inst, gpus, cache, bw), milp=milp)
     alloc = certify(inst, "welfare", alloc, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
-    if out.status != Status.OPTIMAL or alloc.status == Status.OPTIMAL or options.mip_gap > 0:
+    if alloc.status == Status.OPTIMAL:
         return alloc
-    # P2 ≤ P2s ≤ the relaxation (Theorem F3): a P2 optimum that reaches the relaxation's bound is P2s-optimal.
+    return _at_least_p2(inst, alloc, out.status, milp, options)
+
+
+def _at_least_p2(
+    inst: Instance, stall: Allocation, solved: Status, milp: MilpFacts, options: SolveOptions
+) -> Allocation:
+    """``milp-stall``'s answer when its own, ``stall``, is not certified: the better of it and P2's (``milp``'s).
+
+    P2 ≤ P2s ≤ the relaxation (Theorem F3): every allocation of P2 is one of P2s and the relaxation's bound
+    holds for both.  So P2's answer is held to that bound (``optimal`` for P2s when it reaches it) and is
+    returned whenever the referee scores it above ``stall``: ``milp-stall`` never answers below ``milp`` (the
+    allocation read from a relaxation whose stalled job reads a partly cached dataset can score far below it).
+    ``solved`` is the status of the relaxation's HiGHS run; the bound reported stays the relaxation's.
+    """
     p2 = solve_welfare(inst, relax=False, options=options)
-    if p2.status == Status.OPTIMAL and alloc.certificate is not None:
-        p2.bound = alloc.certificate.bound
-        p2 = certify(inst, "welfare", p2, source="the P2s relaxation's bound")
-        if p2.status == Status.OPTIMAL:
-            p2.milp = replace(milp, p2=p2.milp)
-            p2.reason = "the no-stall optimum P2 reaches the P2s relaxation's optimum: P2s-optimal (Theorem F3)"
-            return p2
-    alloc.reason = (
-        f"P2s relaxation optimum not realised (Theorem F3: a stalled job reads a partly cached dataset); {alloc.reason}"
-    )
-    return alloc
+    if p2.status == Status.OPTIMAL and solved == Status.OPTIMAL:
+        claim = Status.OPTIMAL
+    elif Status.TIME_LIMIT in (p2.status, solved):
+        claim = Status.TIME_LIMIT
+    else:
+        claim = Status.FEASIBLE
+    given = stall.certificate.bound if stall.certificate is not None else stall.bound
+    p2.status, p2.bound, p2.reason = claim, given, None
+    p2 = certify(inst, "welfare", p2, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
+    p2.milp = replace(milp, p2=p2.milp)
+    if p2.status == Status.OPTIMAL:
+        p2.reason = "the no-stall optimum P2 reaches the P2s relaxation's optimum: P2s-optimal (Theorem F3)"
+        return p2
+    if _score(p2) > _score(stall):
+        why = "the no-stall answer of milp scores more than the P2s relaxation's rounding and is a P2s answer too"
+        p2.reason = f"{why} (Theorem F3)" + ("" if p2.reason is None else f"; {p2.reason}")
+        return p2
+    if solved == Status.OPTIMAL:
+        stall.reason = (
+            "P2s relaxation optimum not realised (Theorem F3: a stalled job reads a partly cached dataset); "
+            f"{stall.reason}"
+        )
+    return stall
+
+
+def _score(alloc: Allocation) -> float:
+    """The referee's score of a certified answer (its certificate's), -inf for one without (no allocation, or
+    one the referee refused)."""
+    return alloc.certificate.score if alloc.certificate is not None else -math.inf
 
 
 def welfare_milp_stall(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:

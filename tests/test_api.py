@@ -182,6 +182,7 @@ def _overprinted(fig: object) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("jobs", "datasets"), [(24, 24), (200, 40), (10_000, 1_000)])
 def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int) -> None:
     """Issue 23 item 5: Result.plot at 24, 200 and 10,000 jobs: no tick label overprints another; past
@@ -227,7 +228,7 @@ def test_regression_issue20_the_replay_spec_carries_every_simulate_option() -> N
     dests = {a.dest for a in action.choices["simulate"]._actions if a.dest != "help"}
     fields = {f.name for f in dataclasses.fields(cbalab.ReplaySpec)}
     set_otherwise = {"trace": "trace", "generate": "trace", "no_warmup": "warmup", "no_timing": "timing"}
-    set_otherwise.update(quiet="progress", price_gpu="prices", price_cache="prices", price_bandwidth="prices")
+    set_otherwise.update(no_progress="progress", price_gpu="prices", price_cache="prices", price_bandwidth="prices")
     assert set(cli.REPLAY_FIELDS) <= fields
     assert dests == set(cli.REPLAY_FIELDS) | set(set_otherwise)
     assert fields == set(cli.REPLAY_FIELDS) | set(set_otherwise.values())
