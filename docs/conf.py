@@ -3,21 +3,25 @@
 Build with warnings as errors, as CI does:
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
+
+The build writes nothing into docs/ outside that build folder: the output folder, its doctree folder (where the API
+pages are generated) and myst-nb's jupyter_execute/ beside the output folder; the labs are read in tutorials/
+(docs/_ext/outside_pages.py).
 """
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import cbalab
 
 DOCS = Path(__file__).resolve().parent
-ROOT = DOCS.parent
+# A build writes nothing into docs/ outside its build folder: not even the bytecode of docs/_ext's extensions.
+sys.dont_write_bytecode = True
 sys.path.insert(0, str(DOCS / "_ext"))
-# autosummary's pages are generated anew on every build: stale pages of removed modules would be orphans.
-shutil.rmtree(DOCS / "api", ignore_errors=True)
+
+from outside_pages import LABS  # noqa: E402  (docs/_ext is on the path from here on)
 
 project = "cbalab"
 author = "the cbalab developers"
@@ -35,6 +39,7 @@ extensions = [
     "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "cli_help",
+    "outside_pages",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
@@ -54,9 +59,12 @@ myst_heading_anchors = 3
 nb_execution_mode = "auto"
 nb_execution_timeout = 180
 nb_execution_raise_on_error = True
+# In a temporary folder: the labs are read where they are (tutorials/), and nothing may be written beside them.
+nb_execution_in_temp = True
 
-# API reference: autosummary writes one page per module from the docstrings.
-autosummary_generate = True
+# API reference: one page per module from the docstrings.  autosummary itself would write them into docs/api/;
+# docs/_ext/outside_pages.py generates them anew on every build under the build folder instead.
+autosummary_generate = False
 autosummary_imported_members = False
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
@@ -72,31 +80,14 @@ html_static_path = ["_static"]
 html_css_files = ["code.css"]
 
 
-def _copy_tutorials() -> list[str]:
-    """Copy the notebooks of tutorials/ (the repository's labs) into the source tree; return their doc names.
-
-    The labs live at the repository root so that students find them without the docs; Sphinx only reads
-    files under docs/, hence the copy (docs/tutorials/lab/ is generated and ignored by git).
-    """
-    target = DOCS / "tutorials" / "lab"
-    shutil.rmtree(target, ignore_errors=True)
-    notebooks = sorted((ROOT / "tutorials").glob("*.ipynb"))
-    if notebooks:
-        target.mkdir(parents=True)
-    for nb in notebooks:
-        shutil.copy2(nb, target / nb.name)
-    return [f"lab/{nb.stem}" for nb in notebooks]
-
-
-_TUTORIALS = _copy_tutorials()
-
-
 def _tutorial_toctree(app, docname: str, source: list[str]) -> None:
-    """Append the table of contents of the copied notebooks to the tutorials page."""
+    """Append the table of contents of the labs (the notebooks of tutorials/, read where they are by
+    docs/_ext/outside_pages.py) to the tutorials page."""
     if docname != "tutorials/index":
         return
-    if _TUTORIALS:
-        source[0] += "\n```{toctree}\n:maxdepth: 1\n\n" + "\n".join(_TUTORIALS) + "\n```\n"
+    if LABS:
+        labs = [name.removeprefix("tutorials/") for name in LABS]
+        source[0] += "\n```{toctree}\n:maxdepth: 1\n\n" + "\n".join(labs) + "\n```\n"
     else:
         source[0] += "\nThe folder `tutorials/` holds no notebook yet.\n"
 

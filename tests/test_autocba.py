@@ -235,6 +235,7 @@ def _sum_of_job_max(inst: Instance, keep: np.ndarray, values: np.ndarray) -> flo
     return float(best.sum())
 
 
+@pytest.mark.slow
 @given(
     seed=st.integers(0, 10_000),
     n_jobs=st.integers(5, 14),
@@ -503,6 +504,7 @@ def forced_to_b(draw: st.DrawFn) -> Instance:
     )
 
 
+@pytest.mark.slow
 @given(st.one_of(tiny_instances(), forced_to_b()))
 def test_autocba_at_least_the_best_single_job(inst: Instance) -> None:
     """proofs/autocba_guarantee.md, step 1 and the best-single safeguard: AutoCBA's welfare ≥ any one job's alone.
@@ -530,6 +532,7 @@ def test_issue_12_forced_caching_at_exactly_b() -> None:
     assert _check_feasible(inst, autocba(inst)) == pytest.approx(10.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", reference_answers.OFFLINE, ids=str)
 def test_regression_issue22_same_answers_as_before_the_speed_up(case: tuple) -> None:
     """Issue 22 made AutoCBA linear in size (the feeder's profile sorted only as far as a move reads it, the

@@ -75,6 +75,7 @@ def _under(kernel: str, script: str) -> object:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_cost_replays_are_the_same_bytes_on_every_kernel() -> None:
     """The cost replay's tables and summary are byte-identical under two BLAS kernels (io-cost's 1,512 replays
     were on two machines)."""
@@ -82,6 +83,7 @@ def test_cost_replays_are_the_same_bytes_on_every_kernel() -> None:
     assert first == second
 
 
+@pytest.mark.slow
 def test_elastic_replays_decide_the_same_on_every_kernel() -> None:
     """The elastic replay's decisions and JCTs (jobs.csv) are byte-identical under two BLAS kernels, and the
     referee's scores agree to 1e-12 relative; their last bits come from ``np.dot`` in models/evaluate.py."""
@@ -93,6 +95,7 @@ def test_elastic_replays_decide_the_same_on_every_kernel() -> None:
         np.testing.assert_allclose(scores, other_scores, rtol=1e-12, atol=0.0, err_msg=policy)
 
 
+@pytest.mark.slow
 def test_regression_gavel_fair_replay_is_the_same_on_every_kernel() -> None:
     """The online-welfare replay whose welfare differed by 8.4e-4 between two machines (stop 31: np.dot of the
     time-shared GPU time, now models.kernels.exact_dot) gives the same restarts, and welfare and mean JCT to

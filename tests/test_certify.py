@@ -267,6 +267,7 @@ def _units(u: float | None, m: float | None, s: float | None, t: float | None) -
     return fuzz.Units(*(1.0 if x is None else float(10.0**x) for x in (u, m, s, t)))
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES)
 @given(seed=st.integers(0, 2**32 - 1), u=exponent, m=exponent, s=exponent, t=exponent)
 def test_regression_issue19_2_magnitude_fuzz_welfare_has_no_false_optimum(

@@ -820,6 +820,7 @@ def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(
     assert code == 130 and out == "" and err == "cbalab: interrupted\n"
 
 
+@pytest.mark.slow
 def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_document(tmp_path) -> None:
     """Two ``solve --out same.json`` at once left one file with two documents; each write is now a rename."""
     path = write(tmp_path, doc())

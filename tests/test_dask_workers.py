@@ -8,6 +8,7 @@ import pytest
 from cbalab.experiments.runs import dask_workers
 
 
+@pytest.mark.slow
 def test_a_dask_worker_gives_the_rows_of_a_local_process() -> None:
     """One sweep on a one-worker local Dask cluster and one in this process agree on every column but timings."""
     _, on_dask = dask_workers.sweep_wall("sensitivity", True, 0, 1, dask=True)

@@ -97,6 +97,7 @@ def _with(cfg: SimConfig, **kw) -> SimConfig:
 # ------------------------------------------------------------------------------------------ Theorem 2 (instant caches)
 
 
+@pytest.mark.slow
 @given(_replays())
 def test_no_warmup_equals_online_cba(case: tuple[Workload, SimConfig]) -> None:
     """Theorem 2 of proofs/dynamic_lower_bound.md: with instant caches P3 decomposes by slot and equals online CBA."""
@@ -117,6 +118,7 @@ def test_no_warmup_equals_online_cba(case: tuple[Workload, SimConfig]) -> None:
 # ------------------------------------------------------------------------------------------ Theorem 1 (lower bound)
 
 
+@pytest.mark.slow
 @settings(max_examples=max(5, settings().max_examples // 6))
 @given(_replays())
 def test_lower_bound_every_policy(case: tuple[Workload, SimConfig]) -> None:
@@ -165,6 +167,7 @@ class _Script:
         )
 
 
+@pytest.mark.slow
 def test_brute_force_toy() -> None:
     """Theorem 1 of proofs/dynamic_lower_bound.md on a 3-job toy: P3 ≤ every target sequence on a grid (real simulator).
 
@@ -272,6 +275,7 @@ def test_offline_optimum_need_not_prewarm() -> None:
 # ------------------------------------------------------------------------------------------ builds and certificates
 
 
+@pytest.mark.slow
 def test_bound_is_certified_and_integer_variants_lie_above_their_relaxation() -> None:
     """Lemma 5 of proofs/dynamic_lower_bound.md: every reported bound is certified and ≤ the settled cost; the
     datasets solved alone (C = 400 GB binds nowhere, (i)) give the whole LP's optimum, and where C binds

@@ -167,6 +167,7 @@ def test_restart_delay_is_charged() -> None:
     assert paid.summary["spend"] - free.summary["spend"] == pytest.approx(2.5 * 2 * late / 3600, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 def test_budget_and_gpus_never_exceeded_and_every_job_finishes(policy: str) -> None:
     """Every policy, tight budget, finite cache with warm-up, paid IO: spend ≤ budget, busy ≤ G, all finish."""
@@ -191,6 +192,7 @@ def test_budget_and_gpus_never_exceeded_and_every_job_finishes(policy: str) -> N
     assert s["welfare"]["replay"] == pytest.approx(float(jobs["welfare"].sum()), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", [p for p in POLICIES if p != "autocba"])
 def test_regression_issue18_io_unaware_schedulers_finish_every_job_at_expensive_io(policy: str) -> None:
     """IO ×30, a binding budget, fewer GPUs than jobs: the old naive form spent the budget on GPUs and left its

@@ -132,6 +132,7 @@ def _milp_cost(inst: Instance) -> float | None:
     return ev.cost_total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @given(data=st.data())
 def test_milp_equals_enumeration(variant: str, data: st.DataObject) -> None:
@@ -196,6 +197,7 @@ def _theorem_gap(inst: Instance, variant: str) -> float | None:
     return None if delta is None else delta + inst.price_bandwidth * step  # Theorem I5: < Δ(B̃) + p_b β
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @given(data=st.data())
 def test_cba_rounding_feasible_and_within_gap_bound(variant: str, data: st.DataObject) -> None:
@@ -416,6 +418,7 @@ def test_no_provisioned_gbps_without_tiers() -> None:
     assert "provisioned_gbps" not in doc and doc["status"] in ("optimal", "feasible")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["block", "block+tiers"])
 @given(data=st.data())
 def test_theorem_i6_block_count_keeps_the_optimum(variant: str, data: st.DataObject) -> None:

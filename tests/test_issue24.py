@@ -288,6 +288,7 @@ def test_rows_commit_is_the_session_that_computed_rows_not_the_last_resume() -> 
     assert rows_commits({"git": {"commit": "c" * 40, "dirty": False}}) == [("c" * 40, False)]
 
 
+@pytest.mark.slow
 def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --strict the stale list is a note and the check passes; with it, the check fails."""
     monkeypatch.setattr(check, "stale_results", lambda results_dir: ["exp: rows computed at x"])
@@ -302,6 +303,7 @@ def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch
 # ------------------------------------------------------------------------------ tamper cases (items 5, 6)
 
 
+@pytest.mark.slow
 def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's first case: a claim's number macro moved into another sentence is found and named."""
     _no_stale(monkeypatch)
@@ -312,6 +314,7 @@ def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, mo
     assert any("\\WelfareVsBestMax, a number of the claim WelfareRatio" in p for p in problems), problems
 
 
+@pytest.mark.slow
 def test_tamper_a_proof_claims_number_outside_its_sentence_fails(
     paper_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -329,6 +332,7 @@ def test_tamper_a_proof_claims_number_outside_its_sentence_fails(
     assert any("\\OptAutoMeanGapPct, a number of the claim AutoGap" in p for p in problems), problems
 
 
+@pytest.mark.slow
 def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's second case: "21.3%" typed into the abstract (or the introduction) is a hand-typed number."""
     _no_stale(monkeypatch)
@@ -338,6 +342,7 @@ def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeyp
         assert any("hand-typed number '21.3'" in p for p in check.check_paper(paper_copy)), anchor
 
 
+@pytest.mark.slow
 def test_tamper_an_unquoted_runs_csv_row_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's third case: a changed runs.csv row that no number quotes changes the stored sha256."""
     _no_stale(monkeypatch)
@@ -354,6 +359,7 @@ def test_tamper_an_unquoted_runs_csv_row_fails(paper_copy: Path, monkeypatch: py
     )
 
 
+@pytest.mark.slow
 def test_tamper_a_stale_pdf_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's fourth case: a PDF not rebuilt after its inputs changed (here a sentence of paper.tex)."""
     _no_stale(monkeypatch)
@@ -366,6 +372,7 @@ def test_tamper_a_stale_pdf_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPa
     assert any(p.startswith("paper.pdf: missing") for p in check.check_paper(paper_copy))
 
 
+@pytest.mark.slow
 def test_claims_md_names_the_results_folder_it_was_built_from(tmp_path: Path) -> None:
     """`cbalab paper --results DIR`: claims.md's commands and files name DIR, not paper/results."""
     built = paper.build_paper(PAPER / "results", tmp_path / "p" / "generated", compile=False)

@@ -31,12 +31,14 @@ def test_every_experiment_has_its_own_macro_prefix() -> None:
     assert len(set(prefixes)) == len(prefixes)
 
 
+@pytest.mark.slow
 def test_committed_paper_is_in_step_with_its_results() -> None:
     """`cbalab paper --check` on the repository passes: generated/, claims.md and paper.tex agree with the results."""
     assert paper.check_paper(PAPER) == []
     assert main(["paper", "--paper", str(PAPER), "--check"]) == 0
 
 
+@pytest.mark.slow
 def test_hand_typed_number_in_the_evaluation_is_caught(paper_copy: Path) -> None:
     """A number typed in the evaluation (not a macro) makes --check fail, naming its line."""
     tex = (paper_copy / "paper.tex").read_text()
@@ -71,6 +73,7 @@ def test_what_counts_as_a_hand_typed_number(text: str, numbers: list[str]) -> No
     assert [f.split("'")[1] for f in found] == numbers
 
 
+@pytest.mark.slow
 def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
     """One changed value in a committed runs.csv puts numbers.tex and claims.md out of step: --check fails.
 
@@ -92,6 +95,7 @@ def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
     assert left == ["welfare/runs.csv: its sha256 is not the one meta.json recorded (edited after the run?)"]
 
 
+@pytest.mark.slow
 def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Path) -> None:
     """Without an experiment's results the switch is false, the reason is printed and its claims say 'not yet run'."""
     shutil.rmtree(paper_copy / "results" / "welfare")
@@ -105,6 +109,7 @@ def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Pat
     assert "not yet run: no welfare/runs.csv in the results" in row
 
 
+@pytest.mark.slow
 def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
     """Two builds from the same results write the same bytes, figures included (no dates or version tags)."""
     a = paper.build_paper(PAPER / "results", tmp_path / "a", compile=False)
@@ -113,6 +118,7 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_stale_generated_file_is_reported(paper_copy: Path) -> None:
     """A generated file that the results no longer produce is a difference."""
     (paper_copy / "generated" / "tab-stale.tex").write_text("x\n")

@@ -69,6 +69,7 @@ def _stale(out: Path) -> set[str]:
     return {line.split(":")[0].split(" (")[0] for line in check.stale_results(out)}
 
 
+@pytest.mark.slow
 def test_the_record_names_the_modules_the_runs_imported(quick_results: Path) -> None:
     """CBA's module is in the record of io-cost and sensitivity, AutoCBA's only in welfare's; the paper's modules
     in none (provenance.PRESENTATION); io-cost read the shipped Philly trace and the catalog."""
@@ -99,6 +100,7 @@ def _edit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, module: str, old: str
     monkeypatch.setattr(provenance, "module_file", lambda name: copy if name == module else real(name))
 
 
+@pytest.mark.slow
 def test_nothing_is_stale_right_after_the_runs(quick_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The record matches the code it was made from."""
     _only(monkeypatch, quick_results)
@@ -121,6 +123,7 @@ def test_nothing_is_stale_right_after_the_runs(quick_results: Path, monkeypatch:
         ("cbalab.experiments.runs.sensitivity", "\ndef ", "\nEDITED = 1\n\n\ndef ", {"sensitivity"}),
     ],
 )
+@pytest.mark.slow
 def test_an_edit_stales_exactly_the_experiments_that_ran_it(
     quick_results: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -136,6 +139,7 @@ def test_an_edit_stales_exactly_the_experiments_that_ran_it(
     assert _stale(quick_results) == stale
 
 
+@pytest.mark.slow
 def test_a_changed_trace_stales_every_experiment_that_read_it(
     quick_results: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -150,6 +154,7 @@ def test_a_changed_trace_stales_every_experiment_that_read_it(
     assert any("data file data/philly/philly_jobs.csv.gz changed" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_a_missing_module_or_a_changed_grid_is_stale(quick_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A module that is gone counts as changed; so does a grid that is no longer the one the rows were run on."""
     _only(monkeypatch, quick_results)
@@ -163,6 +168,7 @@ def test_a_missing_module_or_a_changed_grid_is_stale(quick_results: Path, monkey
     assert _stale(quick_results) == {"sensitivity"}
 
 
+@pytest.mark.slow
 def test_toolchain_differences_are_notes_not_staleness(quick_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another numpy is reported (the canaries decide), but is not stale."""
     _only(monkeypatch, quick_results)
@@ -204,6 +210,7 @@ def _forge(folder: Path, row: int, column: str) -> str:
     return rows[row + 1][0]
 
 
+@pytest.mark.slow
 def test_verify_all_of_sensitivity_passes_and_fails_on_one_changed_cell(tmp_path: Path) -> None:
     """The issue's "done when": ``--verify --sample all`` passes on the committed rows and names the run key and
     the column of a single forged cell."""
@@ -216,6 +223,7 @@ def test_verify_all_of_sensitivity_passes_and_fails_on_one_changed_cell(tmp_path
     assert said[-1].startswith(f"sensitivity: run {key}, column cached_fraction: committed ")
 
 
+@pytest.mark.slow
 def test_a_forged_cell_among_the_canaries_fails(tmp_path: Path) -> None:
     """Every canary row is recomputed: forging the cell of one that the sample holds fails the check."""
     from cbalab.experiments.meta import read_meta
@@ -231,6 +239,7 @@ def test_a_forged_cell_among_the_canaries_fails(tmp_path: Path) -> None:
     assert verify.verify("welfare", folder, sample="canaries", seed=7, echo=lambda _: None) == 1
 
 
+@pytest.mark.slow
 def test_the_rotating_canaries_move_with_the_seed_and_can_reach_any_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two seeds draw different canaries.  The rotating draw can reach every row, even one dearer than its budget:
     such a row is taken with chance budget/cost.  With a budget of 600 s, below the dearest of dynamic's rows (up
@@ -254,6 +263,7 @@ def test_the_rotating_canaries_move_with_the_seed_and_can_reach_any_row(monkeypa
     assert set().union(*(picks("dynamic", s) for s in range(400))) == set(range(15))
 
 
+@pytest.mark.slow
 def test_record_writes_a_verification_that_makes_the_rows_fresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,6 +306,7 @@ def test_bad_verify_input_is_exit_2_naming_the_option(
     assert says in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_quick_verify_checks_the_committed_quick_references() -> None:
     """paper/quick/ holds every experiment's quick rows, and ``--quick --verify`` recomputes all of sensitivity's."""
     for name in EXPERIMENTS:
@@ -303,6 +314,7 @@ def test_quick_verify_checks_the_committed_quick_references() -> None:
     assert verify.verify("sensitivity", ROOT / "paper" / "quick" / "sensitivity", quick=True, echo=lambda _: None) == 0
 
 
+@pytest.mark.slow
 def test_presentation_modules_run_no_code_during_the_runs() -> None:
     """provenance.PRESENTATION is left out of the record because no run executes it: every experiment's cheapest
     quick run, traced, calls no function of those modules (their module-level code ran at import only)."""

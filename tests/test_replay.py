@@ -86,6 +86,7 @@ def test_regression_issue20_a_stuck_welfare_replay_with_a_period_ends_reported_a
     assert plain["stuck_at_s"] is not None and plain["unfinished_jobs"] == ticking["unfinished_jobs"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("bounded")
 @pytest.mark.parametrize("problem", ["cost", "welfare"])
 @pytest.mark.parametrize("bandwidth", [0.0, 0.05])

@@ -43,6 +43,7 @@ def test_run_key_is_a_hash_of_the_parameters_whatever_their_order() -> None:
     assert runner.derive_seed(0, "x", 1) == runner.derive_seed(0, "x", 1) != runner.derive_seed(1, "x", 1)
 
 
+@pytest.mark.slow
 def test_same_rows_for_one_and_two_workers(tmp_path: Path) -> None:
     one = _sweep(tmp_path / "one", quick=True, workers=1)
     two = _sweep(tmp_path / "two", quick=True, workers=2)
@@ -53,12 +54,14 @@ def test_same_rows_for_one_and_two_workers(tmp_path: Path) -> None:
     assert list(one.runs["x"]) == list(range(8))  # grid order, not completion order
 
 
+@pytest.mark.slow
 def test_rows_differ_with_the_seed(tmp_path: Path) -> None:
     a = _sweep(tmp_path / "a", quick=True, seed=0)
     b = _sweep(tmp_path / "b", quick=True, seed=1)
     assert not a.runs["draw"].equals(b.runs["draw"])
 
 
+@pytest.mark.slow
 def test_interrupted_sweep_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path: Path, monkeypatch) -> None:
     clean = _sweep(tmp_path / "clean", quick=True)
     monkeypatch.setenv("CBALAB_TOY_INTERRUPT", "5")
@@ -76,6 +79,7 @@ def test_interrupted_sweep_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path:
     assert clean.exit_code == resumed.exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on_and_a_rerun_retries_it(tmp_path: Path, monkeypatch) -> None:
     clean = _sweep(tmp_path / "clean", quick=True)
     monkeypatch.setenv("CBALAB_TOY_FAIL", "2,6")
@@ -106,6 +110,7 @@ def test_meta_json_records_the_configuration_and_the_machine(tmp_path: Path) -> 
     assert pd.read_csv(tmp_path / "toy" / "summary.csv")["rows"].tolist() == [8]
 
 
+@pytest.mark.slow
 def test_dask_cluster_gives_the_rows_of_local_processes(tmp_path: Path) -> None:
     from dask.distributed import LocalCluster
 
@@ -136,6 +141,7 @@ def test_experiment_list_prints_one_line_per_experiment() -> None:
     assert names == ["io-cost", "welfare", "optimality", "scaling", "sensitivity", "dynamic", "online-welfare"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_every_experiment_quick_writes_runs_meta_and_a_figure(name: str, tmp_path: Path) -> None:
     lines: list[str] = []
@@ -236,6 +242,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
 def test_regression_issue23_a_malformed_run_file_is_redone_with_a_warning(corruption: str, tmp_path: Path) -> None:
     """Issue 23 item 9: a run file holding [], null, no JSON, no "error", an empty row, a row over a parameter,
@@ -384,6 +391,7 @@ def test_regression_issue23_experiment_out_at_a_file_or_a_read_only_folder_is_ex
         assert code == 2 and out == "" and one_line_naming(err, "--out"), (target, err)
 
 
+@pytest.mark.slow
 def test_run_all_runs_every_experiment_into_one_folder(tmp_path: Path, monkeypatch) -> None:
     """``cbalab experiment all`` (runner.run_all): each experiment of the registry writes its runs.csv and
     meta.json under one --out, a failed run makes the exit status 1 without stopping the others, and

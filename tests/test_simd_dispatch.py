@@ -85,6 +85,7 @@ def both() -> tuple[dict, dict]:
     return _generated([]), _generated(WIDER)
 
 
+@pytest.mark.slow
 def test_cost_instances_and_the_sensitivity_grid_are_the_same_bytes_on_every_kernel(both: tuple[dict, dict]) -> None:
     """generate_cost (io-cost's, dynamic's and sensitivity's instances) and the sensitivity grid's points are
     byte-identical with and without the wider SIMD kernels."""

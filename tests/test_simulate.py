@@ -48,6 +48,7 @@ def _integral(series: pd.DataFrame, column: str) -> float:
     return float(np.sum(series[column].to_numpy()[:-1] * np.diff(t)) / 3600.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["cba", "cache-all", "coordl", "quiver", "silod", "io-only"])
 @pytest.mark.parametrize("bandwidth", [math.inf, 0.05])
 def test_conservation(policy: str, bandwidth: float) -> None:

@@ -8,6 +8,7 @@ from cbalab.experiments.runs import trace_scale
 from cbalab.models.instance import InstanceError
 
 
+@pytest.mark.slow
 def test_autocba_ratio_is_that_of_the_median_times_of_the_repeats() -> None:
     """Each size runs ``repeats`` times, the same answer each time; the ratio is median over median."""
     out = trace_scale.measure(small=200, large=2000, repeats=3, autocba_only=True)
@@ -20,6 +21,7 @@ def test_autocba_ratio_is_that_of_the_median_times_of_the_repeats() -> None:
     assert len(answers) == 2 and all(w > 0 for _, w in answers)
 
 
+@pytest.mark.slow
 def test_online_profile_splits_the_replay_into_disjoint_parts() -> None:
     """``bench trace-scale --profile``: the decisions' three parts and their rest add up to the decisions, which
     with the engine add up to the replay; on a window with full re-optimisations each part took some CPU."""
@@ -32,6 +34,7 @@ def test_online_profile_splits_the_replay_into_disjoint_parts() -> None:
     assert out["engine"]["cpu_s"] > 0
 
 
+@pytest.mark.slow
 def test_cost_profile_splits_the_cost_replay_into_disjoint_parts() -> None:
     """``bench trace-scale --profile``'s ``cost_profile``: CBA's solve, the rest of the policy's answer, the rest
     of ``reallocate``, the engine's other steps and the loop add up to the replay, and each took some CPU."""
@@ -52,6 +55,7 @@ def test_cost_profile_splits_the_cost_replay_into_disjoint_parts() -> None:
     assert all(part["cpu_s"] > 0 and part["share"] == pytest.approx(part["cpu_s"] / total) for part in out.values())
 
 
+@pytest.mark.slow
 def test_autocba_work_is_counted_in_calls_that_grow_at_most_linearly() -> None:
     """Issue 22, item 4, as a count no machine changes: the calls of AutoCBA's own functions are the same on a
     second run, and ten times the jobs make at most ten times the calls (AutoCBA's greedy does a bounded number
@@ -70,6 +74,7 @@ def test_no_repeats_is_bad_input() -> None:
         trace_scale.measure(small=200, large=2000, repeats=0, autocba_only=True)
 
 
+@pytest.mark.slow
 def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
     """``cbalab bench p3-trace --exact-share S --chunk-pairs P`` (experiments/runs/p3_trace.py) solves the whole
     schedule by the decomposition under those limits, reports them, and leaves the TRACE_* limits of

@@ -82,6 +82,7 @@ def test_notebook_uses_the_facade_only_and_is_committed_clean(path: Path) -> Non
     assert f"tutorials/solutions/lab{path.name[:2]}.py" in last.source
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_top_to_bottom_with_figures(path: Path, tmp_path: Path) -> None:
     """The lab executes without error from a temporary copy and draws figures (PNG outputs)."""
@@ -153,6 +154,7 @@ def test_lab02_counterexample3_needs_the_normalised_weight() -> None:
     assert out["autocba"] == pytest.approx(out["optimum"])
 
 
+@pytest.mark.slow
 def test_lab02_certificate_brackets_the_optimum() -> None:
     """Lab 2, exercise 4 — Theorem D of proofs/autocba_certificate.md: AutoCBA ≤ MILP ≤ certificate at every budget
     of elastic_toy, so the certified gap is never below the true gap; proven optimal only where they meet."""
@@ -202,6 +204,7 @@ def test_lab03_stalls_under_a_cap() -> None:
     assert worst == "in-1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lab01", "lab02", "lab03"])
 def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: str, tmp_path: Path) -> None:
     """Issue 23 item 8: ``python tutorials/solutions/labNN.py`` prints one line per check, each exercise's number
@@ -217,6 +220,7 @@ def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: 
     assert numbers == {f"{i}." for i in range(1, len(exercises) + 1)}
 
 
+@pytest.mark.slow
 def test_regression_issue23_jupyter_lab_comes_with_the_dev_install() -> None:
     """Issue 23 item 8: the README's ``.venv/bin/jupyter lab`` works from ``pip install -e ".[dev]"``: JupyterLab is
     in the dev extra and the command runs."""

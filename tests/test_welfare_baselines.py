@@ -84,6 +84,7 @@ def test_the_naive_rule_feeds_every_running_job_in_full(inst: Instance) -> None:
         assert np.all(ev.stall_factor[running] >= 1.0 - 1e-9)
 
 
+@pytest.mark.slow
 @given(inst=welfare_instances())
 def test_tuned_is_never_worse_than_naive(inst: Instance) -> None:
     """The tuned envelope scores the naive answer first and keeps a split only if better: tuned ≥ naive."""
@@ -336,6 +337,7 @@ def _linear_jobs(n: int, work: list[float]) -> Instance:
     )
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 10_000), budget=st.sampled_from([0.1, 0.3, 0.6]))
 def test_unstalled_baselines_never_beat_the_milp_optimum(seed: int, budget: float) -> None:
     """An allocation with no stalls is feasible for P2, so its welfare is at most the MILP's proven optimum."""

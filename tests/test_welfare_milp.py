@@ -126,6 +126,7 @@ def test_theorem_a_mccormick_envelope_is_the_product(y: int, h: Fraction) -> Non
     assert lower == upper == y * h
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()))
 def test_theorem_a_milp_equals_brute_force(inst: Instance) -> None:
     """Theorem (a) and its corollary: the MILP optimum equals the best option choice fed by P1, and is proven."""
@@ -138,6 +139,7 @@ def test_theorem_a_milp_equals_brute_force(inst: Instance) -> None:
     assert alloc.bound is not None and alloc.bound >= expected - 1e-6 * max(1.0, expected)
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()))
 def test_theorem_a_solved_w_equals_y_times_h(inst: Instance) -> None:
     """Theorem (a): in every solved MILP, w_{j,g} = y_{j,g} · h_k(j) on every option row (to HiGHS's tolerance)."""
@@ -255,6 +257,7 @@ def test_theorem_f1_array_form_has_the_optimum_of_p2(inst: Instance, kept: froze
     assert out.objective == pytest.approx(expected, rel=1e-6, abs=1e-6)
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()))
 def test_theorem_f1_warm_start_keeps_the_optimum(inst: Instance) -> None:
     """Theorem F1 with AutoCBA's allocation as HiGHS's incumbent (the single MILP): the same proven optimum."""
@@ -306,6 +309,7 @@ def _random_allocation(inst: Instance, data: st.DataObject) -> Allocation:
     return Allocation(gpus, cache, bw * max(factor, 0.0) * (1 - 1e-12))
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()), data=st.data())
 def test_theorem_f3_stall_relaxation_bounds_every_scored_allocation(inst: Instance, data: st.DataObject) -> None:
     """Theorem F3 (i): the stall relaxation's optimum ≥ the referee's welfare of any allocation, stalled or not.
@@ -325,6 +329,7 @@ def test_theorem_f3_stall_relaxation_bounds_every_scored_allocation(inst: Instan
         assert ev.welfare >= stall.bound - tol
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()))
 def test_theorem_f3_no_budget_no_b_no_stalls(inst: Instance) -> None:
     """Theorem F3 (ii): with the budget and B unlimited, P2s = P2 and milp-stall proves it."""
@@ -349,6 +354,7 @@ def test_theorem_f3_stalled_optimum_of_the_half_fed_job() -> None:
     assert evaluate(inst, stall, "welfare").welfare == pytest.approx(5.0)
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()), warm=st.booleans())
 def test_theorem_f4_slices_have_the_optimum_of_p2(inst: Instance, warm: bool) -> None:
     """Theorem F4 (i, iii), proofs/welfare_milp_forms.md: the outward scan over GPU-count slices proves P2's optimum.
@@ -370,6 +376,7 @@ def test_theorem_f4_slices_have_the_optimum_of_p2(inst: Instance, warm: bool) ->
     assert sliced.objective == pytest.approx(single.objective, rel=1e-5, abs=1e-5)
 
 
+@pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()))
 def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance) -> None:
     """Theorem F4 (ii): L(t), the LP optimum with Σ g y = t, is concave on an interval, peaks at n̂, bounds slice t.
@@ -403,6 +410,7 @@ def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance)
         assert best <= values[t] + tol
 
 
+@pytest.mark.slow
 @given(inst=small_generated(), stop=st.integers(1, 4))
 def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int) -> None:
     """Theorem F4 (iv): a scan cut short (HiGHS's time limit on its ``stop``-th call) is ``time_limit``, never
