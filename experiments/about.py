@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        495.5,
+        328.4,
         2,
         {
             "headline": (

@@ -80,10 +80,10 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def versions() -> dict[str, str | None]:
-    """Installed versions of :data:`PACKAGES` (None when one is missing)."""
+def versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``packages`` (:data:`PACKAGES` by default; None when one is missing)."""
     out: dict[str, str | None] = {}
-    for pkg in PACKAGES:
+    for pkg in packages:
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -92,14 +92,17 @@ def versions() -> dict[str, str | None]:
 
 
 def git_commit() -> dict[str, Any] | None:
-    """The git commit (and whether the work tree has changes) of the checkout cbalab runs from, if it is one."""
+    """The git commit (and whether the work tree has changes) of the checkout cbalab runs from, if it is one.
+
+    Changes under paper/ (the results, the paper's sources) do not count: they are what runs write, not what
+    they execute, so a sweep or a ``--verify --record`` into paper/results leaves the next one clean."""
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)paper"],
             capture_output=True,
             text=True,
             timeout=10,

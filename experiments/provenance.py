@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from cbalab.experiments.meta import versions
 from cbalab.models.files import sha256_file
 
 #: The packages whose versions can move a row by a last bit (with the Python minor version).
@@ -144,13 +144,7 @@ def data_path(key: str) -> Path:
 
 def toolchain() -> dict[str, str | None]:
     """The Python minor version and the installed versions of :data:`TOOLCHAIN` (None when missing)."""
-    out: dict[str, str | None] = {"python": f"{sys.version_info.major}.{sys.version_info.minor}"}
-    for pkg in TOOLCHAIN:
-        try:
-            out[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
+    return {"python": f"{sys.version_info.major}.{sys.version_info.minor}", **versions(TOOLCHAIN)}
 
 
 def grid_digest(keys: Iterable[str]) -> str:
