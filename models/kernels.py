@@ -76,6 +76,22 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> float:
     return math.fsum(prod.tolist())
 
 
+def row_sum(w: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Σ_i w_i · m[i, :], the same on every machine: ``w @ m`` without BLAS.
+
+    ``w @ m`` is a BLAS product whose kernels (chosen by CPU, :func:`exact_dot`) add in different orders.  Here
+    each product is one IEEE multiplication and the rows are added one at a time, in order, element by element:
+    every sum is taken in one order whatever the kernel or the SIMD width.  P3 compares these sums with the
+    cache C (proofs/dynamic_lower_bound.md); a last bit of difference there moved its bound between an AVX2 and
+    an AVX-512 machine (tests/test_blas_kernels.py).
+    """
+    prod = np.multiply(np.asarray(w, dtype=float)[:, None], m, dtype=float)
+    out = np.zeros(prod.shape[1], dtype=float)
+    for row in prod:
+        out += row
+    return out
+
+
 def libm(fn: Callable[..., float], x: np.ndarray | float, *args: float) -> np.ndarray:
     """``fn(x_i, *args)`` for every element of ``x``, by the C library's scalar function (``math.tanh``, …).
 

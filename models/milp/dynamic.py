@@ -56,6 +56,7 @@ import pyomo.environ as pyo
 
 from cbalab.models.certify import tolerance
 from cbalab.models.instance import InstanceError
+from cbalab.models.kernels import exact_dot
 from cbalab.models.milp.statement import Arrays, Rows, Statement, group, stack
 
 #: Tangent points of the within-slot warm-up bound (proofs/dynamic_lower_bound.md, Lemma 3): the average fill
@@ -622,7 +623,7 @@ def instant_bound(schedule: Schedule, cluster: Cluster) -> float:
         room = np.clip(cluster.cache_gb - (np.cumsum(d_sorted, axis=0) - d_sorted), 0.0, d_sorted)
         saving = np.where(pays, room * (p_b * rho_sorted - p_c), 0.0).sum(axis=0)
         rate = p_b * R.sum(axis=0) - saving
-        total += float(schedule.lengths[part] @ rate) / 3600.0
+        total += exact_dot(schedule.lengths[part], rate) / 3600.0
     return total
 
 
@@ -694,7 +695,7 @@ def settle(
         side = np.where(np.isinf(lo), 0.0, np.abs(lo)) + np.where(np.isinf(hi), 0.0, np.abs(hi))
     if (np.maximum(low, high) > FEAS_RTOL * (side + mag) + FEAS_ATOL).any():
         return None
-    return out, float(rows.cost @ x)
+    return out, exact_dot(rows.cost, x)
 
 
 def _settle_warmup(out: dict[str, np.ndarray], lay: Layout, tan: list[Tangent]) -> None:

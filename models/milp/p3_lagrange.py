@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cbalab.models.instance import InstanceError
+from cbalab.models.kernels import exact_dot, row_sum
 from cbalab.models.milp.dynamic import (
     FEAS_ATOL,
     FEAS_RTOL,
@@ -368,7 +369,7 @@ def _upper(
     but the coupling ones holds); the coupling rows are then checked in numpy to FEAS_RTOL, as :func:`settle`
     checks its rows, and the cost is re-computed from the prices.
     """
-    over = np.flatnonzero(schedule.size_gb @ traj["y"] > cluster.cache_gb)
+    over = np.flatnonzero(row_sum(schedule.size_gb, traj["y"]) > cluster.cache_gb)
     cut = traj["y"].copy()
     if over.size:
         d = schedule.size_gb
@@ -489,14 +490,14 @@ def solve_lagrange(
         # first iterate it is the iterate.
         for name in mean:
             mean[name] += (traj[name] - mean[name]) / (it + 1)
-        g_c = np.where(can_c, schedule.size_gb @ ys - cluster.cache_gb, 0.0)
+        g_c = np.where(can_c, row_sum(schedule.size_gb, ys) - cluster.cache_gb, 0.0)
         if finite_b:
             reads += (schedule.demand[instant] * (1.0 - y_inst)).sum(axis=0)
         g_b = np.where(can_b, reads - B, 0.0) if finite_b else np.zeros(S)
         # Projected subgradient: components that would go below 0 from 0 do not count in the step length.
         g_c = np.where((mu <= 0) & (g_c < 0), 0.0, g_c)
         g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
-        norm = float(g_c @ g_c + g_b @ g_b)
+        norm = exact_dot(g_c, g_c) + exact_dot(g_b, g_b)
         last = it == iterations - 1 or norm == 0.0
         if it % upper_every == upper_every - 1 or last:
             for candidate in (traj, mean) if it else (traj,):
