@@ -377,3 +377,15 @@ def test_catch_up_reruns_exactly_the_stale_experiments_after_saying_how_long(
     monkeypatch.setattr(verify, "git_commit", lambda: {"commit": "ab" * 20, "dirty": True})
     with pytest.raises(ExperimentError, match="one clean commit"):
         verify.catch_up(tmp_path, workers=2, echo=said.append)
+
+
+def test_reproduce_md_states_where_each_experiments_committed_rows_come_from() -> None:
+    """docs/reproduce.md says, for every experiment, "computed at A" and, when a verification was recorded,
+    "verified at B on N rows", as meta.json records them (verify.status): the page cannot drift from the files."""
+    from cbalab.experiments.meta import read_meta
+
+    text = " ".join((ROOT / "docs" / "reproduce.md").read_text().split())
+    for name in EXPERIMENTS:
+        meta = read_meta(RESULTS / name / "meta.json")
+        assert meta is not None, name
+        assert verify.status(name, meta) in text, verify.status(name, meta)
