@@ -52,6 +52,7 @@ def test_code_digest_ignores_docstrings_comments_layout_and_annotations_only(edi
 def quick_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """io-cost, sensitivity and welfare swept at their quick sizes on two spawned workers, as the CLI runs them."""
     out = tmp_path_factory.mktemp("quick")
+    provenance._READ.clear()  # files other tests read in this process are no part of these sweeps
     for name in ("io-cost", "sensitivity", "welfare"):
         sweep = run_sweep(name, out, quick=True, workers=2, progress=False)
         assert sweep.exit_code == 0
@@ -192,10 +193,16 @@ def test_results_without_a_record_are_stale_as_such(tmp_path: Path, monkeypatch:
 # ------------------------------------------------------------------------------------------------ --verify
 
 
-def _copy(tmp_path: Path, name: str, base: Path = RESULTS) -> Path:
-    """The committed results of ``name`` copied to ``tmp_path/name``."""
+def _copy(tmp_path: Path, name: str, base: Path = RESULTS, unrecorded: bool = False) -> Path:
+    """The committed results of ``name`` copied to ``tmp_path/name``; ``unrecorded``: with meta.json's
+    provenance and verifications taken out, as results from before the rule."""
     target = tmp_path / name
     shutil.copytree(base / name, target, ignore=shutil.ignore_patterns("runs", "*.pdf", "*.png"))
+    if unrecorded:
+        meta = json.loads((target / "meta.json").read_text())
+        for key in ("provenance", "verifications"):
+            meta.pop(key, None)
+        (target / "meta.json").write_text(json.dumps(meta))
     return target
 
 
@@ -269,8 +276,9 @@ def test_record_writes_a_verification_that_makes_the_rows_fresh(
 ) -> None:
     """``--record`` after a pass covering every arm: meta.json gains the verification with its provenance, and
     the rows are no longer stale; a sample that leaves an arm out is refused (exit 2), and records nothing."""
-    folder = _copy(tmp_path, "sensitivity")
+    folder = _copy(tmp_path, "sensitivity", unrecorded=True)
     monkeypatch.setattr(check, "experiments", lambda: {"sensitivity": load_experiment("sensitivity")})
+    monkeypatch.setattr(provenance, "_READ", set())  # --workers 1: this process's earlier reads would count
     assert _stale(tmp_path) == {"sensitivity"}
     before = (folder / "meta.json").read_text()
     with pytest.raises(ExperimentError, match="leaves arms uncovered"):
@@ -279,7 +287,7 @@ def test_record_writes_a_verification_that_makes_the_rows_fresh(
     _forge(folder, 3, "io_cost_usd_per_h")
     assert verify.verify("sensitivity", folder, sample="all", record_it=True, echo=lambda _: None) == 1
     assert (folder / "meta.json").read_text() == before
-    folder = _copy(tmp_path / "again", "sensitivity")
+    folder = _copy(tmp_path / "again", "sensitivity", unrecorded=True)
     assert verify.verify("sensitivity", folder, sample="30", seed=3, record_it=True, echo=lambda _: None) == 0
     entry = json.loads((folder / "meta.json").read_text())["verifications"][-1]
     assert entry["rows"] >= 30 and entry["provenance"]["complete"]
