@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cbalab.models.certify import instance_tolerance, verdict
-from cbalab.models.evaluate import MODEL_SHARE, Allocation, least_feeding, tolerated
+from cbalab.models.evaluate import MODEL_SHARE, Allocation, hit_ratio, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill, weak_dual
 from cbalab.models.types import SolveOptions, Status
@@ -47,43 +47,59 @@ class Feeding:
     reason: str | None = None
 
 
-def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
-    """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
+@dataclass
+class Fill:
+    """CBA's cache per dataset and what its dual bound needs (proofs/cba_optimality.md, Theorem 1).
 
-    Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
-    the instance; prices p_c, p_b.  Theorem 1 of proofs/cba_optimality.md.
-    ``b_share`` of the referee's slack on B (``tolerated``, docs/model.md (8.1)) counts as bandwidth: 0 takes
-    B as written (AutoCBA, which keeps its own margin inside the referee's), ``MODEL_SHARE`` takes B as the
-    referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
-    no allocation passes the referee's B.
+    ``cache_gb`` is None when infeasible, and ``remote_gbps`` is then the least remote IO of any cache (the
+    ρ-ordered fill of all of C).  Otherwise ``bandwidth_gbps`` is the B the fill met: the B it was given, or the
+    least remote IO when that lies within the referee's slack above it.  ``order`` sorts the datasets by
+    decreasing IO density ``rho_s`` (sorted); ``t_c`` and ``t_b`` are the sorted positions where C, and where B,
+    stopped the fill (None: they did not), which fix the dual multipliers of the bound.
     """
-    written = inst
-    if b_share:
-        inst = inst.replace(bandwidth_gbps=tolerated(inst.bandwidth_gbps, b_share))
-    d = inst.dataset_size_gb
-    R = inst.dataset_demand(rates)
+
+    cache_gb: np.ndarray | None
+    remote_gbps: float
+    bandwidth_gbps: float
+    rho_s: np.ndarray
+    t_c: int | None
+    t_b: int | None
+
+
+def fill(
+    d: np.ndarray, R: np.ndarray, cache_gb: float, bandwidth_gbps: float, accepted_gbps: float, p_c: float, p_b: float
+) -> Fill:
+    """CBA's rule on arrays: the least-cost cache per dataset for dataset demands ``R`` (Theorem 1).
+
+    The one statement of the rule: :func:`feed` (every method that feeds jobs by CBA) and the replay's decision
+    at each event (experiments/simulate.py) both call it, so an event needs no Instance and no certificate.
+    ``d`` are the dataset sizes, ``cache_gb`` C, ``bandwidth_gbps`` the B the fill aims at and ``accepted_gbps``
+    the largest remote IO the referee accepts (``tolerated(B)``, docs/model.md (8.1)); p_c, p_b the prices.
+    Sort by decreasing ρ_k = R_k/d_k (ties by position), cache the profitable datasets (p_b R_k > p_c d_k)
+    whole while C lasts, then, if the remote IO left still exceeds B, cache the next read ones in the same order
+    only as far as B forces.  Cost: one sort and a few passes over the K datasets.
+    """
     rho = R / d
-    p_c, p_b = inst.price_cache, inst.price_bandwidth
     order = np.argsort(-rho, kind="stable")
     d_s, R_s, rho_s = d[order], R[order], rho[order]
 
     profitable = int(np.count_nonzero(p_b * R_s > p_c * d_s))
     cum_d = np.cumsum(d_s)
-    full = prefix_fill(d, order, inst.cache_gb)[order]
+    full = prefix_fill(d, order, cache_gb)[order]
     # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
     # against a large Σ R_k (which would cost the small remainders their precision).
     min_remote = float(np.dot(R_s, 1.0 - full / d_s))
     # The referee's own slack on B (models/evaluate.tolerated): infeasible exactly when no allocation passes it.
-    if min_remote > tolerated(written.bandwidth_gbps):
-        return _infeasible(written, min_remote)
-    if min_remote > inst.bandwidth_gbps:
+    if min_remote > accepted_gbps:
+        return Fill(None, min_remote, bandwidth_gbps, rho_s, None, None)
+    if min_remote > bandwidth_gbps:
         # Within the slack: the answer is the fill of C, feasible for B' = min_remote; fill and bound use B'.
-        inst = inst.replace(bandwidth_gbps=min_remote)
+        bandwidth_gbps = min_remote
 
     c_s = np.zeros_like(d_s)
     c_s[:profitable] = full[:profitable]
-    t_c = int(np.searchsorted(cum_d, inst.cache_gb)) if profitable and cum_d[profitable - 1] > inst.cache_gb else None
-    excess = float(np.dot(R_s, 1.0 - c_s / d_s)) - inst.bandwidth_gbps
+    t_c = int(np.searchsorted(cum_d, cache_gb)) if profitable and cum_d[profitable - 1] > cache_gb else None
+    excess = float(np.dot(R_s, 1.0 - c_s / d_s)) - bandwidth_gbps
     t_b = None
     read = int(np.count_nonzero(R_s[profitable:] > 0))
     if excess > 0 and t_c is None and read:
@@ -93,24 +109,73 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
         # up to position t is the tail sum `after[t]`; summed from the tail, it keeps small remainders exact.
         rest_R = R_s[profitable : profitable + read]
         after = np.append(np.cumsum(rest_R[::-1])[::-1][1:], 0.0)
-        t = int(np.argmax(after <= inst.bandwidth_gbps))
+        t = int(np.argmax(after <= bandwidth_gbps))
         t_b = profitable + t
         c_s[profitable:t_b] = d_s[profitable:t_b]
-        share = (after[t] + rest_R[t] - inst.bandwidth_gbps) / rest_R[t]
+        share = (after[t] + rest_R[t] - bandwidth_gbps) / rest_R[t]
         c_s[t_b] = d_s[t_b] * min(1.0, max(0.0, share))
         c_s[profitable:] = np.minimum(c_s[profitable:], full[profitable:])
 
     cache = np.empty_like(c_s)
     cache[order] = c_s
+    return Fill(cache, min_remote, bandwidth_gbps, rho_s, t_c, t_b)
+
+
+def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
+    """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
+
+    Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
+    the instance; prices p_c, p_b.  Theorem 1 of proofs/cba_optimality.md: the cache is :func:`fill`'s, the
+    bandwidth the least that feeds it, and ``io_bound`` the weak dual at the multipliers the fill fixes.
+    ``b_share`` of the referee's slack on B (``tolerated``, docs/model.md (8.1)) counts as bandwidth: 0 takes
+    B as written (AutoCBA, which keeps its own margin inside the referee's), ``MODEL_SHARE`` takes B as the
+    referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
+    no allocation passes the referee's B.
+    """
+    written = inst
+    if b_share:
+        inst = inst.replace(bandwidth_gbps=tolerated(inst.bandwidth_gbps, b_share))
+    R = inst.dataset_demand(rates)
+    p_c, p_b = inst.price_cache, inst.price_bandwidth
+    f = fill(
+        inst.dataset_size_gb,
+        R,
+        inst.cache_gb,
+        inst.bandwidth_gbps,
+        tolerated(written.bandwidth_gbps),
+        p_c,
+        p_b,
+    )
+    if f.cache_gb is None:
+        return _infeasible(written, f.remote_gbps)
+    if f.bandwidth_gbps != inst.bandwidth_gbps:
+        inst = inst.replace(bandwidth_gbps=f.bandwidth_gbps)
+    cache = f.cache_gb
     bw = least_feeding(inst, rates, cache)
     io_cost = p_c * float(cache.sum()) + p_b * float(bw.sum())
     lam_mu = [(0.0, 0.0)]
-    if t_c is not None:
-        lam_mu.append((max(0.0, p_b * rho_s[t_c] - p_c), 0.0))
-    if t_b is not None and rho_s[t_b] > 0:
-        lam_mu.append((0.0, max(0.0, p_c / rho_s[t_b] - p_b)))
+    if f.t_c is not None:
+        lam_mu.append((max(0.0, p_b * f.rho_s[f.t_c] - p_c), 0.0))
+    if f.t_b is not None and f.rho_s[f.t_b] > 0:
+        lam_mu.append((0.0, max(0.0, p_c / f.rho_s[f.t_b] - p_b)))
     bound = max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu)
     return Feeding(cache, bw, io_cost, bound)
+
+
+def on_demand(
+    d: np.ndarray, R: np.ndarray, cache_gb: float, bandwidth_gbps: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The registered ``cba`` on the aggregate instance of demands ``R`` (one pseudo-job per dataset,
+    docs/model.md §4): its cache and bandwidth per dataset, None when infeasible (Theorem 1 (ii)).
+
+    The numbers :func:`cba_continuous` gives on that instance (tests/test_registry.py), by :func:`fill` with B
+    taken as the referee accepts it, without an Instance or the certificate, which a replay's event does not
+    report; experiments/simulate.py calls it at every event (algorithms/registry.py, ``on_demand``).
+    """
+    f = fill(d, R, cache_gb, tolerated(bandwidth_gbps, MODEL_SHARE), tolerated(bandwidth_gbps), p_c, p_b)
+    if f.cache_gb is None:
+        return None
+    return f.cache_gb, R * (1.0 - hit_ratio(d, f.cache_gb))
 
 
 def _infeasible(inst: Instance, remote: float) -> Feeding:

@@ -15,7 +15,9 @@ a GPU scheduler, or a GPU scheduler), whether it may be
 solved on dataset-aggregated demand (it depends on the running jobs only
 through R_k, docs/model.md §4), whether it takes a cache policy, and how a
 replay runs it online (algorithms/online.py): every entry is an online policy,
-re-solved at every event unless ``online`` names its stateful class.
+re-solved at every event unless ``online`` names its stateful class; an aggregable
+policy without one may name its rule on arrays (``on_demand``), which a replay
+calls at every event instead of building an instance.
 :func:`select` queries them; :func:`run` is the one way to call a method: it
 times the call and has the answer scored by the referee (models/evaluate.py).
 """
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from cbalab.algorithms.online import OnlinePolicy, Resolved
 from cbalab.models.evaluate import Allocation, Evaluation, result
 from cbalab.models.instance import Instance
@@ -36,6 +40,9 @@ from cbalab.models.types import Problem, SolveOptions
 
 #: The one call signature of every registered function.
 MethodFunction = Callable[[Instance, SolveOptions], Allocation]
+#: An aggregable cost policy's rule on arrays (:meth:`Method.demand_rule`): (d, R, C, B, p_c, p_b) -> (cache per
+#: dataset, bandwidth per dataset), or None when infeasible.
+DemandRule = Callable[[np.ndarray, np.ndarray, float, float, float, float], "tuple[np.ndarray, np.ndarray] | None"]
 
 
 class Kind(StrEnum):
@@ -65,6 +72,7 @@ class Method:
     online: str | None = None
     optimal_on: str = ""
     restart_aware: bool = False
+    on_demand: str | None = None
 
     def online_policy(self, options: SolveOptions) -> OnlinePolicy:
         """A fresh online form of the entry for one replay (algorithms/online.py): its ``online`` class made with
@@ -75,6 +83,22 @@ class Method:
         module, name = self.online.split(":")
         cls: Callable[[SolveOptions], OnlinePolicy] = getattr(importlib.import_module(module), name)
         return cls(options)
+
+    def demand_rule(self) -> DemandRule | None:
+        """The entry's answer as a function of the per-dataset demands alone (``on_demand``, "module:function"), or
+        None.
+
+        An aggregable cost policy answers the aggregate instance (one pseudo-job of rate R_k per dataset,
+        docs/model.md §4) by a rule on arrays: ``(d, R, C, B, p_c, p_b) -> (cache per dataset, bandwidth per
+        dataset)``, or None when infeasible; the very numbers the entry's function gives on that instance
+        (tests/test_registry.py).  A replay (experiments/simulate.py) calls it at every event instead of building
+        an instance, when the entry has no stateful ``online`` form.
+        """
+        if self.on_demand is None:
+            return None
+        module, func = self.on_demand.split(":")
+        rule: DemandRule = getattr(importlib.import_module(module), func)
+        return rule
 
     def function(self) -> MethodFunction:
         """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
@@ -98,6 +122,7 @@ def register(
     online: str | None = None,
     optimal_on: str = "",
     restart_aware: bool = False,
+    on_demand: str | None = None,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once.
 
@@ -119,6 +144,7 @@ def register(
         online=online,
         optimal_on=optimal_on,
         restart_aware=restart_aware,
+        on_demand=on_demand,
     )
 
 
@@ -130,6 +156,7 @@ register(
     kind=Kind.CACHE_POLICY,
     aggregable=True,
     optimal_on="continuous P1 (Theorem 1); blocks or tiers alone (Theorems I1, I2)",
+    on_demand="cbalab.algorithms.cba:on_demand",
 )
 register(
     "lp",
@@ -170,6 +197,7 @@ for _name, _module, _summary, _aggregable in (
         _summary,
         kind=Kind.CACHE_POLICY,
         aggregable=_aggregable,
+        on_demand=f"cbalab.algorithms.baselines.{_module}:on_demand" if _aggregable else None,
     )
 register(
     "cba-keep",

@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "trace-scale": "cbalab.experiments.runs.trace_scale",
     "p3-trace": "cbalab.experiments.runs.p3_trace",
     "dask-workers": "cbalab.experiments.runs.dask_workers",
+    "replay-speed": "cbalab.experiments.runs.replay_speed",
 }
 
 #: The value types an option of ``measure`` may have.

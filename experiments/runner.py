@@ -267,19 +267,66 @@ def sweep_provenance(run_dir: Path, grid: list[dict], params: dict[str, Any]) ->
     return record(modules, data, params) | {"complete": complete}
 
 
-def assemble(run_dir: Path, grid: list[dict]) -> pd.DataFrame:
+#: The columns of a row whose run is another's (:func:`shared_runs`): that run's key and why they are the same.
+SAME_RUN = ("same_run_as", "same_run_reason")
+
+
+def shared_runs(module: ModuleType, grid: list[dict]) -> dict[str, tuple[str, str]]:
+    """The runs of ``grid`` that are one computation with an earlier run of it: run key -> (that run's key, the
+    reason), from the module's optional ``same_run(params) -> (computation, reason) | None``, where runs whose
+    ``computation`` (any hashable) is equal compute the same row and ``reason`` says why, in words.
+
+    The first run of the grid with a given computation is run; the later ones are not: each row is that run's
+    result under its own parameters (:func:`row_of`), and ``--verify`` recomputes it from its own parameters,
+    which checks the declaration (experiments/verify.py).
+    """
+    same = getattr(module, "same_run", None)
+    if same is None:
+        return {}
+    first: dict[Any, str] = {}
+    out = {}
+    for params in grid:
+        found = same(params)
+        if found is None:
+            continue
+        key = run_key(params)
+        computation, reason = found
+        if computation in first:
+            out[key] = (first[computation], reason)
+        else:
+            first[computation] = key
+    return out
+
+
+def row_of(
+    key: str, params: dict, row: dict | None, error: str, shared: dict[str, tuple[str, str]] | None = None
+) -> dict:
+    """One row of runs.csv: the run's key and parameters, its result columns as JSON holds them (non-finite
+    numbers empty), in a grid with ``shared`` runs (:func:`shared_runs`) its :data:`SAME_RUN` columns ("" for
+    a run of its own), then ``error``."""
+    out = {"run_key": key, **params, **_plain(row or {})}
+    if shared:
+        out |= dict(zip(SAME_RUN, shared.get(key, ("", ""))))
+    return out | {"error": error}
+
+
+def assemble(run_dir: Path, grid: list[dict], shared: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """runs.csv's content: one row per well-formed recorded run of ``grid``, in grid order (others are absent).
 
     A row is its parameters, then its result columns (which never overwrite a parameter, :func:`_load_run`),
-    then ``error`` ("" for a successful run).
+    then, in a grid with ``shared`` runs (:func:`shared_runs`), which run's result it is and why, then ``error``
+    ("" for a successful run).
     """
+    shared = shared or {}
+    by_key = {run_key(p): p for p in grid}
     rows = []
     for params in grid:
         key = run_key(params)
-        doc, _ = _load_run(run_dir / f"{key}.json", params)
+        source = shared.get(key, (key, ""))[0]
+        doc, _ = _load_run(run_dir / f"{source}.json", by_key[source])
         if doc is None:
             continue
-        rows.append({"run_key": key, **params, **(doc["row"] or {}), "error": doc["error"]})
+        rows.append(row_of(key, params, doc["row"], doc["error"], shared))
     frame = pd.DataFrame(rows)
     if "error" in frame:
         frame["error"] = frame["error"].fillna("")
@@ -324,14 +371,17 @@ def run_sweep(
     run_dir = folder / "runs"
     _make_folder(Path(out), run_dir)
     sessions = earlier_sessions(folder / "meta.json")
+    shared = shared_runs(mod, grid)
     todo = []
     for i, (key, params) in enumerate(zip(keys, grid)):
+        if key in shared:
+            continue
         doc, why = _load_run(run_dir / f"{key}.json", params)
         if why:
             _set_aside(run_dir / f"{key}.json", why, warn)
         if doc is None or doc["error"]:
             todo.append((i, key, params))
-    sweep = Sweep(name, folder, pd.DataFrame(), skipped=len(grid) - len(todo))
+    sweep = Sweep(name, folder, pd.DataFrame(), skipped=len(grid) - len(shared) - len(todo))
     bar = _bar(len(grid), sweep.skipped, name, progress)
     source = dask_runs(mod.__name__, todo, scheduler) if scheduler else local_runs(mod.__name__, todo, workers)
     try:
@@ -349,7 +399,7 @@ def run_sweep(
     finally:
         if bar is not None:
             bar.close()
-    sweep.runs = assemble(run_dir, grid)
+    sweep.runs = assemble(run_dir, grid, shared)
     atomic_write_csv(folder / "runs.csv", sweep.runs)
     if not sweep.interrupted and not sweep.aborted:
         ok = sweep.runs[sweep.runs["error"] == ""] if "error" in sweep.runs else sweep.runs
@@ -375,6 +425,7 @@ def run_sweep(
             "argv": list(argv) if argv is not None else None,
             "grid_size": len(grid),
         },
+        "shared_runs": len(shared),
         "seed": seed,
         "runs": {
             "total": len(grid),

@@ -59,8 +59,7 @@ from cbalab.algorithms.online import OnlinePolicy, State
 from cbalab.experiments.replay import Report, SimResult, resolution
 from cbalab.experiments.replay import run as run_replay
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
-from cbalab.models.evaluate import Allocation
-from cbalab.models.instance import Instance, InstanceError, check
+from cbalab.models.instance import InstanceError, aggregate
 from cbalab.models.types import SolveOptions
 
 if TYPE_CHECKING:
@@ -69,6 +68,10 @@ if TYPE_CHECKING:
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
+#: The sum and the least element of a K-vector: the reductions ``ndarray.sum`` and ``min`` call, in the same order
+#: (the same bits), without their Python wrappers, which cost more than the sum itself at every event.
+_total = np.add.reduce
+_least = np.minimum.reduce
 
 
 @dataclass(frozen=True)
@@ -119,27 +122,11 @@ class _Policy:
         # static method re-solved).  Every method takes (instance, options); the fast ones ignore the options.
         self.online = online if online is not None else method.online_policy(SolveOptions())
         self.aggregate = method.aggregable or online is not None
-        k = sizes.size
-        self.base = check(
-            Instance(
-                gpus=None,
-                cache_gb=float(cfg.cache_gb),
-                bandwidth_gbps=float(cfg.bandwidth_gbps),
-                price_gpu=float(cfg.prices[0]),
-                price_cache=float(cfg.prices[1]),
-                price_bandwidth=float(cfg.prices[2]),
-                dataset_ids=tuple(f"d{i}" for i in range(k)),
-                dataset_size_gb=sizes,
-                job_ids=tuple(f"j{i}" for i in range(k)),
-                job_dataset=np.arange(k, dtype=np.int64),
-                job_gpus=np.zeros(k, dtype=np.int64),
-                job_io_gbps=np.zeros(k),
-                option_ptr=np.zeros(k + 1, dtype=np.int64),
-                option_gpus=np.zeros(0, dtype=np.int64),
-                option_io_gbps=np.zeros(0),
-                option_utility=np.zeros(0),
-            )
-        )
+        # A policy re-solved at every event that states its answer on the demands alone needs no instance.
+        self.rule = method.demand_rule() if online is None and method.online is None else None
+        self.sizes = sizes
+        self.limits = (float(cfg.cache_gb), float(cfg.bandwidth_gbps), float(cfg.prices[1]), float(cfg.prices[2]))
+        self.base = aggregate(sizes, np.zeros(sizes.size), cfg.cache_gb, cfg.bandwidth_gbps, cfg.prices)
         self.ids: tuple[str, ...] = ()
 
     def __call__(
@@ -151,9 +138,14 @@ class _Policy:
         r: np.ndarray,
         now_s: float,
         filled_gb: np.ndarray,
-    ) -> Allocation:
-        """The policy's answer at ``now_s`` for the running jobs ``run`` (None on the aggregate path, which needs
-        only R_k) given the filled cache per dataset."""
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The policy's cache and bandwidth per dataset at ``now_s`` for the running jobs ``run`` (None on the
+        aggregate path, which needs only R_k) given the filled cache per dataset; None when it finds no answer.
+
+        A policy with a rule on the demands (algorithms/registry.py, ``on_demand``) is asked by it, the others
+        through the online protocol on an instance."""
+        if self.rule is not None:
+            return self.rule(self.sizes, demand, *self.limits)
         if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:
@@ -168,9 +160,12 @@ class _Policy:
                 option_ptr=np.zeros(n + 1, dtype=np.int64),
             )
         alloc = self.online.decide(State(inst, filled_gb.copy()), now_s)
-        if alloc.has_allocation and not self.aggregate:
-            alloc.bandwidth_gbps = np.bincount(kj[run], weights=alloc.bandwidth_gbps, minlength=demand.size)
-        return alloc
+        if not alloc.has_allocation:
+            return None
+        bw = np.asarray(alloc.bandwidth_gbps)
+        if not self.aggregate:
+            bw = np.bincount(kj[run], weights=bw, minlength=demand.size)
+        return np.asarray(alloc.cache_gb, dtype=float), bw
 
 
 class Replay:
@@ -238,7 +233,9 @@ class Replay:
         self.eff = np.zeros(K)  # η*_k, the policy's effective hit ratio at its target
         self.cache = np.zeros(K)  # c_k filled
         self.bw = np.zeros(K)
-        self.speed = np.ones(K)
+        self.unit = np.ones(K)
+        self.speed = self.unit
+        self.io_rate = np.zeros(K)  # p_c c*_k + p_b b_k of the slot, $/h per dataset
         self.grow = np.zeros(K)
         self.inv_demand = np.zeros(K)
         # Cluster state.
@@ -267,9 +264,9 @@ class Replay:
                 gap = np.where(self.speed > 0, (self.heads - self.work) / self.speed, np.inf)
             else:
                 gap = self.heads - self.work
-            t_dep = t + float(gap.min())
+            t_dep = t + float(_least(gap))
         if self.any_grow:
-            t_warm = t + float(np.where(self.grow > 0, (self.target - self.cache) / self.grow, np.inf).min())
+            t_warm = t + float(_least(np.where(self.grow > 0, (self.target - self.cache) / self.grow, np.inf)))
         t_arr = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
         self.t_dep = t_dep
         return min(t_dep, t_warm, t_arr)
@@ -305,13 +302,13 @@ class Replay:
             totals["bandwidth"] += self.rate_bw * h
             totals["gpu_hours"] += self.busy * h
             if self.rate_cache + self.rate_bw > 0:
-                io_k = (self.p_c * self.target + self.p_b * self.bw) * h
+                io_k = self.io_rate * h
                 self.cost_rate_clock += io_k * self.inv_demand
                 if self.odd:
                     demand, count = self.demand, self.count
                     self.cost_count_clock += np.where((demand <= 0) & (count > 0), io_k / np.maximum(count, 1), 0.0)
                 if self.orphan:
-                    totals["unattributed"] += float(io_k[self.count == 0].sum())
+                    totals["unattributed"] += float(_total(io_k[self.count == 0]))
             if self.any_stall:
                 self.work += self.speed * dt
                 self.stall_clock += (1.0 - self.speed) * dt
@@ -383,20 +380,23 @@ class Replay:
         d, demand, count = self.d, self.demand, self.count
         self.busy = self.cfg.gpus - self.free
         policy = self.policy
+        reading = demand > 0
         run = None if policy.aggregate else np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-        alloc = policy(demand, run, self.kj, self.g, self.r, self.t, self.cache if self.cfg.warmup else self.target)
-        if alloc.has_allocation:
-            self.target = np.minimum(np.asarray(alloc.cache_gb, dtype=float), d)
-            eff = np.where(demand > 0, 1.0 - np.asarray(alloc.bandwidth_gbps) / demand, 0.0)
-            self.eff = np.clip(eff, 0.0, self.target / d)
+        answer = policy(demand, run, self.kj, self.g, self.r, self.t, self.cache if self.cfg.warmup else self.target)
+        if answer is not None:
+            cache, bw = answer
+            self.target = np.minimum(cache, d)
+            eff = np.where(reading, 1.0 - bw / demand, 0.0)
+            # np.clip's bounds, without its Python wrapper: max with 0, then min with the target's share.
+            self.eff = np.minimum(np.maximum(eff, 0.0), self.target / d)
         else:
             self.infeasible_events += 1
             self.target = np.where(count > 0, self.target, 0.0)
             self.eff = self.target / d
         self.cache = np.minimum(self.cache, self.target) if self.cfg.warmup else self.target.copy()
-        self.inv_demand = np.where(demand > 0, 1.0 / demand, 0.0)
-        self.odd = bool(((demand <= 0) & (count > 0)).any())
-        self.orphan = bool(((count == 0) & (self.target > 0)).any())
+        self.inv_demand = np.where(reading, 1.0 / demand, 0.0)
+        self.odd = bool(np.count_nonzero(~reading & (count > 0)))
+        self.orphan = bool(np.count_nonzero((count == 0) & (self.target > 0)))
 
     def feed(self, decision: bool) -> None:
         """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates.
@@ -407,33 +407,36 @@ class Replay:
             if self.rows:
                 self.rows.append((self.t, len(self.running), len(self.queue), self.busy, *self.rows[-1][4:]))
             return
-        target, demand, K = self.target, self.demand, self.K
+        target, demand = self.target, self.demand
         if self.cfg.warmup:
             cache = np.where(np.abs(target - self.cache) <= _TOL * np.maximum(1.0, target), target, self.cache)
             self.cache = cache
             need = demand * (1.0 - self.eff * np.where(target > 0, cache / target, 0.0))
         else:
             need = demand * (1.0 - self.eff)
-        total_need = float(need.sum())
+        total_need = float(_total(need))
         share_b = 1.0 if total_need <= self.B * (1.0 + _TOL) else self.B / total_need
-        self.bw = bw = need * share_b
         self.any_stall = share_b < 1.0
-        self.speed = np.where(need > 0, share_b, 1.0) if self.any_stall else np.ones(K)
+        # need × 1 is need, bit for bit: an unstalled slot buys what it needs and runs every dataset at speed 1.
+        self.bw = bw = need * share_b if self.any_stall else need
+        self.speed = np.where(need > 0, share_b, 1.0) if self.any_stall else self.unit
         if self.cfg.warmup:
             self.grow = np.where(self.cache < target * (1.0 - _TOL), bw, 0.0)
-            self.any_grow = bool((self.grow > 0).any())
+            self.any_grow = bool(np.count_nonzero(self.grow > 0))
+        cached, filled, bought = float(_total(target)), float(_total(self.cache)), float(_total(bw))
         self.rate_gpu = self.p_g * self.busy
-        self.rate_cache = self.p_c * float(target.sum())
-        self.rate_bw = self.p_b * float(bw.sum())
+        self.rate_cache = self.p_c * cached
+        self.rate_bw = self.p_b * bought
+        self.io_rate = self.p_c * target + self.p_b * bw
         self.rows.append(
             (
                 self.t,
                 len(self.running),
                 len(self.queue),
                 self.busy,
-                float(target.sum()),
-                float(self.cache.sum()),
-                float(bw.sum()),
+                cached,
+                filled,
+                bought,
                 self.rate_gpu + self.rate_cache + self.rate_bw,
                 self.rate_gpu,
                 self.rate_cache,

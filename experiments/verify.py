@@ -41,7 +41,15 @@ from cbalab.experiments.backends import local_runs
 from cbalab.experiments.errors import ExperimentError
 from cbalab.experiments.meta import git_commit, now, read_meta
 from cbalab.experiments.provenance import differences, record
-from cbalab.experiments.runner import EXIT_FAILED, EXIT_OK, _plain, load_experiment, run_key, sweep_params
+from cbalab.experiments.runner import (
+    EXIT_FAILED,
+    EXIT_OK,
+    load_experiment,
+    row_of,
+    run_key,
+    shared_runs,
+    sweep_params,
+)
 from cbalab.models.files import atomic_write_json
 
 #: Estimated CPU seconds of the rotating part of the canaries, per experiment (the fixed part comes on top).
@@ -259,6 +267,9 @@ def verify(
         if gaps:
             raise ExperimentError(f"--record: the sample leaves arms uncovered ({', '.join(gaps[:5])}); use --sample N")
     todo = [(i, str(text.at[i, "run_key"]), params[i]) for i in picked]
+    # A row shared with another run (runner.shared_runs) is recomputed from its own parameters: the check of the
+    # declaration that the two are one computation.
+    shared = shared_runs(mod, grid)
     echo(f"{name}: recomputing {len(todo)} of {len(text)} rows ({sample}) at {_commit_text()}")
     modules: set[str] = set()
     data: set[str] = set()
@@ -266,7 +277,7 @@ def verify(
     for index, key, run, outcome in local_runs(mod.__name__, todo, workers):
         modules.update(outcome.get("modules") or [])
         data.update(outcome.get("data") or [])
-        got = {"run_key": key, **run, **_plain(outcome["row"] or {}), "error": outcome["error"]}
+        got = row_of(key, run, outcome["row"], outcome["error"], shared)
         problem = _differs(key, text.loc[index], got, floats)
         if problem and (first is None or index < first[0]):
             first = (index, problem)

@@ -128,9 +128,15 @@ def least_feeding(inst: Instance, rates: np.ndarray, cache: np.ndarray) -> np.nd
     docs/model.md §3; any feasible bandwidth dominates it (Lemma 1 of proofs/cba_optimality.md), so methods that
     decide only the cache complete their allocation with it.
     """
-    d = inst.dataset_size_gb
-    hit = np.minimum(cache, d) / d
-    return rates * (1.0 - hit[inst.job_dataset])
+    return rates * (1.0 - hit_ratio(inst.dataset_size_gb, cache)[inst.job_dataset])
+
+
+def hit_ratio(size_gb: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """h_k = min(c_k, d_k) / d_k, the share of every read of dataset k that its cache serves (docs/model.md §3).
+
+    On one pseudo-job per dataset (an aggregate instance, docs/model.md §4) the least feeding is R_k (1 − h_k).
+    """
+    return np.minimum(cache, size_gb) / size_gb
 
 
 def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:

@@ -27,7 +27,6 @@ InstanceError too.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -158,6 +157,9 @@ class Instance:
 
     def require_fixed(self) -> None:
         """Raise InstanceError unless every job has the fixed allocation the cost problem needs."""
+        gpus = self.job_gpus
+        if gpus.size == 0 or gpus.min() >= 0:  # one reduction: a replay asks at every event
+            return
         missing = np.flatnonzero(~self.has_fixed)
         if missing.size:
             j = int(missing[0])
@@ -205,13 +207,11 @@ class Instance:
         afford one per event (150,000 on the Philly replay); derived data is
         not carried over.
         """
-        unknown = set(changes) - set(self.__dataclass_fields__)
+        unknown = changes.keys() - self.__dataclass_fields__.keys()
         if unknown:
             raise TypeError(f"Instance has no field {sorted(unknown)[0]!r}")
-        inst = copy.copy(self)
-        for name, value in changes.items():
-            object.__setattr__(inst, name, value)
-        object.__setattr__(inst, "_cache", {})
+        inst = object.__new__(type(self))
+        inst.__dict__.update(self.__dict__, **changes, _cache={})
         return inst
 
     def to_dict(self) -> dict:
@@ -818,3 +818,33 @@ def check(inst: Instance) -> Instance:
     if len(set(inst.job_ids)) != inst.n_jobs:
         raise InstanceError("jobs[].id", None, "duplicate id")
     return check_magnitudes(inst)
+
+
+def aggregate(
+    size_gb: np.ndarray, demand_gbps: np.ndarray, cache_gb: float, bandwidth_gbps: float, prices: tuple[float, ...]
+) -> Instance:
+    """The aggregate cost instance: one pseudo-job of rate R_k per dataset k (docs/model.md §4), which gives a
+    policy that depends on the jobs only through R_k its whole answer; ``prices`` are (p_g, p_c, p_b).
+
+    A replay builds it once and changes only the demands per event (:meth:`Instance.replace`)."""
+    k = size_gb.size
+    return check(
+        Instance(
+            gpus=None,
+            cache_gb=float(cache_gb),
+            bandwidth_gbps=float(bandwidth_gbps),
+            price_gpu=float(prices[0]),
+            price_cache=float(prices[1]),
+            price_bandwidth=float(prices[2]),
+            dataset_ids=tuple(f"d{i}" for i in range(k)),
+            dataset_size_gb=size_gb,
+            job_ids=tuple(f"j{i}" for i in range(k)),
+            job_dataset=np.arange(k, dtype=np.int64),
+            job_gpus=np.zeros(k, dtype=np.int64),
+            job_io_gbps=demand_gbps,
+            option_ptr=np.zeros(k + 1, dtype=np.int64),
+            option_gpus=np.zeros(0, dtype=np.int64),
+            option_io_gbps=np.zeros(0),
+            option_utility=np.zeros(0),
+        )
+    )

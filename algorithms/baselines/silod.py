@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from cbalab.algorithms.baselines.cache_common import feed_unstalled
-from cbalab.models.evaluate import Allocation
+from cbalab.models.evaluate import Allocation, hit_ratio
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
 from cbalab.models.types import SolveOptions
@@ -28,7 +28,22 @@ def silod(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Cache datasets by decreasing IO density until C is full, whatever the prices; feed every job unstalled."""
     inst.require_fixed()
     d = inst.dataset_size_gb
-    rho = inst.dataset_demand(inst.job_io_gbps) / d
+    return feed_unstalled(inst, density_fill(d, inst.dataset_demand(inst.job_io_gbps), inst.cache_gb))
+
+
+def density_fill(d: np.ndarray, R: np.ndarray, cache_gb: float) -> np.ndarray:
+    """SiloD's rule, stated once: the read datasets by decreasing IO density R_k / d_k (ties in dataset order)
+    fill ``cache_gb``, the last one in part."""
+    rho = R / d
     read = np.flatnonzero(rho > 0)
     order = read[np.argsort(-rho[read], kind="stable")]
-    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb))
+    return prefix_fill(d, order, cache_gb)
+
+
+def on_demand(
+    d: np.ndarray, R: np.ndarray, cache_gb: float, bandwidth_gbps: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """silod on the aggregate instance of demands ``R`` (docs/model.md §4): :func:`density_fill`, every dataset
+    fed unstalled; the numbers :func:`silod` gives there (tests/test_registry.py), for a replay's events."""
+    cache = density_fill(d, R, cache_gb)
+    return cache, R * (1.0 - hit_ratio(d, cache))

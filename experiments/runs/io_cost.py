@@ -6,34 +6,27 @@ re-run at every job start and departure, cache warm-up on) and records the IO
 cost (cache + remote bandwidth, $ over the replay), the total cost (GPUs too),
 the mean and p99 job completion time and the stall time.
 
-The design is pre-registered and factorial (issue 24), not one factor at a
-time: the factors and their levels are :data:`PRICE_RATIOS` (p_c/p_b, with
-p_b = 0.9 $/(GB/s)-h), :data:`DATASET_COUNTS` (how many datasets the jobs
-read: the 12 public ones, or 2 or 4 copies of each), :data:`SKEWS` (Zipf
-popularity of the datasets), :data:`CACHES` (C in GB) and :data:`CAPS` (the
-bandwidth cap B: none, or one binding cap, 1 GB/s, under which io-only and
-coordl stall jobs at C = 500 GB).  The full factorial is 4 x 3 x 4 x 3 x 2 =
-288 points; with 3 seeds and 6 policies, 5,184 replays of 20,000 jobs.  One
-point (one replicate, every policy) was measured at 35 to 55 s on the
-project's 2-core machine under load (p_c/p_b = 2e-3: 48 datasets at skew
-1.5, 35 s; 12 datasets at skew 2, 46 s; 12 datasets under the cap, 55 s), so
-the full factorial would take about 11 h on one core.  The grid run
-instead (:func:`grid`) is a documented fraction of it, 84 points:
+The design is factorial (issue 24): :data:`PRICE_RATIOS` (p_c/p_b, p_b = 0.9
+$/(GB/s)-h) x :data:`DATASET_COUNTS` (the 12 public datasets, or 2 or 4 copies
+of each) x :data:`SKEWS` (Zipf popularity) x :data:`CACHES` (C in GB) x
+:data:`CAPS` (none, or 1 GB/s, under which io-only and coordl stall at C = 500
+GB) is 288 points, about 11 h on one core with 3 seeds; :func:`grid` runs a
+documented fraction of it, 84 points:
 
-* **core**: price x datasets x skew at full resolution (4 x 3 x 4 = 48
-  points), C = 500 GB, no cap: the interaction the issue asks for;
+* **core**: price x datasets x skew (4 x 3 x 4 = 48 points), C = 500 GB, no cap;
 * **cache**: C = 250 and 2000 GB for every price x datasets, skew 1 (24);
 * **cap**: B = 1 GB/s for every price x datasets, C = 500 GB, skew 1 (12).
 
 With :data:`SEEDS` = 3 replicates (each its own job -> model/dataset
-assignment, derived from the sweep seed, the replicate and the skew and
-dataset count: common random numbers across the policies, prices, caches and
-caps of one replicate) that is 1,512 priced replays.  Half the policies never read the
-prices (:data:`PRICE_BLIND`): each is one run per point and replicate, replayed at unit
-prices and priced by :func:`priced` at every ratio of its point (docs/reproduce.md: a run
-per price made two workers replay it twice), so the grid is 945 runs for 1,512 rows.
-``--quick``: 200 jobs, 12 points (2 prices x 2 dataset counts x one level of each arm; a
-0.05 GB/s cap, which binds at that size), 2 replicates: 108 runs, 144 priced replays.
+assignment from the sweep seed, the replicate, the skew and the dataset count:
+common random numbers across the policies, prices, caches and caps of one
+replicate) that is 1,512 priced replays.  The price-blind policies
+(:data:`PRICE_BLIND`) are one run per point and replicate, replayed at unit
+prices and priced by :func:`priced` at every ratio of its point, so the grid is
+945 runs for 1,512 rows; 135 of them are one replay with another run
+(:func:`same_run`: a C that holds every dataset).  ``--quick``: 200 jobs, 12
+points (2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap,
+which binds at that size), 2 replicates: 108 runs, 144 priced replays.
 
 The verdicts on the seed paper's 20.5% are computed from this grid by the
 rules of experiments/paper/claims.py; the per-point summary (:func:`summary`)
@@ -171,31 +164,23 @@ UNIT_PRICES = (1.0, 1.0)
 PRICE_GPU = 2.5
 
 
-def _replay(
-    policy: str,
-    trace_jobs: int,
-    skew: float,
-    n_datasets: int,
-    seed: int,
-    cache_gb: float,
-    cap: float | None,
-    warmup: bool,
-    prices: tuple[float, float, float],
-) -> tuple[dict, int, float]:
-    """One replay of the trace: its summary, the cluster's GPUs and its wall seconds."""
-    from cbalab.experiments.simulate import SimConfig, simulate
+def same_run(params: dict) -> tuple[tuple, str] | None:
+    """The replay a run computes when its cache C holds every dataset (experiments/runner.py, ``shared_runs``):
+    its parameters with C left out, and why; None when C is below Σ_k d_k.
 
-    cfg = SimConfig(
-        policy=policy,
-        cache_gb=cache_gb,
-        bandwidth_gbps=math.inf if cap is None else cap,
-        prices=prices,
-        warmup=warmup,
-        seed=seed,
-    )
-    start = time.perf_counter()
-    summary = simulate(_workload(trace_jobs, skew, n_datasets, seed), cfg).summary
-    return summary, cfg.gpus, time.perf_counter() - start
+    Every cost policy reads C only through min(C, Σ_k d_k) (docs/reproduce.md, "Replays computed once"): a
+    cache that holds every dataset whole leaves nothing for a larger one to change.  So the runs of a point and
+    replicate that differ only in such a C are one replay, run once at the smallest such C of the grid.
+    """
+    from cbalab.experiments.workload import datasets_total_gb
+
+    total = datasets_total_gb(int(params["n_datasets"]))
+    cache = float(params["cache_gb"])
+    if cache < total:
+        return None
+    rest = tuple(sorted((k, v) for k, v in params.items() if k != "cache_gb"))
+    reason = f"C = {cache:g} GB holds all {int(params['n_datasets'])} datasets ({total:.1f} GB)"
+    return rest, reason
 
 
 def run_one(params: dict) -> dict:
@@ -211,18 +196,21 @@ def run_one(params: dict) -> dict:
     if blind != (policy in PRICE_BLIND):
         raise ValueError(f"price_ratio: {ratio!r} for {policy}; a price-blind policy's run has none, another's one")
     prices = (PRICE_GPU, *UNIT_PRICES) if blind else (PRICE_GPU, float(ratio) * PRICE_BANDWIDTH, PRICE_BANDWIDTH)
+    from cbalab.experiments.simulate import SimConfig, simulate
+
     cap = params["bandwidth_gbps"]
-    s, gpus, seconds = _replay(
-        policy,
-        int(params["trace_jobs"]),
-        float(params["skew"]),
-        int(params["n_datasets"]),
-        int(params["seed"]),
-        float(params["cache_gb"]),
-        None if cap is None else float(cap),
-        bool(params["warmup"]),
-        prices,
+    cfg = SimConfig(
+        policy=policy,
+        cache_gb=float(params["cache_gb"]),
+        bandwidth_gbps=math.inf if cap is None else float(cap),
+        prices=prices,
+        warmup=bool(params["warmup"]),
+        seed=int(params["seed"]),
     )
+    workload = _workload(int(params["trace_jobs"]), float(params["skew"]), int(params["n_datasets"]), cfg.seed)
+    start = time.perf_counter()
+    s = simulate(workload, cfg).summary
+    seconds, gpus = time.perf_counter() - start, cfg.gpus
     cost = s["cost"]
     cache, bandwidth = float(cost["cache"]), float(cost["bandwidth"])
     io = math.nan if blind else cache + bandwidth

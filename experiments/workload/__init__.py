@@ -7,7 +7,7 @@
 - :mod:`.elastic`: option tables, work and utility shapes of trace jobs for the elastic replay (welfare over time).
 """
 
-from cbalab.experiments.workload.assign import Workload, assign, make_workload, workload_datasets
+from cbalab.experiments.workload.assign import Workload, assign, datasets_total_gb, make_workload, workload_datasets
 from cbalab.experiments.workload.catalog import (
     CATALOG_DATASETS,
     CATALOG_MODELS,
@@ -63,6 +63,7 @@ __all__ = [
     "assign",
     "check_catalog",
     "dataset_sizes",
+    "datasets_total_gb",
     "generate_cost",
     "generate_trace",
     "generate_welfare",

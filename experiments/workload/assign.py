@@ -114,6 +114,12 @@ def assign(
     return Workload(jobs, datasets, settings)
 
 
+def datasets_total_gb(n_datasets: int, catalog: Catalog | None = None) -> float:
+    """Σ_k d_k over the ``n_datasets`` datasets of :func:`workload_datasets`: the cache that holds them all."""
+    cat = catalog or Catalog.default()
+    return float(sum(cat.dataset(k).size_gb for k in workload_datasets(n_datasets, cat)))
+
+
 def make_workload(
     *,
     trace: str | Path | None = None,
