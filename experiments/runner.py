@@ -68,7 +68,7 @@ from cbalab.experiments.about import ABOUT, console_table
 from cbalab.experiments.backends import dask_runs, local_runs, overwritten_parameter, scheduler_address
 from cbalab.experiments.errors import ExperimentError
 from cbalab.experiments.meta import earlier_sessions, git_commit, now, rows_commits, versions
-from cbalab.experiments.provenance import data_read, grid_digest, record
+from cbalab.experiments.provenance import grid_digest, record
 from cbalab.models import __version__
 from cbalab.models.files import (
     atomic_write_csv,
@@ -247,11 +247,11 @@ def sweep_params(module: ModuleType, quick: bool, seed: int) -> dict[str, Any]:
 def sweep_provenance(run_dir: Path, grid: list[dict], params: dict[str, Any]) -> dict[str, Any]:
     """meta.json's ``provenance`` (experiments/provenance.py): the union of the modules and data files that the
     recorded runs of ``grid`` report (from the processes that ran them: with ``--workers 1`` that is the calling
-    process, whose other imports then count too), digested as they are now, with ``params``, and the data files
-    this process read (the grid's).  ``complete`` is False when a run file reports neither (written by an older
-    runner): then nothing can be told of what its run executed."""
+    process, whose other imports and reads then count too), digested as they are now, with ``params``.
+    ``complete`` is False when a run file reports neither (written by an older runner): then nothing can be
+    told of what its run executed."""
     modules: set[str] = set()
-    data: set[str] = set(data_read())
+    data: set[str] = set()
     complete = True
     for p in grid:
         path = run_dir / f"{run_key(p)}.json"

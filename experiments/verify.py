@@ -115,8 +115,7 @@ def costs(runs: pd.DataFrame, meta: dict) -> pd.Series:
     """Each row's estimated CPU seconds: the sum of its timing columns (``X_cpu_seconds`` beside ``X_seconds``
     counted once), at least :data:`COST_FLOOR` of the sweep's CPU time per row, or else that CPU time per row."""
     timings = [c for c in runs.columns if str(c).endswith("_seconds")]
-    sessions = meta.get("sessions") or []
-    total = sum(float(x.get("wall_seconds") or 0) * int(x.get("workers") or 1) for x in sessions)
+    total = session_cpu(meta)
     flat = total / max(len(runs), 1) if total else 1.0
     if not timings:
         return pd.Series(flat, index=runs.index)
@@ -328,9 +327,16 @@ def _record(
 def expected_seconds(meta: dict | None, workers: int) -> float:
     """The wall time a rerun of an experiment should take on ``workers`` workers: its last sweep's CPU time
     (the sessions' wall time times their workers, meta.json) over ``workers``."""
+    return session_cpu(meta, ran=True) / max(workers, 1)
+
+
+def session_cpu(meta: dict | None, *, ran: bool = False) -> float:
+    """An experiment's CPU seconds as its meta.json's ``sessions`` record them: each session's wall time times
+    its workers, summed (``ran``: only the sessions that ran something)."""
     sessions = (meta or {}).get("sessions") or []
-    cpu = sum(float(x.get("wall_seconds") or 0) * int(x.get("workers") or 1) for x in sessions if x.get("done"))
-    return cpu / max(workers, 1)
+    return sum(
+        float(x.get("wall_seconds") or 0) * int(x.get("workers") or 1) for x in sessions if x.get("done") or not ran
+    )
 
 
 def catch_up(results: Path, workers: int = 1, echo: Callable[[str], None] = print) -> int:
