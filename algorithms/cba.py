@@ -121,7 +121,7 @@ def fill(
     return Fill(cache, min_remote, bandwidth_gbps, rho_s, t_c, t_b)
 
 
-def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
+def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool = True) -> Feeding:
     """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
 
     Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
@@ -130,7 +130,8 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
     ``b_share`` of the referee's slack on B (``tolerated``, docs/model.md (8.1)) counts as bandwidth: 0 takes
     B as written (AutoCBA, which keeps its own margin inside the referee's), ``MODEL_SHARE`` takes B as the
     referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
-    no allocation passes the referee's B.
+    no allocation passes the referee's B.  ``bound=False`` leaves ``io_bound`` NaN: a caller that only feeds
+    (AutoCBA's greedy, its search, cba-keep) need not pay for the certificate it does not report.
     """
     written = inst
     if b_share:
@@ -153,6 +154,8 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0) -> Feeding:
     cache = f.cache_gb
     bw = least_feeding(inst, rates, cache)
     io_cost = p_c * float(cache.sum()) + p_b * float(bw.sum())
+    if not bound:
+        return Feeding(cache, bw, io_cost, float("nan"))
     lam_mu = [(0.0, 0.0)]
     if f.t_c is not None:
         lam_mu.append((max(0.0, p_b * f.rho_s[f.t_c] - p_c), 0.0))

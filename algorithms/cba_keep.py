@@ -92,7 +92,7 @@ class CbaKeep:
         if self.last_s is not None and now > self.last_s:
             self.rent += self.rate * (now - self.last_s) / 3600.0
         self.last_s = now
-        static = feed(inst, inst.job_io_gbps)
+        static = feed(inst, inst.job_io_gbps, bound=False)
         if static.cache_gb is None:
             self._resize(K)
             return Allocation.none(Status.INFEASIBLE, static.reason or "infeasible")

@@ -228,6 +228,7 @@ class Replay:
         self.cost_rate_clock = np.zeros(K)
         self.cost_count_clock = np.zeros(K)
         self.heads = np.full(K, np.inf)
+        self.due_tol = np.full(K, np.inf)  # work left that counts as done, _TOL max(1, |head|); speed 1: tick × 1
         self.heaps: list[list[tuple[float, int]]] = [[] for _ in range(K)]
         self.target = np.zeros(K)  # c*_k
         self.eff = np.zeros(K)  # η*_k, the policy's effective hit ratio at its target
@@ -329,7 +330,7 @@ class Replay:
         if self.t_dep > t:
             return False
         heads, work, speed, tick_s = self.heads, self.work, self.speed, self.tick_s
-        due = np.flatnonzero(heads - work <= np.maximum(_TOL * np.maximum(1.0, np.abs(heads)), speed * tick_s))
+        due = np.flatnonzero(heads - work <= np.maximum(self.due_tol, speed * tick_s if self.any_stall else tick_s))
         for k in due:
             heap = self.heaps[k]
             limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
@@ -348,6 +349,7 @@ class Replay:
                 del self.running[j]
                 self.done += 1
             heads[k] = heap[0][0] if heap else math.inf
+            self.due_tol[k] = _TOL * max(1.0, abs(heads[k]))
             if self.count[k] == 0:
                 self.demand[k] = 0.0
         return due.size > 0
@@ -371,6 +373,7 @@ class Replay:
             self.mark_stall[j] = self.stall_clock[k]
             heapq.heappush(self.heaps[k], (self.work[k] + self.dur[j], j))
             self.heads[k] = self.heaps[k][0][0]
+            self.due_tol[k] = _TOL * max(1.0, abs(self.heads[k]))
             self.running[j] = None
             started = True
         return started
@@ -395,8 +398,10 @@ class Replay:
             self.eff = self.target / d
         self.cache = np.minimum(self.cache, self.target) if self.cfg.warmup else self.target.copy()
         self.inv_demand = np.where(reading, 1.0 / demand, 0.0)
-        self.odd = bool(np.count_nonzero(~reading & (count > 0)))
-        self.orphan = bool(np.count_nonzero((count == 0) & (self.target > 0)))
+        # A dataset read by no job has demand 0 (depart sets it), so "some running job's dataset has demand 0" is
+        # "fewer datasets have demand than have jobs", and an orphan is a target on a dataset without jobs.
+        self.odd = np.count_nonzero(reading) < np.count_nonzero(count)
+        self.orphan = bool(np.count_nonzero(self.target[count == 0]))
 
     def feed(self, decision: bool) -> None:
         """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates.

@@ -3,7 +3,7 @@
 - :func:`prefix_fill`: give items their amount in a given order until a capacity runs out — the ρ-ordered
   fill of Theorem 1 (proofs/cba_optimality.md) and of the price-blind baselines.
 - :func:`weak_dual`: the weak-dual value D(λ, μ) of the substituted cost LP, a lower bound on the least IO
-  cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2).
+  cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2), safe in floating point (checked exactly).
 - :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
 - :func:`exact_dot`: Σ a_i b_i rounded once (math.fsum of the exact products), the same bits on every CPU and
   BLAS kernel, for the sums a decision compares with a limit (time-shared GPU time, welfare).
@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cbalab.models.exact_bounds import safe_weak_dual
 from cbalab.models.instance import Instance
 
 
@@ -44,11 +45,19 @@ def weak_dual(inst: Instance, R: np.ndarray, lam: float, mu: float) -> float:
     D(λ, μ) = p_b Σ R_k + μ (Σ R_k − B) − λ C − Σ_k d_k max(0, (p_b + μ) ρ_k − p_c − λ), evaluated in
     the equal form Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, which has no cancellation
     between p_b Σ R_k and the savings of a nearly free cache (μ B is taken as 0 when μ = 0, so B = ∞ works).
+
+    The float sum can still round above the exact D (2^53 + 3 rounds to 2^53 + 4), and a bound above the optimum
+    would certify what is not optimal: the value is checked against D evaluated exactly
+    (:func:`cbalab.models.exact_bounds.safe_weak_dual`) and, only when it lies above, replaced by the largest float
+    below D (docs/model.md §8).  A safe value keeps its bits.
     """
     p_c, p_b = inst.price_cache, inst.price_bandwidth
     terms = np.minimum((p_b + mu) * R, (p_c + lam) * inst.dataset_size_gb)
     cap = mu * inst.bandwidth_gbps if mu > 0 else 0.0
-    return float(terms.sum()) - cap - lam * inst.cache_gb
+    value = float(terms.sum()) - cap - lam * inst.cache_gb
+    if not (np.isfinite(R).all() and np.isfinite(terms).all() and math.isfinite(value)):
+        return value  # −∞ is safe; +∞ or NaN is no bound, which the certification drops
+    return safe_weak_dual(inst, R, lam, mu, value)
 
 
 def bandwidth_factor(inst: Instance, need: float, money: float) -> float:

@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from fractions import Fraction
 from typing import Any, cast
 
 import highspy
@@ -49,6 +50,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 
 from cbalab.models.certify import certify
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
+from cbalab.models.exact_bounds import lp_dual_bound, safe_float
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement
 from cbalab.models.milp.statement import Arrays, solution
@@ -528,11 +530,45 @@ def solve_arrays(
     if status == ms.kOptimal:
         kind, message = Status.OPTIMAL, "HiGHS: optimal"
         bound = bound if bound is not None and math.isfinite(bound) else objective
+        if not arrays.integral.any() and bound is not None:
+            bound = _safe_lp_bound(arrays, h.getSolution(), bound)
+            facts["safe_bound"] = bound
     elif status == ms.kTimeLimit:
         kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
     else:
         kind, message = Status.FEASIBLE if has_solution else Status.ERROR, f"HiGHS stopped: {status.name}"
     return Outcome(kind, objective, bound, message, has_solution), x, facts
+
+
+def _safe_lp_bound(arrays: Arrays, sol: highspy.HighsSolution, bound: float) -> float | None:
+    """HiGHS's LP optimum as a bound that holds in floating point (docs/model.md §8), in the instance's units.
+
+    HiGHS's optimum is the value of a point that meets the rows only to its tolerances, so it is no proof by
+    itself.  Its row duals are: the weak-duality value of any duals is a bound (Neumaier and Shcherbina), and
+    :func:`cbalab.models.exact_bounds.lp_dual_bound` evaluates it exactly on the model HiGHS solved (objective
+    scale a power of two, so multiplying back is exact).  HiGHS's number is kept, bit for bit, when it is on the
+    safe side of that exact bound; otherwise the exact bound rounded to the safe side replaces it; without duals,
+    or when they prove nothing (a reduced cost against an infinite column bound), there is no bound (None).
+    """
+    if not sol.dual_valid:
+        return None
+    flip = -1.0 if arrays.maximize else 1.0  # max cᵀx is −min(−c)ᵀx, with the duals negated too
+    exact = lp_dual_bound(
+        flip * arrays.cost,
+        arrays.start,
+        arrays.index,
+        arrays.value,
+        arrays.row_lo,
+        arrays.row_hi,
+        arrays.col_lo,
+        arrays.col_hi,
+        flip * np.asarray(sol.row_dual, dtype=float),
+    )
+    if exact is None:
+        return None
+    value = -exact if arrays.maximize else exact  # a Fraction: float × Fraction would round it
+    in_units = Fraction(arrays.objective_scale) * (value + Fraction(arrays.offset))
+    return safe_float(bound, in_units, lower=not arrays.maximize)
 
 
 #: Slices solved one GPU count at a time on each side of the LP optimum before the rest of that side is solved as
@@ -719,7 +755,7 @@ def solve_welfare(
         fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
         n_frac = int(fractional.sum())
         alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
-        alloc.bound = out.objective if out.status == Status.OPTIMAL else None
+        alloc.bound = out.bound if out.status == Status.OPTIMAL else None
         alloc.reason = "LP relaxation: bound is the relaxation optimum; " + (
             f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
             if n_frac == 0

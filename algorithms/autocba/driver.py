@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from cbalab.algorithms.autocba.certificate import welfare_bound
+from cbalab.algorithms.autocba.certificate import Certificate, Dual, welfare_bound
 from cbalab.algorithms.autocba.enumerate import SINGLES_MAX, downgrade_pass, partial_enumeration
 from cbalab.algorithms.autocba.exact import EXACT_JOBS, exact_search
 from cbalab.algorithms.autocba.feeder import _Feeder
@@ -15,6 +15,7 @@ from cbalab.algorithms.autocba.limits import _LARGE, fits_alone, standalone_cost
 from cbalab.algorithms.cba import feed
 from cbalab.models.certify import accepted_limits, instance_tolerance, verdict
 from cbalab.models.evaluate import RTOL, Allocation, least_feeding
+from cbalab.models.exact_bounds import safe_float, welfare_lagrangian_exact
 from cbalab.models.instance import Instance
 from cbalab.models.result import SearchFacts
 from cbalab.models.types import SolveOptions, Status
@@ -161,8 +162,9 @@ def autocba(
         welfare = 0.0
     alloc.objective, alloc.facts = welfare, SearchFacts(source)
     if certify:
-        cert = welfare_bound(accepted_limits(inst))  # every allocation the referee accepts (issue 19)
-        bound = cert.bound
+        accepted = accepted_limits(inst)  # every allocation the referee accepts (issue 19)
+        cert = welfare_bound(accepted)
+        bound = _safe_bound(accepted, cert)
         proven = _proven(inst, welfare, bound)
         if not proven and exact and inst.n_jobs <= EXACT_JOBS:
             found = exact_search(inst, welfare, np.asarray(cert.multipliers))
@@ -178,6 +180,19 @@ def autocba(
         if proven:
             alloc.status = Status.OPTIMAL
     return alloc
+
+
+def _safe_bound(inst: Instance, cert: Certificate) -> float:
+    """The certificate's bound, raised to the exact L at its multipliers if it lay below (docs/model.md §8).
+
+    ``welfare_bound`` evaluates L in floating point and adds a relative 1e-9 for rounding; here L is re-derived
+    exactly from the data and the multipliers (:func:`cbalab.models.exact_bounds.welfare_lagrangian_exact`), so
+    that the bound holds whatever the rounding (Theorem D, proofs/autocba_certificate.md).  A bound that was
+    already safe keeps its bits.
+    """
+    dual = Dual(inst)
+    exact = welfare_lagrangian_exact(inst, dual.U, dual.G, dual.R, cert.multipliers)
+    return safe_float(cert.bound, exact, lower=False)
 
 
 def _proven(inst: Instance, welfare: float, bound: float) -> bool:
@@ -198,7 +213,7 @@ def _picked(inst: Instance, pick: np.ndarray) -> Allocation | None:
 
 def _fed(inst: Instance, gpus: np.ndarray, rates: np.ndarray, feeder: _Feeder | None) -> Allocation | None:
     """Feed the options at least cost (CBA); fall back to the greedy's tracked feeding; None if neither fits."""
-    f = feed(inst, rates)
+    f = feed(inst, rates, bound=False)
     candidates: list[tuple[np.ndarray, np.ndarray]] = []
     if f.cache_gb is not None and f.bandwidth_gbps is not None:
         candidates.append((f.cache_gb, f.bandwidth_gbps))

@@ -84,7 +84,7 @@ def exact_search(
     def fits() -> bool:
         if state.gpus > G:
             return False
-        f = feed(inst, rates)
+        f = feed(inst, rates, bound=False)
         if f.cache_gb is None:
             return False
         spend = inst.price_gpu * state.gpus + f.io_cost

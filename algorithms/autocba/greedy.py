@@ -95,7 +95,7 @@ class _Greedy:
         rates = self.rates.copy()
         for j, o in jobs:
             rates[j] = self.orate[o]
-        f = feed(self.inst, rates)
+        f = feed(self.inst, rates, bound=False)
         if f.cache_gb is None or f.bandwidth_gbps is None:
             return None
         remote = float(f.bandwidth_gbps.sum())
@@ -305,7 +305,7 @@ class _Greedy:
 
     def resync(self) -> bool:
         """The CBA pass: feed the chosen options at least cost; adopt that feeding if it is cheaper (then True)."""
-        f = feed(self.inst, self.rates)
+        f = feed(self.inst, self.rates, bound=False)
         if f.cache_gb is None or f.io_cost >= self.feeder.io_cost * (1.0 - 1e-12):
             return False
         self.feeder.reset(f.cache_gb, self.inst.dataset_demand(self.rates))

@@ -17,7 +17,9 @@ solver's objective:
   e⁻ = e_{k,t−1}, Theorem 4 (ii)); each chunk is solved by HiGHS and bounded by
   the weak-duality value of HiGHS's row duals, evaluated in numpy
   (``certified_bound`` of models/milp/dynamic.py), valid whatever the solver's
-  tolerances;
+  tolerances in exact arithmetic; the reported bound (the best iterate's) is
+  re-derived exactly at the end (:func:`_exact_value`, docs/model.md §8), so it
+  holds in floating point too;
 * an **instant** dataset (size below ``exact_min_gb``) drops its warm-up rows,
   a relaxation whose optimum is a closed form per pair,
   min((Δ/3600 p_b + ν) R, (Δ/3600 p_c + μ) d) for y ≤ 1 (Theorem 4 (iii)).
@@ -41,10 +43,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
+from cbalab.models.exact_bounds import exact_sum, instant_relaxation_exact, lp_dual_bound, safe_float
 from cbalab.models.instance import InstanceError
 from cbalab.models.kernels import exact_dot, row_sum
 from cbalab.models.milp.dynamic import (
@@ -61,6 +65,7 @@ from cbalab.models.milp.dynamic import (
     settle,
     tangents,
 )
+from cbalab.models.milp.statement import Arrays
 
 #: Subgradient iterations by default: each solves every exact chunk once (warm-started from its last basis).
 ITERATIONS = 30
@@ -119,7 +124,9 @@ class LagrangeResult:
     """P3's Lagrangian answer: the certified lower ``bound`` ($), the IO cost ``cost_io`` of a checked schedule.
 
     ``status`` is ``optimal`` when the bound meets the cost by :func:`certified`, ``feasible`` when both are
-    known but apart (``gap`` = (cost − bound) / cost), ``bound_only`` when no schedule was settled.
+    known but apart (``gap`` = (cost − bound) / cost, never below 0: the settled schedule meets the rows to
+    10⁻⁹ relative, so its cost can lie a little under the bound, and ``message`` then says so),
+    ``bound_only`` when no schedule was settled.
     ``bounds`` holds every iteration's dual value L (each a lower bound; ``bound`` is their maximum);
     ``at_limit`` says the run ended at its iteration limit without certifying.
     """
@@ -136,10 +143,11 @@ class LagrangeResult:
 
     @property
     def gap(self) -> float | None:
-        """(cost − bound) / cost, the certified relative gap; None without a cost."""
+        """(cost − bound) / cost, the certified relative gap, 0 where the bound lies above the cost; None without a
+        cost."""
         if self.cost_io is None or self.cost_io <= 0:
             return None if self.cost_io is None else 0.0
-        return (self.cost_io - self.bound) / self.cost_io
+        return max(0.0, (self.cost_io - self.bound) / self.cost_io)
 
     def summary(self) -> dict:
         """The ``offline_optimum`` entry of summary.json (docs/interface.md), with the gap and the iterations."""
@@ -166,6 +174,7 @@ class _Chunk:
     b: np.ndarray | None = None
     bound: float = 0.0
     priced: tuple[np.ndarray, np.ndarray] | None = None
+    evidence: tuple[Arrays, np.ndarray] | None = None
 
 
 def _chunk_schedule(schedule: Schedule, chunk: _Chunk) -> Schedule:
@@ -236,8 +245,11 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     sol = h.getSolution()
     own = at >= 0
     bound = 0.0
+    chunk.evidence = None
     if sol.dual_valid:
-        bound = max(0.0, certified_bound(priced, np.asarray(sol.row_dual) * scale))
+        dual = np.asarray(sol.row_dual) * scale
+        bound = max(0.0, certified_bound(priced, dual))
+        chunk.evidence = (priced, dual)
     chunk.bound = bound
     if sol.value_valid:
         x = np.asarray(sol.col_value)
@@ -459,6 +471,7 @@ def solve_lagrange(
     nu = np.zeros(S)
     B = cluster.bandwidth_gbps if finite_b else 0.0
     best_bound = -math.inf
+    best_at: tuple[np.ndarray, np.ndarray, list[tuple[Arrays, np.ndarray] | None]] | None = None
     best: tuple[dict[str, np.ndarray], float] | None = None
     bounds: list[float] = []
     factor, stall = 1.0, 0
@@ -510,6 +523,7 @@ def solve_lagrange(
                 best = point
         if value > best_bound:
             best_bound, stall = value, 0
+            best_at = (mu.copy(), nu.copy(), [piece.evidence for piece in pieces])
         else:
             stall += 1
             if stall >= PATIENCE:
@@ -525,6 +539,8 @@ def solve_lagrange(
         mu = np.maximum(0.0, mu + step * g_c)
         nu = np.maximum(0.0, nu + step * g_b)
     bound = max(best_bound, 0.0)
+    if best_at is not None:
+        bound = safe_float(bound, _exact_value(schedule, cluster, instant, B, best_at), lower=True)
     values, cost = best if best is not None else ({}, None)
     proven = certified(cost, bound)
     status = "optimal" if proven else ("feasible" if cost is not None else "bound_only")
@@ -532,7 +548,38 @@ def solve_lagrange(
         f"{len(pieces)} exact chunk LP(s) of {exact.size} dataset(s), {instant.size} instant dataset(s); "
         f"{done} iteration(s)" + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
     )
+    if cost is not None and bound > cost:
+        note += (
+            f"; the bound lies {bound - cost:.3g} above the settled schedule's cost (the schedule meets the rows to "
+            "10⁻⁹ relative, proofs/dynamic_lower_bound.md, Lemma 6): the gap is reported as 0"
+        )
     return LagrangeResult(status, cost, bound, S, done, not proven and done == iterations, bounds, note, values)
+
+
+def _exact_value(
+    schedule: Schedule,
+    cluster: Cluster,
+    instant: np.ndarray,
+    B: float,
+    at: tuple[np.ndarray, np.ndarray, list[tuple[Arrays, np.ndarray] | None]],
+) -> Fraction:
+    """max(0, L(μ, ν)) of the best iteration re-derived exactly from the data and the multipliers (Theorem 4;
+    docs/model.md §8): each chunk's weak-duality value of its row duals (0 without duals, as in the float
+    sum), the instant datasets' closed form, minus Σ_t (C μ_t + B ν_t), every product and sum exact.
+    """
+    mu, nu, evidence = at
+    total = Fraction(0)
+    for item in evidence:
+        if item is not None:
+            a, dual = item
+            value = lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, a.col_lo, a.col_hi, dual)
+            total += max(Fraction(0), value) if value is not None else Fraction(0)
+    if instant.size:
+        prices = (cluster.price_cache, cluster.price_bandwidth)
+        size, demand = schedule.size_gb[instant], schedule.demand[instant]
+        total += instant_relaxation_exact(schedule.lengths, prices, cluster.cache_gb, size, demand, mu, nu)
+    total -= Fraction(cluster.cache_gb) * exact_sum(mu) + Fraction(B) * exact_sum(nu)
+    return max(total, Fraction(0))
 
 
 def solve_trace(schedule: Schedule, cluster: Cluster, limits: TraceLimits = TRACE_LIMITS) -> LagrangeResult:
