@@ -187,27 +187,36 @@ def measure(
     jobs: tuple[int, ...] | None = None,
     fractions: tuple[float, ...] | None = None,
     forms: tuple[str, ...] = FORMS,
+    datasets: int | None = None,
     out: str = "results/milp_scale",
 ) -> None:
-    """Run the grid (or only the sizes ``jobs``, budget ``fractions`` and ``forms`` of it), each MILP under
+    """Run the grid (or the sizes ``jobs``, budget ``fractions`` and ``forms`` asked for), each MILP under
     ``time_limit`` seconds, writing the CSV after every run; print the summary.  ``cbalab bench milp-scale``
-    runs it.  An unknown form is InstanceError naming ``forms``.
+    runs it.  A size outside the grid (``--jobs 10000``, issue 43's frontier) is run at every fraction and
+    seed of the grid; ``datasets`` replaces the grid's N/10 datasets (issue 43 states 300).  An unknown form,
+    and a selection with no run, is InstanceError naming the option.
     """
     unknown = [f for f in forms if f not in FORMS]
     if unknown:
         raise InstanceError("forms", unknown, f"must be among {', '.join(FORMS)}")
+    if datasets is not None and datasets < 1:
+        raise InstanceError("datasets", datasets, "must be >= 1")
     arguments: dict[str, Any] = {"quick": quick, "seed": seed, "time_limit": time_limit, "jobs": jobs}
     arguments["fractions"] = fractions
-    arguments.update(forms=list(forms), out=out)
+    arguments.update(forms=list(forms), datasets=datasets, out=out)
+    base = grid(quick, seed)
+    sizes = sorted({int(r["jobs"]) for r in base}) if jobs is None else sorted(set(jobs))
+    template = [r for r in base if r["jobs"] == base[0]["jobs"]]
+    runs = [
+        {**r, "jobs": n, "datasets": datasets or max(1, n // 10), "time_limit": time_limit}
+        for n in sizes
+        for r in template
+        if r["form"] in forms and (fractions is None or r["budget_fraction"] in fractions)
+    ]
+    if not runs:
+        raise InstanceError("fractions", fractions, f"selects no run; the grid's fractions are {FRACTIONS}")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    runs = [
-        {**r, "time_limit": time_limit}
-        for r in grid(quick, seed)
-        if r["form"] in forms
-        and (jobs is None or r["jobs"] in jobs)
-        and (fractions is None or r["budget_fraction"] in fractions)
-    ]
     rows: list[dict] = []
     begin = time.perf_counter()
     for i, params in enumerate(runs, 1):
