@@ -76,6 +76,12 @@ submission to the end of the reference schedule, the same for every policy,
 integral over the whole replay (which differs when jobs run past the horizon),
 beside JCTs and deadline satisfaction (§6b explains why all are needed).
 
+**State between events**: the replay keeps every job's padded GPU and rate tables (and its throughput at
+its smallest option) from the start, and the active set, remaining work, caches and options as arrays
+updated at arrivals, departures and decisions; per event it computes only what time changes (the utilities
+now, deadline tests and restart-aware values) and the P2 instance handed to the policy.  Online AutoCBA keeps
+its multipliers, its re-optimisation state and its last CBA feedings (algorithms/autocba/online.py).
+
 Every re-decision's static allocation (options, target cache, least
 bandwidth at that cache, scaled to the money left) is scored by the referee
 (models.evaluate, ``referee=True``), which must find it within G, C, B and
@@ -187,6 +193,12 @@ class ElasticReplay:
         self.decisions = 0
         self.full_runs = 0
         self.full_improved = 0
+        # The padded GPU and rate tables of every job (column 0 = wait) do not change: made once, read per event.
+        zero = np.zeros((n, 1))
+        self.Gpad = np.hstack([zero.astype(np.int64), np.where(workload.valid, workload.gpus, 0)])
+        self.Rpad = np.hstack([zero, np.where(workload.valid, workload.rate, 0.0)])
+        smallest = np.where(workload.valid, workload.gpus, np.iinfo(np.int64).max).argmin(axis=1)
+        self.tput_small = workload.tput[np.arange(n), smallest]  # throughput at the smallest option (Optimus)
         self._check_fits()
         # One online policy per replay (algorithms/online.py), found in the registry.
         self.policy = self.method.online_policy(SolveOptions(cache_policy=self.cache_policy, mip_gap=cfg.reopt_gap))
@@ -323,12 +335,8 @@ class ElasticReplay:
             pays = (w.gpus[a] != self.g[a][:, None]) & self.ran[a][:, None]
             life = self.rem[a][:, None] / w.tput[a]
             u = np.where(pays, u * life / (life + delay), u)
-        m = a.size
-        zero = np.zeros((m, 1))
-        U = np.hstack([zero, u])
-        Gm = np.hstack([zero.astype(np.int64), np.where(w.valid[a], w.gpus[a], 0)])
-        Rm = np.hstack([zero, np.where(w.valid[a], w.rate[a], 0.0)])
-        return U, Gm, Rm
+        U = np.hstack([np.zeros((a.size, 1)), u])
+        return U, self.Gpad[a], self.Rpad[a]
 
     def _instance(self, a: np.ndarray, U: np.ndarray, Gm: np.ndarray, Rm: np.ndarray) -> tuple[Instance, np.ndarray]:
         """The P2 instance of the active jobs now (options with U > 0), and its option mask over the matrices.
@@ -339,9 +347,7 @@ class ElasticReplay:
         keep[:, 0] = False
         ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
         m = a.size
-        w = self.w
-        smallest = np.where(w.valid[a], w.gpus[a], np.iinfo(np.int64).max).argmin(axis=1)
-        work_h = self.rem[a] / w.tput[a, smallest] / 3600.0
+        work_h = self.rem[a] / self.tput_small[a] / 3600.0
         inst = Instance(
             gpus=self.G,
             cache_gb=float(self.cfg.cache_gb),
