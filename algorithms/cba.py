@@ -161,8 +161,7 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool
         lam_mu.append((max(0.0, p_b * f.rho_s[f.t_c] - p_c), 0.0))
     if f.t_b is not None and f.rho_s[f.t_b] > 0:
         lam_mu.append((0.0, max(0.0, p_c / f.rho_s[f.t_b] - p_b)))
-    bound = max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu)
-    return Feeding(cache, bw, io_cost, bound)
+    return Feeding(cache, bw, io_cost, max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu))
 
 
 def on_demand(

@@ -400,7 +400,7 @@ class Replay:
         self.inv_demand = np.where(reading, 1.0 / demand, 0.0)
         # A dataset read by no job has demand 0 (depart sets it), so "some running job's dataset has demand 0" is
         # "fewer datasets have demand than have jobs", and an orphan is a target on a dataset without jobs.
-        self.odd = np.count_nonzero(reading) < np.count_nonzero(count)
+        self.odd = bool(np.count_nonzero(reading) < np.count_nonzero(count))
         self.orphan = bool(np.count_nonzero(self.target[count == 0]))
 
     def feed(self, decision: bool) -> None:

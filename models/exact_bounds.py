@@ -31,7 +31,7 @@ from cbalab.models.instance import Instance
 def dyadic(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The exact value of every float of ``x`` as ``mantissa · 2**exponent``: (object array of ints, int64 array).
 
-    ``np.frexp`` splits x = m · 2^e with 0.5 ≤ |m| < 1 (subnormals included), so m · 2^53 is a whole number of
+    ``np.frexp`` splits x = m · 2^e with 0.5 ≤ abs(m) < 1 (subnormals included), so m · 2^53 is a whole number of
     at most 53 bits: the split loses nothing.  Every element must be finite.
     """
     m, e = np.frexp(np.asarray(x, dtype=float))

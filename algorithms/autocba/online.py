@@ -268,10 +268,10 @@ class OnlineAutoCBA:
             if alt is not None:
                 alt_welfare = float(U[rows, alt].sum())
                 if alt_welfare > welfare:
-                    fed = self.feed(np.bincount(kj, weights=Rm[rows, alt], minlength=self.K))
-                    if fed is not None and self._spend(Gm[rows, alt].sum(), fed[1]) <= self._limit():
+                    refed = self.feed(np.bincount(kj, weights=Rm[rows, alt], minlength=self.K))
+                    if refed is not None and self._spend(Gm[rows, alt].sum(), refed[1]) <= self._limit():
                         cols, welfare = alt, alt_welfare
-                        cache = fed[0]
+                        cache = refed[0]
                         self.full_improved += 1
                         improved = True
             self.floor = max(self.floor, self._gap(welfare, bound))
