@@ -35,7 +35,7 @@ ABOUT: dict[str, About] = {
     "io-cost": About(
         "CBA vs every cache baseline: IO cost on the Philly replay",
         (7.1, 20.5),
-        4535.0,
+        1093.9,
         2,
         {
             "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        328.4,
+        218.2,
         2,
         {
             "headline": (
@@ -62,7 +62,7 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        1507.5,
+        736.0,
         2,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
@@ -72,7 +72,7 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        109.1,
+        47.7,
         2,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
@@ -82,19 +82,19 @@ ABOUT: dict[str, About] = {
     "sensitivity": About(
         "when caching pays: cached fraction vs price x IO density",
         (5.7, 7.3),
-        9.7,
+        5.1,
         2,
     ),
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        772.0,
+        657.6,
         2,
     ),
     "online-welfare": About(
         "AutoCBA online vs GPU schedulers on elastic Philly replays",
         (7.6, 16.8),
-        461.9,
+        194.0,
         2,
         {
             "ratios": (
