@@ -43,6 +43,15 @@ MethodFunction = Callable[[Instance, SolveOptions], Allocation]
 #: An aggregable cost policy's rule on arrays (:meth:`Method.demand_rule`): (d, R, C, B, p_c, p_b) -> (cache per
 #: dataset, bandwidth per dataset), or None when infeasible.
 DemandRule = Callable[[np.ndarray, np.ndarray, float, float, float, float], "tuple[np.ndarray, np.ndarray] | None"]
+#: A replay's division of a capped link (:meth:`Method.cap_rule`): (need, demand, share, B) -> (bandwidth, speed).
+CapRule = Callable[[np.ndarray, np.ndarray, float, float], "tuple[np.ndarray, np.ndarray]"]
+
+
+def proportional_share(need: np.ndarray, demand: np.ndarray, share: float, B: float) -> tuple[np.ndarray, np.ndarray]:
+    """The default division of a capped link: every reading dataset gets ``share`` = B / Σ need of its need and
+    runs at that speed (docs/model.md §3, the stall factor); what a shared link without a scheduler of its own
+    gives its flows in the replay (io-only, cache-all, coordl, quiver, CBA)."""
+    return need * share, np.where(need > 0, share, 1.0)
 
 
 class Kind(StrEnum):
@@ -73,6 +82,7 @@ class Method:
     optimal_on: str = ""
     restart_aware: bool = False
     on_demand: str | None = None
+    on_cap: str | None = None
 
     def online_policy(self, options: SolveOptions) -> OnlinePolicy:
         """A fresh online form of the entry for one replay (algorithms/online.py): its ``online`` class made with
@@ -100,6 +110,21 @@ class Method:
         rule: DemandRule = getattr(importlib.import_module(module), func)
         return rule
 
+    def cap_rule(self) -> CapRule:
+        """How the entry's replay divides a capped remote link among its datasets when their need exceeds B
+        (``on_cap``, "module:function"; default :func:`proportional_share`), docs/methods/cache-baselines.md.
+
+        A rule ``(need, demand, share, B) -> (bandwidth, speed)`` per dataset: ``need`` the remote IO that would
+        feed every job unstalled, ``demand`` R_k, ``share`` = B / Σ need; the bandwidth sums to at most B and
+        each speed is bandwidth / need (1 where nothing is needed).  experiments/simulate.py consults it only
+        when Σ need > B, so uncapped replays never see it.
+        """
+        if self.on_cap is None:
+            return proportional_share
+        module, func = self.on_cap.split(":")
+        rule: CapRule = getattr(importlib.import_module(module), func)
+        return rule
+
     def function(self) -> MethodFunction:
         """Import and return the entry's function ``(instance, options=SolveOptions()) -> Allocation``."""
         module, func = self.target.split(":")
@@ -123,6 +148,7 @@ def register(
     optimal_on: str = "",
     restart_aware: bool = False,
     on_demand: str | None = None,
+    on_cap: str | None = None,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once.
 
@@ -145,6 +171,7 @@ def register(
         optimal_on=optimal_on,
         restart_aware=restart_aware,
         on_demand=on_demand,
+        on_cap=on_cap,
     )
 
 
@@ -198,6 +225,7 @@ for _name, _module, _summary, _aggregable in (
         kind=Kind.CACHE_POLICY,
         aggregable=_aggregable,
         on_demand=f"cbalab.algorithms.baselines.{_module}:on_demand" if _aggregable else None,
+        on_cap="cbalab.algorithms.baselines.silod:on_cap" if _name == "silod" else None,
     )
 register(
     "cba-keep",

@@ -109,6 +109,13 @@ ABOUT: dict[str, About] = {
             )
         },
     ),
+    "confirm": About(
+        "the headline claims on held-out data, by the frozen rules",
+        (0.0, 0.0),
+        0.0,
+        2,
+        {"verdicts": ("claim", "part", "verdict")},
+    ),
 }
 
 

@@ -13,6 +13,9 @@ An experiment is a module under ``cbalab.experiments.runs`` that exposes
   the successful rows;
 * optionally ``tables(runs: pandas.DataFrame) -> dict[str, pandas.DataFrame]``:
   summary tables, each written as ``DIR/NAME/<name>.csv`` and printed;
+* optionally ``same_run(params)`` (:func:`shared_runs`) and ``pinned() -> dict``:
+  files the rows are judged by, recorded in meta.json as ``pinned`` (the
+  confirmation's rules file and its sha256);
 * ``PREFIX`` and ``paper_section(res: Results) -> Section``: its section of the
   paper, macros, tables and figures drawn from the committed results, which
   ``cbalab paper`` (experiments/paper/) assembles over :data:`EXPERIMENTS`.
@@ -88,6 +91,7 @@ EXPERIMENTS: dict[str, str] = {
     "sensitivity": "cbalab.experiments.runs.sensitivity",
     "dynamic": "cbalab.experiments.runs.dynamic",
     "online-welfare": "cbalab.experiments.runs.online_welfare",
+    "confirm": "cbalab.experiments.runs.confirm",
 }
 
 
@@ -455,6 +459,8 @@ def run_sweep(
     sessions.append(
         {k: meta[k] for k in ("started", "ended", "wall_seconds", "git")} | {"done": sweep.done, "workers": workers}
     )
+    if hasattr(mod, "pinned"):
+        meta["pinned"] = mod.pinned()
     meta["rows_commits"] = rows_commits(sessions)
     meta["runs_sha256"] = sha256_file(folder / "runs.csv")
     meta["provenance"] = sweep_provenance(run_dir, grid, sweep_params(mod, quick, seed))

@@ -24,11 +24,10 @@ Cache warm-up (docs/model.md §6): a dataset's cache holds c_k ≤ c*_k and grow
 only by the bytes read remotely for it; every slot between two events uses
 the cache at its start (hit ratio c_k / d_k), buys the remote IO that keeps
 its jobs unstalled at that hit ratio, and the cache grows by that IO until
-it reaches its target (which ends the slot).  A lowered target evicts at
-once.  With ``warmup=False`` caches are instant (c_k = c*_k).  The remote IO
-is capped at B: when the jobs need more, every reading job gets the same
-share B / need and stalls by that factor.  A policy's private-cache
-inefficiency (CoorDL: jobs hit only their own slices) is kept by warming its
+it reaches its target (which ends the slot).  A lowered target evicts at once.  With ``warmup=False``
+caches are instant (c_k = c*_k).  The remote IO is capped at B: when the jobs need more, the policy's
+registry rule divides B (``on_cap``; default: every reading job the same share B / need, stalling by it).
+A policy's private-cache inefficiency (CoorDL: jobs hit only their own slices) is kept by warming its
 *effective* hit ratio 1 − B*_k / R_k in proportion to the cache filled.
 
 Costs are integrated exactly over the slots: GPUs (p_g per busy GPU), cache
@@ -124,6 +123,7 @@ class _Policy:
         self.aggregate = method.aggregable or online is not None
         # A policy re-solved at every event that states its answer on the demands alone needs no instance.
         self.rule = method.demand_rule() if online is None and method.online is None else None
+        self.cap = method.cap_rule()
         self.sizes = sizes
         self.limits = (float(cfg.cache_gb), float(cfg.bandwidth_gbps), float(cfg.prices[1]), float(cfg.prices[2]))
         self.base = aggregate(sizes, np.zeros(sizes.size), cfg.cache_gb, cfg.bandwidth_gbps, cfg.prices)
@@ -422,9 +422,9 @@ class Replay:
         total_need = float(_total(need))
         share_b = 1.0 if total_need <= self.B * (1.0 + _TOL) else self.B / total_need
         self.any_stall = share_b < 1.0
-        # need × 1 is need, bit for bit: an unstalled slot buys what it needs and runs every dataset at speed 1.
-        self.bw = bw = need * share_b if self.any_stall else need
-        self.speed = np.where(need > 0, share_b, 1.0) if self.any_stall else self.unit
+        # Unstalled, need × 1 is need, bit for bit; stalled, the policy's division of B (registry ``on_cap``).
+        bw, self.speed = self.policy.cap(need, demand, share_b, self.B) if self.any_stall else (need, self.unit)
+        self.bw = bw
         if self.cfg.warmup:
             self.grow = np.where(self.cache < target * (1.0 - _TOL), bw, 0.0)
             self.any_grow = bool(np.count_nonzero(self.grow > 0))

@@ -1,9 +1,10 @@
-"""Issue 24: the pre-registered io-cost grid, verdicts computed by written rules, pairing counts that do not
+"""Issue 24: the factorial io-cost grid, verdicts computed by written rules, pairing counts that do not
 depend on pandas, and a ``paper --check`` that fails on each tamper case of the issue."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from cbalab.experiments import paper, runner
 from cbalab.experiments.paper import check
 from cbalab.experiments.paper.claims import CLAIMS, measure_claims
 from cbalab.experiments.paper.ratios import pairings
-from cbalab.experiments.paper.section import Section, rows_commits
+from cbalab.experiments.paper.section import SCATTERED, Section, rows_commits
 from cbalab.experiments.replay import SimResult
 from cbalab.experiments.runs import io_cost
 
@@ -231,14 +232,35 @@ def test_summary_and_conditions_come_from_the_replicates() -> None:
     assert head["max_mean_saving"] == pytest.approx(0.40) and head["share_reaching_20_5pct"] == pytest.approx(0.5)
 
 
-def test_io_costs_are_compared_only_between_policies_that_feed_every_job() -> None:
-    """A baseline that stalls jobs is not the 'cheapest' even if its IO bill is lower."""
+def test_conditions_that_together_describe_no_point_are_scattered() -> None:
+    """Issue 44: each level below holds at half its points (p_c/p_b 0.002, 48 datasets, skew 1), but no point
+    that holds has all three; the finding is then at scattered points, not "yes under" those levels."""
+    rows = [(1e-3, 12, 0.0, False), (1e-3, 12, 1.0, False), (1e-3, 48, 0.0, False), (1e-3, 48, 1.0, True)]
+    rows.append((2e-3, 12, 0.0, True))
+    pts = pd.DataFrame(
+        [
+            {"price_ratio": p, "n_datasets": d, "skew": k, "cache_gb": 500.0, "bandwidth_gbps": math.inf}
+            for p, d, k, _ in rows
+        ]
+    )
+    holds = pd.Series([h for *_, h in rows])
+    assert io_cost.conditions(pts, holds).startswith(SCATTERED)
+    two = [0, 3]  # the point that holds meets both of its levels: a real condition
+    assert io_cost.conditions(pts.iloc[two], holds.iloc[two]) == "48 datasets; skew 1.0"
+
+
+def test_a_stalling_baseline_is_compared_on_io_plus_its_stall() -> None:
+    """Issue 44: a baseline that stalls jobs is not dropped but charged the GPU time it idles (IO + stall); its
+    lower IO bill wins only when the stall costs less than the IO it saves."""
     runs = _replays({(1e-3, 12): [0.2]})
-    stalled = runs.iloc[[0]].assign(policy="quiver", io_cost_usd=10.0, stall_h=5.0)
-    pts = io_cost.compared_points(pd.concat([runs, stalled], ignore_index=True))
-    assert pts.loc[0, "best"] == "io-only"
-    assert pts.loc[0, "saving"] == pytest.approx(0.2)
-    assert not pts.loc[0, "quiver_fed"]
+    runs = runs.assign(stall_cost_usd=0.0, io_plus_stall_usd=runs["io_cost_usd"])
+    for stall_usd, best, saving in ((95.0, "io-only", 0.2), (5.0, "quiver", 1 - 80 / 15)):
+        stalled = runs.iloc[[0]].assign(policy="quiver", io_cost_usd=10.0, stall_h=5.0, stall_cost_usd=stall_usd)
+        stalled = stalled.assign(io_plus_stall_usd=10.0 + stall_usd)
+        pts = io_cost.compared_points(pd.concat([runs, stalled], ignore_index=True))
+        assert pts.loc[0, "best"] == best
+        assert pts.loc[0, "saving"] == pytest.approx(saving)
+        assert not pts.loc[0, "quiver_fed"]
 
 
 # ------------------------------------------------------------------------------ verdicts by rules (item 3)

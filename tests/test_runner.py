@@ -138,7 +138,16 @@ def test_unknown_and_missing_experiments_fail_clearly(monkeypatch) -> None:
 def test_experiment_list_prints_one_line_per_experiment() -> None:
     lines = about_module.listing()
     names = [line.split()[0] for line in lines[1:-1]]
-    assert names == ["io-cost", "welfare", "optimality", "scaling", "sensitivity", "dynamic", "online-welfare"]
+    assert names == [
+        "io-cost",
+        "welfare",
+        "optimality",
+        "scaling",
+        "sensitivity",
+        "dynamic",
+        "online-welfare",
+        "confirm",
+    ]
 
 
 @pytest.mark.slow

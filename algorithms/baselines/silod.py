@@ -47,3 +47,22 @@ def on_demand(
     fed unstalled; the numbers :func:`silod` gives there (tests/test_registry.py), for a replay's events."""
     cache = density_fill(d, R, cache_gb)
     return cache, R * (1.0 - hit_ratio(d, cache))
+
+
+def on_cap(need: np.ndarray, demand: np.ndarray, share: float, B: float) -> tuple[np.ndarray, np.ndarray]:
+    """SiloD's division of a capped remote link (docs/methods/cache-baselines.md): B goes to the datasets in
+    increasing order of miss ratio need_k / R_k (ties in dataset order), each fed in full, the last in part.
+
+    SiloD's performance model makes a job's data throughput its remote IO divided by its miss ratio (1 − h), and
+    its scheduler hands the remote IO to the jobs that gain the most throughput per unit of it; those are the
+    best-cached ones.  Datasets left without IO stall outright (speed 0) until an event frees bandwidth.
+    ``share`` (the proportional B / Σ need) is not read: SiloD does not share the link in proportion.
+    """
+    reading = np.flatnonzero(need > 0)
+    order = reading[np.argsort(need[reading] / demand[reading], kind="stable")]
+    bandwidth = np.zeros_like(need)
+    fed = np.minimum(need[order], np.maximum(B - (np.cumsum(need[order]) - need[order]), 0.0))
+    bandwidth[order] = fed
+    speed = np.ones_like(need)
+    speed[order] = fed / need[order]
+    return bandwidth, speed

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from cbalab.experiments.paper.claims import claims_markdown, measure_claims
+from cbalab.experiments.paper.claims import claims_markdown, confirmed, measure_claims
 from cbalab.experiments.paper.section import (
     PAPER_IO_SAVING,
     PAPER_WELFARE_RATIO,
@@ -85,9 +85,13 @@ def numbers_tex(
         if name in sections:
             out += [f"\\newcommand{{\\{k}}}{{{v}}}" for k, v in sections[name].macros.items()]
     out.append("% claims (paper/claims.md): the verdict of each, and the sentence that states it with its numbers")
+    held = confirmed(sections)
     for m in measure_claims(sections, missing):
         out.append(f"\\newcommand{{\\Claim{m.claim.key}}}{{{tex_escape(m.verdict)}}}")
         out.append(f"\\newcommand{{\\Claim{m.claim.key}Text}}{{{tex_escape(m.sentence())}}}")
+        if m.claim.history:
+            verdict = held[m.claim.key].verdict if m.claim.key in held else "not yet run"
+            out.append(f"\\newcommand{{\\Claim{m.claim.key}Confirm}}{{{tex_escape(verdict)}}}")
     out.append("% sha256 of each experiment's runs.csv (cbalab paper --check verifies them)")
     out += [f"% {name} runs.csv sha256 {digest}" for name, digest in sorted(hashes.items())]
     return "\n".join(out) + "\n"

@@ -2,8 +2,8 @@
 
 Each experiment's ``paper_section(res: Results) -> Section`` (in its module under experiments/runs/) turns
 its committed results into macros, tables and figures through :class:`Section`, so that every number it
-quotes is also kept as a value for the claims (experiments/paper/claims.py).  The constants here are the
-thresholds that more than one section, and the claims, judge by.
+quotes is also kept as a value for the claims (experiments/paper/claims.py).  The thresholds that the
+sections and the claims judge by are those of the frozen rules (experiments/paper/rules.py), named here too.
 """
 
 from __future__ import annotations
@@ -16,20 +16,13 @@ from typing import Any
 
 import pandas as pd
 
+from cbalab.experiments.paper.rules import PAPER_IO_SAVING as PAPER_IO_SAVING
+from cbalab.experiments.paper.rules import PAPER_WELFARE_RATIO as PAPER_WELFARE_RATIO
+from cbalab.experiments.paper.rules import SCATTERED as SCATTERED
+from cbalab.experiments.paper.rules import STARVED as STARVED
+from cbalab.experiments.paper.rules import ZERO_GAP as ZERO_GAP
 from cbalab.experiments.paper.text import fixed, integer, tex_escape
 from cbalab.experiments.plotting import render
-
-#: The seed paper's claims (INFOCOM 2023, abstract): up to 20.5% lower IO cost (CBA), up to 2.27x welfare (AutoCBA).
-PAPER_IO_SAVING = 0.205
-PAPER_WELFARE_RATIO = 2.27
-#: A gap at most this (relative) counts as zero: the optimum up to floating-point rounding.
-ZERO_GAP = 1e-6
-#: A baseline whose welfare is at most this fraction of AutoCBA's on the same instance is "starved": its
-#: ratio (up to 1e17 in a sweep, a float's rounding of zero) means nothing, so it is counted apart, not averaged.
-STARVED = 1e-6
-#: How a finding whose points share no factor level is described (experiments/runs/io_cost.py ``conditions``);
-#: the claims' rules read it as "partly".
-SCATTERED = "at scattered points"
 
 
 class ResultsUnusableError(Exception):

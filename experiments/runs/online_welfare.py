@@ -64,6 +64,7 @@ from cbalab.experiments.paper.section import (
 )
 from cbalab.experiments.paper.text import booktabs, fixed, integer, pct, tex_escape
 from cbalab.experiments.plotting import figure, paper_figure, save, strips, style
+from cbalab.experiments.runs.decomposition import add_to_section
 from cbalab.experiments.workload import DEFAULT_PRICES, assign, load_trace
 from cbalab.experiments.workload.elastic import UtilityMix, elastic
 
@@ -202,8 +203,37 @@ def run_one(params: dict) -> dict:
 SETTING = ("window_start", "window_jobs", "budget_fraction", "utility_mix", "io_scale", "restart_delay_s", "seed")
 
 
+def envelope(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each ``-tuned`` row made its scheduler's oracle envelope (issue 44, item 4).
+
+    A tuned run re-solves the budget split at every event, which is greedy per event and can end a replay
+    below the scheduler's own naive split held all through (9 of 32 such rows before issue 44).  The envelope
+    is the better of the two whole replays, the naive one included, so it never falls below its scheduler:
+    where the naive replay's welfare is higher, the tuned row takes that replay's results
+    (``envelope_from``: "naive split"; else "per-event splits").  Like every envelope it is an oracle that
+    sees the replay's outcome; it is reported apart from the faithful schedulers (docs/model.md §7).
+    """
+    tuned = runs["policy"].astype(str).str.endswith("-tuned").to_numpy()
+    if not tuned.any():
+        return runs
+    keys = [*SETTING, "cache_policy", "policy"]
+    naive = runs[~tuned].assign(policy=runs.loc[~tuned, "policy"].astype(str) + "-tuned")
+    naive = naive.set_index(pd.MultiIndex.from_frame(naive[keys].astype(str)))
+    naive = naive[~naive.index.duplicated()]
+    cand = naive.reindex(pd.MultiIndex.from_frame(runs[keys].astype(str)))
+    better = tuned & (cand["welfare"].astype(float).to_numpy() > runs["welfare"].astype(float).to_numpy())
+    out = runs.assign(envelope_from=np.where(tuned, "per-event splits", ""))
+    results = [c for c in runs.columns if c not in keys]
+    for c in results:
+        out.loc[better, c] = cand.loc[better, c].astype(runs[c].dtype).to_numpy()
+    out.loc[better, "envelope_from"] = "naive split"
+    return out
+
+
 def ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each baseline row with AutoCBA's welfare, mean JCT and deadline share in the same setting, and the ratios."""
+    """Each baseline row with AutoCBA's welfare, mean JCT and deadline share in the same setting, and the ratios
+    (the ``-tuned`` rows as envelopes, :func:`envelope`)."""
+    frame = envelope(frame)
     keys = list(SETTING)
     auto = frame[frame["policy"] == "autocba"][[*keys, "welfare", "welfare_total", "mean_jct_s", "deadlines_met"]]
     auto = auto.rename(columns=lambda c: c if c in keys else f"autocba_{c}")
@@ -248,8 +278,8 @@ def paper_section(res: Results) -> Section:
 
     The elastic Philly replay of docs/model.md §6b.
     """
-    runs = res.runs
-    need(runs, *SETTING, "policy", "cache_policy", "welfare")
+    need(res.runs, *SETTING, "policy", "cache_policy", "welfare")
+    runs = envelope(res.runs)
     s = Section(PREFIX)
     provenance(s, res)
     frame = runs.assign(
@@ -293,6 +323,7 @@ def paper_section(res: Results) -> Section:
         gaps = runs[runs["policy"] == "autocba"]["certified_gap_mean"].astype(float).dropna()
         if len(gaps):
             s.number("AutoCertGapPct", float(gaps.mean()), pct(float(gaps.mean()), 2))
+    add_to_section(s, frame.assign(feasible=True), list(SETTING), "online-welfare-source")
     if "mean_jct_s" in runs:
         jct = frame.pivot_table(index=list(SETTING), columns="method", values="mean_jct_s", aggfunc="first")
         rel = (jct[baselines].div(jct["autocba"], axis=0)).stack().dropna()

@@ -78,6 +78,7 @@ from cbalab.experiments.paper.section import (
 from cbalab.experiments.paper.text import booktabs, counted, fixed, integer, pct, tex_escape
 from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
+from cbalab.experiments.runs.decomposition import add_to_section
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import exact_dot
@@ -482,6 +483,8 @@ def paper_section(res: Results) -> Section:
     naive = pos[~pos["scheduler"].str.endswith("-tuned")]
     if len(naive):
         s.number("NaiveMaxRatio", float(naive["ratio"].max()), fixed(float(naive["ratio"].max()), 2))
+
+    add_to_section(s, runs, list(INSTANCE), "welfare-source")
 
     rows = []
     for sched in REPORTED_SCHEDULERS:
