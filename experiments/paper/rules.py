@@ -4,9 +4,11 @@ Each :class:`Claim` names the experiment that measures it and decides its verdic
 section values (:attr:`cbalab.experiments.paper.section.Section.values`) by its ``measure``; the thresholds
 the rules judge by are the constants below.  experiments/paper/claims.py measures and renders them.
 
-This file was frozen in a commit of its own before ``cbalab experiment confirm`` ran (experiments/runs/
-confirm.py); that run's meta.json records the file's sha256, and tests/test_confirm.py fails if the file
-changes after the confirmatory rows.  The history of each headline rule before the freeze, with the
+**Frozen.**  This file was frozen in a commit of its own ("Freeze the verdict rules", issue 44), the commit
+at which ``cbalab experiment confirm`` (experiments/runs/confirm.py) then ran; that run's meta.json records
+the file's sha256, and tests/test_confirm.py fails if the file changes after the confirmatory rows.  A rule
+changed from here on makes every verdict it gives exploratory again, and needs a new confirmation on data
+held out from it.  The history of each headline rule before the freeze, with the
 commits that wrote or revised it after its results had been seen, is :attr:`Claim.history`: on the data
 those commits saw, its verdicts are exploratory.
 """
