@@ -20,7 +20,7 @@ It reruns the designs of the experiments those rows read, each on held-out data:
 Every part's seed is derived from the sweep seed and the part's name (:func:`part_seed`), so none is an
 exploratory seed.  A run is its part's run with a ``part`` column; its row is that part's row.  The verdicts
 come from each part's own paper section (its module's ``paper_section`` on the part's rows) and the rules of
-claims.py, exactly as the exploratory verdicts do; claims.md puts the two side by side.
+experiments/paper/rules.py, exactly as the exploratory verdicts do; claims.md puts the two side by side.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from cbalab.experiments.paper.section import (
     provenance,
 )
 from cbalab.experiments.paper.text import booktabs, integer, tex_escape
-from cbalab.experiments.plotting import figure, save, style
+from cbalab.experiments.plotting import figure, paper_figure, save, style
 from cbalab.experiments.runner import derive_seed
 from cbalab.experiments.runs import io_cost, online_welfare, welfare
 from cbalab.models.files import sha256_file
@@ -140,7 +140,7 @@ def part_sections(res: Results) -> dict[str, Section]:
 
 
 def verdicts(res: Results) -> pd.DataFrame:
-    """One row per claim of claims.py that a part measures: its confirmatory measured value and verdict."""
+    """One row per claim of rules.py that a part measures: its confirmatory measured value and verdict."""
     from cbalab.experiments.paper.claims import measure_claims
 
     sections = part_sections(res)
@@ -191,20 +191,41 @@ def held_out(res: Results) -> list[tuple[str, pd.Series, float, str]]:
     return out
 
 
+def _draw(axes: list, panels: list[tuple[str, pd.Series, float, str]]) -> pd.DataFrame:
+    """Each panel of :func:`held_out` on its axes: its values sorted, and the seed paper's claim as a dashed line
+    (always inside the axes); the data drawn, for the figure's CSV."""
+    data = []
+    for a, (part, values, threshold, ylabel) in zip(axes, panels):
+        v = np.sort(values.to_numpy())
+        x = np.arange(1, len(v) + 1)
+        a.plot(x, v, "o", ms=3, color=style("cba" if part == "io-cost" else "autocba")["color"])
+        a.axhline(threshold, color="0.3", ls="--", lw=0.8)
+        low, high = a.get_ylim()
+        a.set_ylim(low, max(high, threshold + 0.12 * (threshold - low)))
+        a.annotate(
+            f"seed paper: {threshold:g}",
+            (0.02, threshold),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 2),
+            textcoords="offset points",
+            fontsize=6,
+            color="0.3",
+            va="bottom",
+        )
+        a.set(xlabel="point (sorted)" if part == "io-cost" else "case (sorted)", ylabel=ylabel)
+        a.xaxis.set_major_locator(MaxNLocator(integer=True))
+        a.set_title(f"{part}, held-out data", fontsize=8)
+        data += [{"panel": part, "x": int(i), "y": float(y)} for i, y in zip(x, v)]
+    return pd.DataFrame(data)
+
+
 def figures(runs: pd.DataFrame, outdir: Path) -> list[Path]:
     """confirm: each part's headline quantity on the held-out data, sorted, against the seed paper's claim."""
     panels = held_out(Results(NAME, runs, {}, 0))
     if not panels:
         return []
     fig, ax = figure(len(panels), 1, width=3.0, height=2.6)
-    for a, (part, values, threshold, ylabel) in zip(ax[0], panels):
-        v = np.sort(values.to_numpy())
-        a.plot(np.arange(1, len(v) + 1), v, "o", ms=3, color=style("cba" if part == "io-cost" else "autocba")["color"])
-        a.axhline(threshold, color="0.3", ls="--", lw=0.8, label=f"seed paper: {threshold:g}")
-        a.set(xlabel="point (sorted)" if part == "io-cost" else "case (sorted)", ylabel=ylabel)
-        a.xaxis.set_major_locator(MaxNLocator(integer=True))
-        a.set_title(f"{part}, held-out data", fontsize=8)
-        a.legend(fontsize=6)
+    _draw(list(ax[0]), panels)
     return save(fig, outdir, "confirm")
 
 
@@ -226,4 +247,10 @@ def paper_section(res: Results) -> Section:
     table = verdicts(res)
     body = [[tex_escape(r.claim), tex_escape(r.part), tex_escape(r.verdict)] for r in table.itertuples()]
     s.table("confirm", booktabs(["claim", "part", "confirmatory verdict"], body, "llp{0.55\\columnwidth}"))
+    panels = held_out(res)
+    if panels:
+        fig, ax = paper_figure(len(panels), 1, width=7.0, height=2.2)
+        data = _draw(list(ax[0]), panels)
+        fig.tight_layout()
+        s.figure("confirm", fig, data)
     return s

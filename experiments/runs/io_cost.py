@@ -29,7 +29,7 @@ points (2 prices x 2 dataset counts x one level of each arm; a 0.05 GB/s cap,
 which binds at that size), 2 replicates: 108 runs, 144 priced replays.
 
 The verdicts on the seed paper's 20.5% are computed from this grid by the
-rules of experiments/paper/claims.py; the per-point summary (:func:`summary`)
+rules of experiments/paper/rules.py; the per-point summary (:func:`summary`)
 is the mean and min-max over the replicates of CBA's saving against the
 cheapest baseline, every baseline a candidate (issue 44): the measure is IO +
 stall, the stall priced as the GPU time it idles (experiments/runs/io_cost_report.py),
