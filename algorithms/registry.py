@@ -15,9 +15,15 @@ a GPU scheduler, or a GPU scheduler), whether it may be
 solved on dataset-aggregated demand (it depends on the running jobs only
 through R_k, docs/model.md §4), whether it takes a cache policy, and how a
 replay runs it online (algorithms/online.py): every entry is an online policy,
-re-solved at every event unless ``online`` names its stateful class; an aggregable
-policy without one may name its rule on arrays (``on_demand``), which a replay
-calls at every event instead of building an instance.
+re-solved at every event unless ``online`` names its stateful class.  A cost
+policy without one may name its rule on arrays, which a replay
+(experiments/simulate.py) calls at every event instead of building an instance
+and an Allocation: an aggregable policy its rule on the per-dataset demands R_k
+(``on_demand``), a per-job one (its answer reads the jobs one by one, as
+Quiver's and CoorDL's do) its rule on the running jobs' datasets and rates
+(``on_jobs``).  Each rule is the entry's function stated once on arrays, which
+the function itself calls too, so the two give the same numbers to the last
+bit (tests/test_shared_replays.py, tests/test_perjob_rules.py).
 :func:`select` queries them; :func:`run` is the one way to call a method: it
 times the call and has the answer scored by the referee (models/evaluate.py).
 """
@@ -43,6 +49,11 @@ MethodFunction = Callable[[Instance, SolveOptions], Allocation]
 #: An aggregable cost policy's rule on arrays (:meth:`Method.demand_rule`): (d, R, C, B, p_c, p_b) -> (cache per
 #: dataset, bandwidth per dataset), or None when infeasible.
 DemandRule = Callable[[np.ndarray, np.ndarray, float, float, float, float], "tuple[np.ndarray, np.ndarray] | None"]
+#: A per-job cost policy's rule on arrays (:meth:`Method.job_rule`): (d, kj, r, C, B, p_c, p_b) -> (cache per
+#: dataset, bandwidth per dataset), or None when infeasible.
+JobRule = Callable[
+    [np.ndarray, np.ndarray, np.ndarray, float, float, float, float], "tuple[np.ndarray, np.ndarray] | None"
+]
 #: A replay's division of a capped link (:meth:`Method.cap_rule`): (need, demand, share, B) -> (bandwidth, speed).
 CapRule = Callable[[np.ndarray, np.ndarray, float, float], "tuple[np.ndarray, np.ndarray]"]
 
@@ -83,6 +94,7 @@ class Method:
     restart_aware: bool = False
     on_demand: str | None = None
     on_cap: str | None = None
+    on_jobs: str | None = None
 
     def online_policy(self, options: SolveOptions) -> OnlinePolicy:
         """A fresh online form of the entry for one replay (algorithms/online.py): its ``online`` class made with
@@ -108,6 +120,24 @@ class Method:
             return None
         module, func = self.on_demand.split(":")
         rule: DemandRule = getattr(importlib.import_module(module), func)
+        return rule
+
+    def job_rule(self) -> JobRule | None:
+        """The entry's answer as a function of the running jobs' arrays (``on_jobs``, "module:function"), or None.
+
+        A cost policy that is not aggregable (its answer depends on the jobs one by one, not only on R_k,
+        docs/model.md §4) answers the instance of the running jobs by a rule on arrays: ``(d, kj, r, C, B, p_c,
+        p_b) -> (cache per dataset, bandwidth per dataset)``, or None when infeasible, with ``kj`` and ``r`` the
+        jobs' datasets and rates in the instance's job order; the cache the entry's function gives on that
+        instance with a continuous cache and its per-job bandwidths summed per dataset in that order
+        (tests/test_perjob_rules.py).  The jobs' GPUs are not passed: in P1 they are fixed, and no cost policy's
+        cache or bandwidth reads them.  A replay (experiments/simulate.py) calls it at every event instead of
+        building an instance, when the entry has no stateful ``online`` form.
+        """
+        if self.on_jobs is None:
+            return None
+        module, func = self.on_jobs.split(":")
+        rule: JobRule = getattr(importlib.import_module(module), func)
         return rule
 
     def cap_rule(self) -> CapRule:
@@ -149,15 +179,20 @@ def register(
     restart_aware: bool = False,
     on_demand: str | None = None,
     on_cap: str | None = None,
+    on_jobs: str | None = None,
 ) -> None:
     """Add an entry to the registry; a (problem, name) pair may be registered once.
 
     ``optimal_on`` names the instances on which the method's answer is proven optimal, with the theorem
-    ("" when on none beyond what ``exact`` says).
+    ("" when on none beyond what ``exact`` says).  A rule on the demands (``on_demand``) needs an aggregable
+    entry and a rule on the jobs (``on_jobs``) one that is not: the replay asks an aggregable policy for R_k
+    alone, a per-job one with the running jobs.
     """
     key = (Problem(problem), name)
     if key in _METHODS:
         raise ValueError(f"method {name!r} is already registered for problem {problem!r}")
+    if (on_demand is not None and not aggregable) or (on_jobs is not None and aggregable):
+        raise ValueError(f"method {name!r}: on_demand needs aggregable=True and on_jobs aggregable=False")
     _METHODS[key] = Method(
         name,
         Problem(problem),
@@ -172,6 +207,7 @@ def register(
         restart_aware=restart_aware,
         on_demand=on_demand,
         on_cap=on_cap,
+        on_jobs=on_jobs,
     )
 
 
@@ -210,12 +246,19 @@ register(
     "uncapped continuous P1 as a min-cost flow (networkx), certified",
     optimal_on="continuous P1 without a bandwidth cap",
 )
-for _name, _module, _summary, _aggregable in (
-    ("io-only", "io_only", "no cache, all remote IO (docs/model.md §7)", True),
-    ("cache-all", "cache_all", "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)", False),
-    ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing", False),
-    ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job", False),
-    ("silod", "silod", "SiloD-like: fill C by IO density, price-blind", True),
+# The last field names the baseline's rule on arrays: on the demands (aggregable) or on the jobs; None: neither.
+for _name, _module, _summary, _aggregable, _rule in (
+    ("io-only", "io_only", "no cache, all remote IO (docs/model.md §7)", True, "on_demand"),
+    (
+        "cache-all",
+        "cache_all",
+        "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)",
+        False,
+        None,
+    ),
+    ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing", False, "on_jobs"),
+    ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job", False, "on_jobs"),
+    ("silod", "silod", "SiloD-like: fill C by IO density, price-blind", True, "on_demand"),
 ):
     register(
         _name,
@@ -224,8 +267,9 @@ for _name, _module, _summary, _aggregable in (
         _summary,
         kind=Kind.CACHE_POLICY,
         aggregable=_aggregable,
-        on_demand=f"cbalab.algorithms.baselines.{_module}:on_demand" if _aggregable else None,
+        on_demand=f"cbalab.algorithms.baselines.{_module}:on_demand" if _rule == "on_demand" else None,
         on_cap="cbalab.algorithms.baselines.silod:on_cap" if _name == "silod" else None,
+        on_jobs=f"cbalab.algorithms.baselines.{_module}:on_jobs" if _rule == "on_jobs" else None,
     )
 register(
     "cba-keep",

@@ -13,12 +13,10 @@ tick when set, the policy, any registered method of the cost problem P1
 dataset's *target* cache c*_k and the bandwidth it would buy.  An arrival that
 only joins the queue and a cache reaching its target end a slot but do not
 re-run the policy: neither changes the demand (:meth:`Replay.run`).  Policies whose answer
-depends on the jobs only through the per-dataset demand R_k (CBA, IO-only,
-SiloD: docs/model.md §4 shows P1 depends on the jobs only through R_k) are called
-on a fixed K-job aggregate instance (one pseudo-job of rate R_k per dataset),
-so an event costs O(K log K) whatever the number of running jobs; the others
-(cache-all, CoorDL, Quiver, anything else) get an instance of the running
-jobs in arrival order.
+depends on the jobs only through the per-dataset demand R_k (CBA, IO-only, SiloD: docs/model.md
+§4) see only R_k, so an event costs O(K log K) whatever the number of running jobs; the others
+(cache-all, CoorDL, Quiver, anything else) see the running jobs in start order.  A policy without
+a memory is asked by its registry rule on arrays (``on_demand``, ``on_jobs``), with no instance.
 
 Cache warm-up (docs/model.md §6): a dataset's cache holds c_k ≤ c*_k and grows
 only by the bytes read remotely for it; every slot between two events uses
@@ -121,8 +119,8 @@ class _Policy:
         # static method re-solved).  Every method takes (instance, options); the fast ones ignore the options.
         self.online = online if online is not None else method.online_policy(SolveOptions())
         self.aggregate = method.aggregable or online is not None
-        # A policy re-solved at every event that states its answer on the demands alone needs no instance.
-        self.rule = method.demand_rule() if online is None and method.online is None else None
+        static = online is None and method.online is None  # re-solved at every event: asked by its rule on arrays
+        self.rule, self.job_rule = (method.demand_rule(), method.job_rule()) if static else (None, None)
         self.cap = method.cap_rule()
         self.sizes = sizes
         self.limits = (float(cfg.cache_gb), float(cfg.bandwidth_gbps), float(cfg.prices[1]), float(cfg.prices[2]))
@@ -142,10 +140,12 @@ class _Policy:
         """The policy's cache and bandwidth per dataset at ``now_s`` for the running jobs ``run`` (None on the
         aggregate path, which needs only R_k) given the filled cache per dataset; None when it finds no answer.
 
-        A policy with a rule on the demands (algorithms/registry.py, ``on_demand``) is asked by it, the others
-        through the online protocol on an instance."""
+        A policy with a rule on the demands or the jobs (algorithms/registry.py, ``on_demand``, ``on_jobs``) is
+        asked by it, the others through the online protocol on an instance."""
         if self.rule is not None:
             return self.rule(self.sizes, demand, *self.limits)
+        if self.job_rule is not None and run is not None:
+            return self.job_rule(self.sizes, kj[run], r[run], *self.limits)
         if self.aggregate or run is None:
             inst = self.base.replace(job_io_gbps=demand)
         else:

@@ -26,7 +26,7 @@ from cbalab.models.milp.dynamic import (
     settle,
     solve_dynamic,
 )
-from cbalab.models.milp.p3_lagrange import solve_lagrange
+from cbalab.models.milp.p3_lagrange import LagrangeResult, solve_lagrange
 
 
 def _case(n: int, seed: int, k: int, share: float, period: float | None = None) -> tuple[Schedule, Cluster, float]:
@@ -65,14 +65,67 @@ def test_every_iterate_is_below_the_lp(n, seed, k, share, chunk, exact_min_gb, b
     assert out.bound == pytest.approx(max(0.0, max(out.bounds)))
     if out.cost_io is not None:
         assert out.cost_io >= exact.bound * (1 - 1e-9) - 1e-12
-        built = matrix(schedule, cluster)
-        # The reported cost is the prices' cost of the reported schedule, and that schedule meets every row of P3
-        # (settling it again finds nothing the check refuses; Lemma 6).
-        x = np.zeros(built.rows.n_cols)
-        for name, idx in built.cols.items():
-            x[idx] = out.values[name]
-        assert float(built.rows.cost @ x) == pytest.approx(out.cost_io, rel=1e-12, abs=1e-15)
-        assert settle(out.values, built, cluster, warmup=True) is not None
+        _assert_priced_and_feasible(out, schedule, cluster)
+
+
+def _assert_priced_and_feasible(out: LagrangeResult, schedule: Schedule, cluster: Cluster) -> None:
+    """The reported cost is the prices' cost of the reported schedule, and that schedule meets every row of P3
+    (settling it again finds nothing the check refuses; Lemma 6 of proofs/dynamic_lower_bound.md)."""
+    assert out.cost_io is not None
+    built = matrix(schedule, cluster)
+    x = np.zeros(built.rows.n_cols)
+    for name, idx in built.cols.items():
+        x[idx] = out.values[name]
+    assert float(built.rows.cost @ x) == pytest.approx(out.cost_io, rel=1e-12, abs=1e-15)
+    assert settle(out.values, built, cluster, warmup=True) is not None
+
+
+@pytest.mark.parametrize("chunk", [None, 16])
+@pytest.mark.parametrize("bandwidth", [math.inf, 0.5])
+def test_resource_directive_schedule_meets_every_row(chunk: int | None, bandwidth: float) -> None:
+    """Lemma 7 of proofs/dynamic_lower_bound.md: the resource-directive step (each exact dataset re-solved at the
+    true prices within its share of C and B, chunk by chunk from a fixed start fill) gives a schedule that meets
+    every row of the whole P3, so exact LP optimum ≤ its cost, and never a dearer one than without the step;
+    the bound is not touched (≤ the exact LP optimum), on windows where C binds, whole and chunked, with a
+    finite B (half the largest slot's demand: binding, and on some windows infeasible or without a schedule
+    before the step, which are skipped)."""
+    checked = 0
+    for n, seed, k, share in ((10, 11, 3, 0.3), (12, 5, 3, 0.5), (16, 2, 4, 0.2)):
+        schedule, cluster, _ = _case(n, seed, k, share)
+        if math.isfinite(bandwidth):
+            top = bandwidth * float(schedule.demand.sum(0).max())
+            cluster = Cluster(cache_gb=cluster.cache_gb, bandwidth_gbps=top)
+        exact = solve_dynamic(schedule, cluster)
+        limits = {"iterations": 2, "chunk_pairs": chunk, "upper_every": 2}
+        before = solve_lagrange(schedule, cluster, directed=False, **limits)
+        if exact.status == "infeasible" or before.cost_io is None:
+            continue
+        assert exact.status == "optimal"
+        out = solve_lagrange(schedule, cluster, **limits)
+        assert out.bound == before.bound <= exact.cost_io * (1 + 1e-9) + 1e-12
+        assert out.cost_io is not None
+        assert exact.cost_io * (1 - 1e-9) - 1e-12 <= out.cost_io <= before.cost_io
+        checked += 1
+        _assert_priced_and_feasible(out, schedule, cluster)
+    assert checked >= 1
+
+
+def test_resource_directive_step_is_no_dearer_on_its_own() -> None:
+    """Lemma 7 of proofs/dynamic_lower_bound.md, on the step itself: from a settled schedule, the re-solved
+    trajectories meet the coupling rows before any settling (each dataset keeps to its share plus what the others
+    leave free), and once settled and checked they cost at most the schedule they came from."""
+    from cbalab.models.milp import p3_lagrange
+
+    schedule, cluster, _ = _case(16, 2, 4, 0.2)
+    out = solve_lagrange(schedule, cluster, iterations=1, chunk_pairs=16, directed=False)
+    assert out.cost_io is not None
+    lay = dynamic.layout(schedule)
+    pieces = p3_lagrange.chunks(schedule, np.unique(lay.k), 16)
+    traj = p3_lagrange._directed(schedule, cluster, out.values, pieces)
+    used = (traj["y"] * schedule.size_gb[:, None]).sum(axis=0)
+    assert (used <= cluster.cache_gb * (1 + 1e-9) + 1e-12).all()
+    point = p3_lagrange._upper(schedule, cluster, traj, np.empty(0, dtype=np.int64))
+    assert point is not None and point[1] <= out.cost_io * (1 + 1e-9)
 
 
 def test_regression_small_window_is_certified() -> None:

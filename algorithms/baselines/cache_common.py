@@ -52,6 +52,54 @@ def granular(inst: Instance, cache: np.ndarray) -> np.ndarray:
     return cache
 
 
+def rule_inputs(inst: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
+    """What a per-job cache rule reads of a fixed-GPU instance, in its arguments' order: dataset sizes d, each
+    job's dataset and rate r_j, C, p_c and p_b (docs/model.md §2).  Quiver's ``quiver.benefit_fill`` and CoorDL's
+    ``coordl.slices`` take these arrays, so a replay can call them without an Instance."""
+    inst.require_fixed()
+    return (
+        inst.dataset_size_gb,
+        inst.job_dataset,
+        inst.job_io_gbps,
+        inst.cache_gb,
+        inst.price_cache,
+        inst.price_bandwidth,
+    )
+
+
+def unstalled(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache: np.ndarray, paid: np.ndarray, job_hit: np.ndarray | None
+) -> np.ndarray:
+    """Every job's bandwidth b_j = r_j (1 − h_j) that keeps it unstalled (eq. (3.3), docs/model.md §3), stated
+    once on arrays for :func:`feed_unstalled` and for the per-job rules a replay calls (:func:`dataset_feeding`).
+
+    ``d`` are the dataset sizes, ``kj`` and ``r`` each job's dataset and rate, ``cache`` the baseline's cache
+    per dataset and ``paid`` what is left of it after rounding to the granularity (``cache`` itself when
+    continuous).  A job hits its dataset's shared ratio min(paid_k, d_k) / d_k, or, with ``job_hit`` (private
+    caches), its own ratio scaled by what rounding left of its dataset's cache.
+    """
+    hit = np.minimum(paid, d) / d
+    if job_hit is None:
+        return r * (1.0 - hit[kj])
+    before = (np.minimum(cache, d) / d)[kj]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = np.where(before > 0, job_hit * hit[kj] / before, 0.0)
+    return r * (1.0 - own)
+
+
+def dataset_feeding(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache: np.ndarray, job_hit: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A continuous ``cache`` and the bandwidth per dataset that feeds every job unstalled: what
+    :func:`feed_unstalled` answers on the jobs ``kj``, ``r`` (:func:`unstalled`), its per-job bandwidths summed
+    per dataset in job order.
+
+    The answer of a per-job rule (algorithms/registry.py, ``on_jobs``) at a replay's event
+    (experiments/simulate.py), which needs only the per-dataset sums (docs/model.md §6).
+    """
+    return cache, np.bincount(kj, weights=unstalled(d, kj, r, cache, cache, job_hit), minlength=d.size)
+
+
 def feed_unstalled(
     inst: Instance, cache: np.ndarray, job_hit: np.ndarray | None = None, rule: CacheRule | None = None
 ) -> Allocation:
@@ -59,20 +107,12 @@ def feed_unstalled(
 
     ``job_hit`` is each job's own hit ratio when it differs from its
     dataset's shared one (private caches); it is scaled down with the cache
-    when rounding takes capacity away.  ``rule`` is what the baseline chose, declared in the answer's ``facts``.
+    when rounding takes capacity away (:func:`unstalled`).  ``rule`` is what the baseline chose, declared in the
+    answer's ``facts``.
     """
     inst.require_fixed()
-    d = inst.dataset_size_gb
-    shared = np.minimum(cache, d) / d
     paid = granular(inst, cache)
-    hit = np.minimum(paid, d) / d
-    if job_hit is None:
-        own = hit[inst.job_dataset]
-    else:
-        before = shared[inst.job_dataset]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            own = np.where(before > 0, job_hit * hit[inst.job_dataset] / before, 0.0)
-    bandwidth = inst.job_io_gbps * (1.0 - own)
+    bandwidth = unstalled(inst.dataset_size_gb, inst.job_dataset, inst.job_io_gbps, cache, paid, job_hit)
     return Allocation(
         gpus=inst.job_gpus.copy(),
         cache_gb=paid,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled
+from cbalab.algorithms.baselines.cache_common import dataset_feeding, feed_unstalled, rule_inputs
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.result import CacheRule
@@ -38,17 +38,42 @@ from cbalab.models.types import SolveOptions
 
 
 def coordl(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Private slices: the same fraction α of its dataset for every job that pays alone, one dataset's ≤ d_k."""
-    inst.require_fixed()
-    d = inst.dataset_size_gb
-    kj = inst.job_dataset
-    eligible = inst.price_bandwidth * inst.job_io_gbps > inst.price_cache * d[kj]
-    n = np.bincount(kj[eligible], minlength=inst.n_datasets).astype(float)
-    alpha = _water_level(d, n, inst.cache_gb)
+    """Private slices: the same fraction α of its dataset for every job that pays alone, one dataset's ≤ d_k
+    (:func:`slices`); feed every job unstalled at its own hit ratio."""
+    cache, job_hit, alpha = slices(*rule_inputs(inst))
+    return feed_unstalled(inst, cache, job_hit, CacheRule(alpha=alpha))
+
+
+def slices(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache_gb: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """CoorDL's rule, stated once on arrays: (cache per dataset, each job's own hit ratio, α) for jobs on
+    datasets ``kj`` at rates ``r``.
+
+    :func:`coordl` and a replay's events (:func:`on_jobs`) both call it.  The jobs whose private copy pays
+    alone (p_b r_j > p_c d_k(j)) each get the fraction min(α, 1 / n_k) of their dataset, n_k of them on
+    dataset k, with α ≤ 1 the largest that ``cache_gb`` holds (:func:`_water_level`); the others hit nothing.
+    """
+    eligible = p_b * r > p_c * d[kj]
+    n = np.bincount(kj[eligible], minlength=d.size).astype(float)
+    alpha = _water_level(d, n, cache_gb)
     fraction = np.where(n > 0, np.minimum(alpha, 1.0 / np.maximum(n, 1.0)), 0.0)
     cache = d * np.minimum(1.0, n * fraction)
     job_hit = np.where(eligible, fraction[kj], 0.0)
-    return feed_unstalled(inst, cache, job_hit, CacheRule(alpha=alpha))
+    return cache, job_hit, alpha
+
+
+def on_jobs(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache_gb: float, bandwidth_gbps: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """coordl on the running jobs ``kj``, ``r`` (its slices are per job, so it is not aggregable, docs/model.md
+    §4): :func:`slices`, every job fed unstalled at its own hit ratio, the bandwidth summed per dataset; the
+    numbers :func:`coordl` gives on the instance of those jobs with a continuous cache
+    (tests/test_perjob_rules.py), for a replay's events (algorithms/registry.py, ``on_jobs``).
+    ``bandwidth_gbps`` is not read: CoorDL ignores the cap B.
+    """
+    cache, job_hit, _alpha = slices(d, kj, r, cache_gb, p_c, p_b)
+    return dataset_feeding(d, kj, r, cache, job_hit)
 
 
 def _water_level(d: np.ndarray, n: np.ndarray, capacity: float) -> float:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled
+from cbalab.algorithms.baselines.cache_common import dataset_feeding, feed_unstalled, rule_inputs
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
@@ -32,12 +32,35 @@ from cbalab.models.types import SolveOptions
 
 
 def quiver(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Cache the datasets of the jobs with the highest r_j / d_k(j) that pay alone, until C is full."""
-    inst.require_fixed()
-    d = inst.dataset_size_gb
-    density = inst.job_io_gbps / d[inst.job_dataset]
-    best = np.zeros(inst.n_datasets)
-    np.maximum.at(best, inst.job_dataset, density)
-    worth = np.flatnonzero(inst.price_bandwidth * best > inst.price_cache)
-    order = worth[np.argsort(-best[worth], kind="stable")]
-    return feed_unstalled(inst, prefix_fill(d, order, inst.cache_gb), rule=CacheRule(judged="per job"))
+    """Cache the datasets of the jobs with the highest r_j / d_k(j) that pay alone, until C is full
+    (:func:`benefit_fill`); feed every job unstalled."""
+    cache = benefit_fill(*rule_inputs(inst))
+    return feed_unstalled(inst, cache, rule=CacheRule(judged="per job"))
+
+
+def benefit_fill(d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache_gb: float, p_c: float, p_b: float) -> np.ndarray:
+    """Quiver's rule, stated once on arrays: the cache per dataset for jobs on datasets ``kj`` at rates ``r``.
+
+    :func:`quiver` and a replay's events (:func:`on_jobs`) both call it.  Each dataset is ranked by its best
+    job's benefit density max_j r_j / d_k; the datasets whose best job pays alone (p_b r_j / d_k > p_c) fill
+    ``cache_gb`` in decreasing density (ties in dataset order), the last one in part.
+    """
+    density = r / d[kj]
+    best = np.zeros(d.size)
+    np.maximum.at(best, kj, density)
+    # The array methods, not np.flatnonzero and np.argsort: the same indices without the Python wrappers, which
+    # cost more than the work on a replay's dozen datasets at every event.
+    worth = (p_b * best > p_c).nonzero()[0]
+    order = worth[(-best[worth]).argsort(kind="stable")]
+    return prefix_fill(d, order, cache_gb)
+
+
+def on_jobs(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache_gb: float, bandwidth_gbps: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """quiver on the running jobs ``kj``, ``r`` (it judges per job, so it is not aggregable, docs/model.md §4):
+    :func:`benefit_fill`, every job fed unstalled, the bandwidth summed per dataset; the numbers :func:`quiver`
+    gives on the instance of those jobs with a continuous cache (tests/test_perjob_rules.py), for a replay's
+    events (algorithms/registry.py, ``on_jobs``).  ``bandwidth_gbps`` is not read: Quiver ignores the cap B.
+    """
+    return dataset_feeding(d, kj, r, benefit_fill(d, kj, r, cache_gb, p_c, p_b))

@@ -37,6 +37,11 @@ caches (the instant datasets' closed-form ones) scaled by C / used_t in every
 slot where they overfill C, then settled against each dataset's whole chain of
 rows (:func:`settle`, proofs/dynamic_lower_bound.md Lemma 6) and checked
 against the coupling rows in numpy; its cost is re-computed from the prices.
+The best such schedule is then improved by a resource-directive step
+(:func:`_directed`, Lemma 7): each exact dataset in turn re-solves its own rows
+at the true prices within the cache (and bandwidth) its schedule holds plus what
+the others leave free, so the join meets the coupling rows by construction and
+costs no more; it is settled and checked the same way and kept if cheaper.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -88,11 +93,16 @@ FREE_START_READS = 4.0
 LARGE_PAIRS = 150_000
 
 #: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
-#: them on the whole Philly trace): two iterations, chunks of 2,000 pairs, warm-up rows only for datasets of at
-#: least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end only.  Measured
-#: (p3_trace, 2 Dec 2026): 8 exact datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU; 4 exact,
-#: 4 iterations: 489.78 $, 11.9 ×; in both every subgradient step lost bound against P1's duals.
-TRACE_ITERATIONS = 2
+#: them on the whole Philly trace): one iteration (P1's duals), chunks of 2,000 pairs, warm-up rows only for
+#: datasets of at least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end
+#: only, then the resource-directive step (:func:`_directed`).  Measured (p3_trace, 2 Dec 2026): 8 exact
+#: datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU; 4 exact, 4 iterations: 489.78 $, 11.9 ×;
+#: in both every subgradient step lost bound against P1's duals, so one iteration gives the same bound, and the
+#: CPU of the second pays for the resource-directive step.  Measured (``nice -n 19 cbalab bench p3-trace``,
+#: 5 Dec 2026): bound 490.18 $, schedule 491.91 $ (certified gap 0.35 %; 494.18 $ and 0.81 % without the step),
+#: P3 291.0 s of CPU (d58953a's two iterations without the step: 317.6 s for solve_trace alone, same machine) over a
+#: CBA replay of 12.55 s: 23.2 × (the replay was 21–35 s when the 13.4 × above was measured).
+TRACE_ITERATIONS = 1
 TRACE_CHUNK_PAIRS = 2000
 TRACE_EXACT_SHARE = 0.1
 #: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
@@ -210,13 +220,38 @@ def _chunk_cost(
     return cost
 
 
+def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, float]:
+    """Run HiGHS on one chunk's LP ``rows`` from ``basis`` (None: cold), its costs scaled by their largest.
+
+    Returns the solved ``highspy.Highs`` and the scale, by which its row duals are multiplied back to the prices.
+    Both the priced solve (:func:`_solve_chunk`) and the directed step (:func:`_solve_directed`) run through it.
+    """
+    import highspy
+
+    top = float(np.max(rows.cost)) if rows.cost.size else 0.0
+    scale = top if top > 0 else 1.0
+    h = highspy.Highs()
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
+        h.setOptionValue(option, setting)
+    lp = rows.to_highs()
+    lp.col_cost_ = rows.cost / scale
+    h.passModel(lp)
+    if basis is not None:
+        start = highspy.HighsBasis()
+        start.col_status = basis[0]
+        start.row_status = basis[1]
+        start.valid = True
+        h.setBasis(start)
+    h.run()
+    return h, scale
+
+
 def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.ndarray, nu: np.ndarray) -> None:
     """Solve the chunk's LP at (μ, ν) with HiGHS from its last basis; store its solution and certified bound.
 
     The bound is the weak-duality value of HiGHS's row duals at the priced costs (any duals give one), floored
     at 0 (every priced cost and every column's lower bound is ≥ 0, so is the LP's optimum).
     """
-    import highspy
 
     # Without B: the chunk's own rows b ≤ B are implied by the dualised Σ_k b ≤ B, and dropping them only relaxes
     # (a free slot reads 4 d in its second, more than B may allow; Theorem 4 (ii)).
@@ -226,22 +261,8 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     # schedule is chunk.slots[i − 1] after a free slot, chunk.slots[i] otherwise.
     at = sub.t - (1 if chunk.free else 0)
     cost = _chunk_cost(rows.cost, cols, at, chunk, mu, nu)
-    top = float(np.max(cost)) if cost.size else 0.0
-    scale = top if top > 0 else 1.0
-    h = highspy.Highs()
-    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
-        h.setOptionValue(option, setting)
     priced = replace(rows, cost=cost)
-    lp = priced.to_highs()
-    lp.col_cost_ = cost / scale
-    h.passModel(lp)
-    if chunk.basis is not None:
-        basis = highspy.HighsBasis()
-        basis.col_status = chunk.basis[0]
-        basis.row_status = chunk.basis[1]
-        basis.valid = True
-        h.setBasis(basis)
-    h.run()
+    h, scale = _run_chunk_lp(priced, chunk.basis)
     sol = h.getSolution()
     own = at >= 0
     bound = 0.0
@@ -369,6 +390,106 @@ def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def _directed(
+    schedule: Schedule, cluster: Cluster, values: dict[str, np.ndarray], pieces: list[_Chunk]
+) -> dict[str, np.ndarray]:
+    """The resource-directive step (proofs/dynamic_lower_bound.md, Lemma 7): trajectories (y, u, e, b; K × S)
+    made from the settled schedule ``values`` (on :func:`layout`'s pairs) by re-solving the exact datasets' own
+    rows at the true prices, each within the capacity it holds plus what the others leave free.
+
+    Why: the Lagrangian iterates' caches are cut to C slot by slot and settled, which leaves capacity unused in
+    priced slots and fill lost across cuts; the subproblems alone cannot see either.  Here the datasets of
+    ``pieces`` go in decreasing size (ties by index).  Dataset k's chunks are solved in slot order by HiGHS,
+    warm-started from the chunk's last basis, with y ≤ (d_k y + s_t) / d_k and (B finite) b ≤ b + s^B_t, where
+    s_t, s^B_t are the free C and B of slot t at the current point; a chunk after the first starts from its
+    free slot fixed at y = e = the previous chunk's new end fill e⁻, u = 0, b = FREE_START_READS d_k (a point
+    of its rows, Theorem 4 (ii)), so the chunks join into one chain of dataset k's rows; the chunk's last
+    pair keeps at least the old end fill, so the old trajectory is a point of every chunk's LP and the step
+    does not raise the cost.  Pairs of a chunk that its LP leaves out (after its last demand) keep their old
+    values.  A dataset whose chunk HiGHS does not solve to optimality keeps its old trajectory.  The result
+    still needs :func:`settle` (HiGHS meets the rows only to its tolerances) and the check of the coupling
+    rows, which :func:`_upper` does.
+    """
+    lay = layout(schedule)
+    d = schedule.size_gb
+    traj = {name: np.zeros((d.size, schedule.n_slots)) for name in ("y", "u", "e", "b")}
+    for name, value in traj.items():
+        value[lay.k, lay.t] = values[name]
+    spare = cluster.cache_gb - row_sum(d, traj["y"])
+    finite_b = math.isfinite(cluster.bandwidth_gbps)
+    spare_b = cluster.bandwidth_gbps - traj["b"].sum(axis=0) if finite_b else np.zeros(schedule.n_slots)
+    ks = np.unique([piece.k for piece in pieces])
+    for k in ks[np.argsort(-d[ks], kind="stable")]:
+        new = {name: value[k].copy() for name, value in traj.items()}
+        start = 0.0
+        for piece in (piece for piece in pieces if piece.k == k):
+            point = _directed_chunk(schedule, cluster, piece, new, spare, spare_b if finite_b else None, start)
+            if point is None:  # this dataset keeps its old trajectory (the loop's else is skipped)
+                break
+            for name, value in point[1].items():
+                new[name][point[0]] = value
+            start = float(np.clip(new["e"][piece.slots[-1]], 0.0, min(1.0, cluster.cache_gb / d[k])))
+        else:
+            spare += (traj["y"][k] - new["y"]) * d[k]
+            if finite_b:
+                spare_b += traj["b"][k] - new["b"]
+            for name, value in traj.items():
+                value[k] = new[name]
+    return traj
+
+
+def _directed_chunk(
+    schedule: Schedule,
+    cluster: Cluster,
+    piece: _Chunk,
+    old: dict[str, np.ndarray],
+    spare: np.ndarray,
+    spare_b: np.ndarray | None,
+    start: float,
+) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """One chunk of :func:`_directed`: the global slots of the pairs its LP holds and their new y, u, e, b, or None
+    when HiGHS does not solve it.  ``old`` is the dataset's trajectory (rows of length S), ``spare`` and
+    ``spare_b`` (None: B = ∞) the free C and B per slot, ``start`` the end fill the previous chunk left.  A chunk
+    whose LP holds no pair of its own (no demand in its slots after a free start) keeps its old values."""
+    d = piece.d
+    sub, cols, rows = matrix(_chunk_schedule(schedule, piece), replace(cluster, bandwidth_gbps=math.inf))
+    at = sub.t - (1 if piece.free else 0)
+    own = at >= 0
+    slots = piece.slots[at[own]]
+    if slots.size == 0:
+        return slots, {}
+    lo, hi = rows.col_lo.copy(), rows.col_hi.copy()
+    cap = (old["y"][slots] * d + np.maximum(spare[slots], 0.0)) / d
+    hi[cols["y"][own]] = np.minimum(hi[cols["y"][own]], cap)
+    if spare_b is not None:
+        hi[cols["b"][own]] = np.minimum(hi[cols["b"][own]], old["b"][slots] + np.maximum(spare_b[slots], 0.0))
+    free = {"y": start, "u": 0.0, "e": start, "b": FREE_START_READS * d}
+    for name, fixed in free.items():
+        lo[cols[name][~own]] = hi[cols[name][~own]] = fixed
+    last = cols["e"][own][np.argmax(at[own])]
+    lo[last] = min(hi[last], old["e"][piece.slots[int(at.max())]] * (1.0 - FEAS_RTOL))
+    zero = np.zeros(schedule.n_slots)
+    x = _solve_directed(
+        replace(rows, cost=_chunk_cost(rows.cost, cols, at, piece, zero, zero), col_lo=lo, col_hi=hi), piece
+    )
+    if x is None:
+        return None
+    point = {name: x[cols[name][own]] for name in ("y", "u", "e", "b")}
+    point["y"] = np.minimum(point["y"], cap)
+    return slots, point
+
+
+def _solve_directed(lp_rows: Arrays, piece: _Chunk) -> np.ndarray | None:
+    """The optimal point of one chunk's LP of :func:`_directed` (HiGHS, warm-started from the chunk's last basis),
+    or None when HiGHS does not report it optimal."""
+    import highspy
+
+    h, _ = _run_chunk_lp(lp_rows, piece.basis)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or not h.getSolution().value_valid:
+        return None
+    return np.asarray(h.getSolution().col_value)
+
+
 def _upper(
     schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
 ) -> tuple[dict[str, np.ndarray], float] | None:
@@ -436,6 +557,7 @@ def solve_lagrange(
     upper_every: int = 10,
     target_gap: float = TARGET_GAP,
     priced: bool = True,
+    directed: bool = True,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
@@ -445,7 +567,8 @@ def solve_lagrange(
     is built and settled every ``upper_every`` iterations and at the end; Polyak's target lies at most
     ``target_gap`` above the best bound.  ``priced`` False starts from zero multipliers instead of P1's
     duals: one iteration is then every dataset's LP alone with all of C, optimal when the joined schedule
-    meets the coupling rows (Lemma 5 (i)).  Continuous caches only.
+    meets the coupling rows (Lemma 5 (i)).  ``directed`` False leaves out the resource-directive step
+    (:func:`_directed`, Lemma 7) after the last iteration.  Continuous caches only.
     """
     cluster.check()
     if cluster.granularity != "continuous":
@@ -538,6 +661,10 @@ def solve_lagrange(
         step = factor * max(target - value, 1e-12 * max(1.0, abs(target))) / norm
         mu = np.maximum(0.0, mu + step * g_c)
         nu = np.maximum(0.0, nu + step * g_b)
+    if directed and best is not None and pieces and not certified(best[1], max(best_bound, 0.0)):
+        point = _upper(schedule, cluster, _directed(schedule, cluster, best[0], pieces), np.empty(0, dtype=np.int64))
+        if point is not None and point[1] < best[1]:
+            best = point
     bound = max(best_bound, 0.0)
     if best_at is not None:
         bound = safe_float(bound, _exact_value(schedule, cluster, instant, B, best_at), lower=True)
