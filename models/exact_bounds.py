@@ -21,6 +21,7 @@ integers only where that cannot decide.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -262,6 +263,37 @@ def _reduced_costs(
     return reduced, low
 
 
+@dataclass(frozen=True)
+class DualValue:
+    """The exact weak-duality value of row duals (:func:`lp_dual_value`) and the exact reduced costs behind it.
+
+    ``bound`` ≤ cᵀx for every x of the LP; r_j = c_j − (Aᵀy)_j is ``reduced[j] · 2**low`` (Python integers)
+    except for the columns a repair moved, whose r_j is ``moved[j]``.  ``side[j]`` is the column bound r_j x_j
+    is least at (l_j for r_j > 0, u_j for r_j < 0, 0 for r_j = 0).
+    """
+
+    bound: Fraction
+    reduced: np.ndarray
+    low: int
+    moved: dict[int, Fraction]
+    side: np.ndarray
+
+    def fixed(self, target: Fraction, whole: np.ndarray) -> np.ndarray:
+        """The columns every x with cᵀx ≤ ``target`` has at their ``side`` (proofs/welfare_milp_forms.md, F5).
+
+        For such x, cᵀx ≥ ``bound`` + Σ_j abs(r_j)·abs(x_j − side_j), so a whole column (``whole``: integral,
+        with whole finite bounds) off its side costs at least abs(r_j), and abs(r_j) > target − bound rules it
+        out.  Compared exactly: for the integer columns abs(reduced_j) > (target − bound)·2**−low, which for
+        whole numbers is abs(reduced_j) > ⌊(target − bound)·2**−low⌋.  Returns the indices of those columns.
+        """
+        gap = max(target - self.bound, Fraction(0))  # below 0 no x reaches the target: any r_j ≠ 0 may fix
+        in_units = gap / _scaled(1, self.low)
+        out = whole & (np.abs(self.reduced) > in_units.numerator // in_units.denominator).astype(bool)
+        for j, r in self.moved.items():
+            out[j] = bool(whole[j]) and abs(r) > gap
+        return np.flatnonzero(out)
+
+
 def lp_dual_bound(
     cost: np.ndarray,
     start: np.ndarray,
@@ -274,7 +306,24 @@ def lp_dual_bound(
     dual: np.ndarray,
 ) -> Fraction | None:
     """The exact weak-duality lower bound of min cᵀx, lo ≤ A x ≤ hi, l ≤ x ≤ u at row duals near ``dual``
-    (None: −∞).
+    (None: −∞); the ``bound`` of :func:`lp_dual_value`."""
+    out = lp_dual_value(cost, start, index, value, row_lo, row_hi, col_lo, col_hi, dual)
+    return None if out is None else out.bound
+
+
+def lp_dual_value(
+    cost: np.ndarray,
+    start: np.ndarray,
+    index: np.ndarray,
+    value: np.ndarray,
+    row_lo: np.ndarray,
+    row_hi: np.ndarray,
+    col_lo: np.ndarray,
+    col_hi: np.ndarray,
+    dual: np.ndarray,
+) -> DualValue | None:
+    """The exact weak-duality lower bound of min cᵀx, lo ≤ A x ≤ hi, l ≤ x ≤ u at row duals near ``dual``, with
+    its reduced costs (None: the bound is −∞).
 
     Neumaier and Shcherbina (Math. Program. 99, 2004): for every feasible x and every y, cᵀx = yᵀAx + rᵀx with
     r = c − Aᵀy, and yᵀAx ≥ Σ_i (y_i lo_i if y_i > 0 else y_i hi_i), rᵀx ≥ Σ_j min(r_j l_j, r_j u_j).  A dual
@@ -339,7 +388,9 @@ def lp_dual_bound(
         yi = Fraction(y[i]) + delta
         if yi != 0:
             total += yi * Fraction(row_lo[i] if yi > 0 else row_hi[i])
-    return total
+    for j, r in moved.items():
+        side[j] = col_lo[j] if r > 0 else col_hi[j] if r < 0 else 0.0
+    return DualValue(total, reduced, low, moved, side)
 
 
 def group_sums(x: np.ndarray, groups: np.ndarray, n: int) -> list[Fraction]:

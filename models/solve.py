@@ -50,7 +50,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 
 from cbalab.models.certify import certify
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
-from cbalab.models.exact_bounds import lp_dual_bound, safe_float
+from cbalab.models.exact_bounds import DualValue, lp_dual_value, safe_float
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement
 from cbalab.models.milp.statement import Arrays, solution
@@ -531,7 +531,7 @@ def solve_arrays(
         kind, message = Status.OPTIMAL, "HiGHS: optimal"
         bound = bound if bound is not None and math.isfinite(bound) else objective
         if not arrays.integral.any() and bound is not None:
-            bound = _safe_lp_bound(arrays, h.getSolution(), bound)
+            bound, facts["dual_value"] = _safe_lp_bound(arrays, h.getSolution(), bound)
             facts["safe_bound"] = bound
     elif status == ms.kTimeLimit:
         kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
@@ -540,20 +540,21 @@ def solve_arrays(
     return Outcome(kind, objective, bound, message, has_solution), x, facts
 
 
-def _safe_lp_bound(arrays: Arrays, sol: highspy.HighsSolution, bound: float) -> float | None:
-    """HiGHS's LP optimum as a bound that holds in floating point (docs/model.md §8), in the instance's units.
+def _safe_lp_bound(arrays: Arrays, sol: highspy.HighsSolution, bound: float) -> tuple[float | None, DualValue | None]:
+    """HiGHS's LP optimum as a bound that holds in floating point (docs/model.md §8), in the instance's units,
+    with the exact value of the duals behind it (in the min form, unscaled: what reduced-cost fixing reads).
 
     HiGHS's optimum is the value of a point that meets the rows only to its tolerances, so it is no proof by
     itself.  Its row duals are: the weak-duality value of any duals is a bound (Neumaier and Shcherbina), and
-    :func:`cbalab.models.exact_bounds.lp_dual_bound` evaluates it exactly on the model HiGHS solved (objective
+    :func:`cbalab.models.exact_bounds.lp_dual_value` evaluates it exactly on the model HiGHS solved (objective
     scale a power of two, so multiplying back is exact).  HiGHS's number is kept, bit for bit, when it is on the
     safe side of that exact bound; otherwise the exact bound rounded to the safe side replaces it; without duals,
     or when they prove nothing (a reduced cost against an infinite column bound), there is no bound (None).
     """
     if not sol.dual_valid:
-        return None
+        return None, None
     flip = -1.0 if arrays.maximize else 1.0  # max cᵀx is −min(−c)ᵀx, with the duals negated too
-    exact = lp_dual_bound(
+    dual = lp_dual_value(
         flip * arrays.cost,
         arrays.start,
         arrays.index,
@@ -564,11 +565,11 @@ def _safe_lp_bound(arrays: Arrays, sol: highspy.HighsSolution, bound: float) -> 
         arrays.col_hi,
         flip * np.asarray(sol.row_dual, dtype=float),
     )
-    if exact is None:
-        return None
-    value = -exact if arrays.maximize else exact  # a Fraction: float × Fraction would round it
+    if dual is None:
+        return None, None
+    value = -dual.bound if arrays.maximize else dual.bound  # a Fraction: float × Fraction would round it
     in_units = Fraction(arrays.objective_scale) * (value + Fraction(arrays.offset))
-    return safe_float(bound, in_units, lower=not arrays.maximize)
+    return safe_float(bound, in_units, lower=not arrays.maximize), dual
 
 
 #: Slices solved one GPU count at a time on each side of the LP optimum before the rest of that side is solved as
@@ -626,18 +627,23 @@ def solve_sliced(
         while 0 <= n <= n_max:
             lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
             began = time.perf_counter()
-            bound_out, _, _ = solve_arrays(with_slice(full, lo, hi, relax=True), options)
+            bound_out, _, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options)
             record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": str(bound_out.status)}
             facts["slices"].append(record)
-            level = bound_out.objective if bound_out.status == "optimal" else None
+            solved = bound_out.status == "optimal"
+            level = bound_out.bound if solved else None  # the safe bound of the slice's duals (docs/model.md §8)
             if bound_out.status == "infeasible" or (level is not None and level <= best):
                 record["closed_by"] = "lp"
                 frontier[side] = max(-math.inf if level is None else level, best)
                 break
-            if level is None:
+            if not solved:
                 return _sliced_stop(bound_out, best, best_x, frontier, max(open_bound, proven), facts)
-            frontier[side] = level
-            out, x, run = solve_arrays(with_slice(full, lo, hi), options, start=best_x)
+            frontier[side] = math.inf if level is None else level  # duals that prove nothing bound nothing
+            milp = with_slice(full, lo, hi)
+            dual = lp_facts.get("dual_value")
+            if dual is not None and best > -math.inf:
+                milp, record["fixed"] = fixed_by_reduced_cost(milp, dual, best)
+            out, x, run = solve_arrays(milp, options, start=best_x)
             nodes += int(run.get("nodes", 0))
             record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
             if out.status == "optimal":
@@ -647,7 +653,7 @@ def solve_sliced(
                 if x is not None and out.objective is not None and out.objective > best:
                     best, best_x = out.objective, x
             elif out.status not in ("infeasible", "error"):
-                open_bound = out.bound if out.bound is not None else level
+                open_bound = out.bound if out.bound is not None else frontier[side]
                 if x is not None and out.objective is not None and out.objective > best:
                     best, best_x = out.objective, x
                 return _sliced_stop(out, best, best_x, frontier, max(open_bound, proven), facts)
@@ -665,6 +671,26 @@ def solve_sliced(
     if options.mip_gap > 0:
         message += f", each only within the MIP gap {options.mip_gap:g}"
     return Outcome(Status.OPTIMAL, best, max(proven, best), message, True), best_x, facts
+
+
+def fixed_by_reduced_cost(arrays: Arrays, dual: DualValue, best: float) -> tuple[Arrays, int]:
+    """``arrays`` with every whole column fixed that no point as good as the incumbent ``best`` can move off its
+    side, and how many (proofs/welfare_milp_forms.md, Theorem F5).
+
+    ``dual`` is the exact value of the duals of ``arrays``' LP relaxation in the min form
+    (:func:`_safe_lp_bound`); the objective objective_scale·(cost·x + offset) is at least ``best`` exactly when
+    ±cost·x is at most the target below, taken as a Fraction so that the comparison is exact.
+    """
+    flip = Fraction(-1 if arrays.maximize else 1)
+    target = flip * (Fraction(best) / Fraction(arrays.objective_scale) - Fraction(arrays.offset))
+    lo, hi = arrays.col_lo, arrays.col_hi
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    lo_0, hi_0 = np.where(finite, lo, 0.0), np.where(finite, hi, 0.0)
+    whole = arrays.integral & finite & (np.floor(lo_0) == lo_0) & (np.floor(hi_0) == hi_0)
+    cols = dual.fixed(target, whole)
+    col_lo, col_hi = lo.copy(), hi.copy()
+    col_lo[cols] = col_hi[cols] = dual.side[cols]
+    return replace(arrays, col_lo=col_lo, col_hi=col_hi), int(cols.size)
 
 
 def _sliced_stop(

@@ -7,6 +7,7 @@ does not, and that a bound that was safe keeps its bits.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from fractions import Fraction
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import cost_instances
 
 import cbalab
@@ -29,6 +31,7 @@ from cbalab.models.exact_bounds import (
     exact_dot,
     exact_sum,
     lp_dual_bound,
+    lp_dual_value,
     round_down,
     round_up,
     safe_float,
@@ -182,16 +185,17 @@ def test_lp_bounds_are_safe_and_keep_their_bits(problem: str) -> None:
     seen: list[tuple[float, float | None, Fraction | None, bool]] = []
     original = solve_module._safe_lp_bound
 
-    def spy(arrays: Arrays, sol: Any, bound: float) -> float | None:
+    def spy(arrays: Arrays, sol: Any, bound: float) -> tuple[float | None, Any]:
         flip = -1.0 if arrays.maximize else 1.0
         y = flip * np.asarray(sol.row_dual, dtype=float)
         args = (arrays.start, arrays.index, arrays.value, arrays.row_lo, arrays.row_hi, arrays.col_lo, arrays.col_hi)
         exact = lp_dual_bound(flip * arrays.cost, *args, y)
-        out = original(arrays, sol, bound)
+        out, dual = original(arrays, sol, bound)
+        assert dual is not None and dual.bound == exact
         signed = None if exact is None else (-exact if arrays.maximize else exact)
         scaled = None if signed is None else Fraction(arrays.objective_scale) * (signed + Fraction(arrays.offset))
         seen.append((bound, out, scaled, arrays.maximize))
-        return out
+        return out, dual
 
     solve_module._safe_lp_bound = spy
     try:
@@ -208,6 +212,60 @@ def test_lp_bounds_are_safe_and_keep_their_bits(problem: str) -> None:
         assert (Fraction(out) >= exact) if maximize else (Fraction(out) <= exact)
         assert out == (highs if safe else (round_up(exact) if maximize else round_down(exact)))
         assert abs(out - highs) <= tolerance(highs, abs(highs))
+
+
+def _binary_model(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """A small min cᵀx, lo ≤ Mx ≤ hi, x binary, in whole numbers (so that every point's value is exact)."""
+    n, m = int(rng.integers(2, 8)), int(rng.integers(1, 4))
+    dense = rng.integers(-3, 4, size=(m, n)).astype(float)
+    lo = np.where(rng.random(m) < 0.5, -np.inf, rng.integers(-2, 2, m).astype(float))
+    hi = np.where(rng.random(m) < 0.3, np.inf, rng.integers(0, 5, m).astype(float))
+    cost = rng.integers(-9, 10, n).astype(float)
+    return cost, dense, lo, np.maximum(lo, hi)
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_theorem_f5_fixing_keeps_every_point_as_good_as_the_target(seed: int) -> None:
+    """Theorem F5 (ii), proofs/welfare_milp_forms.md: with any row multipliers and any target T, a column the
+    exact reduced costs fix holds its side at every integer point of value at most T (every point of small
+    random binary models enumerated, targets around the points' values, ties included)."""
+    rng = np.random.default_rng(seed)
+    cost, dense, lo, hi = _binary_model(rng)
+    m, n = dense.shape
+    start = np.arange(m + 1) * n
+    index, value = np.tile(np.arange(n), m), dense.ravel()
+    dual = rng.normal(size=m) * rng.choice([0.0, 0.5, 3.0], size=m)
+    out = lp_dual_value(cost, start, index, value, lo, hi, np.zeros(n), np.ones(n), dual)
+    assert out is not None
+    points = [np.array(x, dtype=float) for x in itertools.product((0, 1), repeat=n)]
+    feasible = [x for x in points if np.all(dense @ x >= lo) and np.all(dense @ x <= hi)]
+    values = sorted({Fraction(float(cost @ x)) for x in feasible} | {out.bound - 1, out.bound + Fraction(1, 3)})
+    for target in values:
+        cols = out.fixed(target, np.ones(n, dtype=bool))
+        assert np.isin(out.side[cols], (0.0, 1.0)).all()
+        for x in feasible:
+            if Fraction(float(cost @ x)) <= target:
+                assert (x[cols] == out.side[cols]).all(), (target, x, cols)
+
+
+def test_theorem_f5_fixing_is_decided_exactly_where_the_float_sum_rounds() -> None:
+    """Theorem F5 of proofs/welfare_milp_forms.md, "Floating point": costs (1, −2⁵³, −1) on three binaries, no
+    rows.  D = −2⁵³ − 1 exactly,
+    but the float sum reads −2⁵³; against the target T = −2⁵³ (the value of the point (1, 1, 1)) the float gap
+    T − D is 0, which would fix the first column at 0 and cut that point; the exact gap is 1 = abs(r_0), so
+    only the second column is fixed (at 1)."""
+    cost = np.array([1.0, -BIG, -1.0])
+    none = np.array([], dtype=float)
+    out = lp_dual_value(
+        cost, np.zeros(1, dtype=np.int64), none.astype(np.int64), none, none, none, np.zeros(3), np.ones(3), none
+    )
+    assert out is not None and out.bound == -(2**53) - 1
+    float_bound = float(np.sum(cost * np.array([0.0, 1.0, 1.0])))
+    target = Fraction(float(cost.sum()))
+    assert target == -(2**53) and abs(cost[0]) > float(target) - float_bound  # the float test would fix column 0
+    whole = np.ones(3, dtype=bool)
+    assert out.fixed(target, whole).tolist() == [1]  # abs(r_1) = 2⁵³ > 1: x_1 = 0 costs at least 0 − 1 > T
+    assert out.fixed(target - 1, whole).tolist() == [0, 1, 2]  # one below, only the point (0, 1, 1) is kept
 
 
 def test_theorem_d_exact_lagrangian_matches_and_bounds_autocba() -> None:
