@@ -482,10 +482,14 @@ def solve_arrays(
     options: SolveOptions = SolveOptions(),
     *,
     start: np.ndarray | None = None,
+    basis: highspy.HighsBasis | None = None,
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """Solve a compiled statement (models/milp/statement.py) with highspy; same statuses as :func:`solve_model`.
 
     ``start`` is handed to HiGHS as an incumbent (setSolution; HiGHS checks it and drops it if infeasible).
+    ``basis`` (LPs) is a simplex basis of a model with the same rows and columns, where HiGHS's dual simplex
+    starts instead of from scratch; an LP solved to optimality leaves its own in the facts (``basis``).  Either
+    way the answer is an optimum of the same LP and its bound is re-derived from its duals (:func:`_safe_lp_bound`).
     HiGHS sees the scaled form; the outcome's objective and bound are in the instance's units (multiplied
     back by ``arrays.objective_scale``).  Returns the outcome, the solution vector (None without one) and
     run facts (pass/solve seconds, nodes, whether a start was given, and ``model_status``, HiGHS's own status
@@ -511,6 +515,8 @@ def solve_arrays(
         sol.col_value = list(start)
         sol.value_valid = True
         h.setSolution(sol)
+    if basis is not None:
+        h.setBasis(basis)
     t1 = time.perf_counter()
     _interruptible(cast(Highs, _Direct(h)), h.run)  # a worker thread, so that Ctrl-C stops HiGHS at once
     t2 = time.perf_counter()
@@ -533,6 +539,7 @@ def solve_arrays(
         if not arrays.integral.any() and bound is not None:
             bound, facts["dual_value"] = _safe_lp_bound(arrays, h.getSolution(), bound)
             facts["safe_bound"] = bound
+            facts["basis"] = h.getBasis()
     elif status == ms.kTimeLimit:
         kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
     else:
@@ -608,7 +615,7 @@ def solve_sliced(
     fits = start is not None and full.fits(start)
     facts: dict = {"form": "sliced", "start_given": start is not None, "start_fits": fits, "slices": []}
     t0 = time.perf_counter()
-    lp, x_lp, _ = solve_arrays(with_slice(full, 0.0, np.inf, relax=True), options)
+    lp, x_lp, lp_run = solve_arrays(with_slice(full, 0.0, np.inf, relax=True), options)
     facts["lp_seconds"] = time.perf_counter() - t0
     if lp.status != "optimal" or x_lp is None or lp.objective is None:
         return lp, None, facts
@@ -624,11 +631,14 @@ def solve_sliced(
     for side, first, step in (("down", math.floor(n_hat), -1), ("up", math.floor(n_hat) + 1, 1)):
         n = first
         single = 0
+        basis = lp_run.get("basis")  # each side's slice LPs start from the last one's basis (same rows and columns)
         while 0 <= n <= n_max:
             lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
             began = time.perf_counter()
-            bound_out, _, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options)
+            bound_out, _, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options, basis=basis)
+            basis = lp_facts.get("basis", basis)
             record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": str(bound_out.status)}
+            record["lp_seconds"] = time.perf_counter() - began
             facts["slices"].append(record)
             solved = bound_out.status == "optimal"
             level = bound_out.bound if solved else None  # the safe bound of the slice's duals (docs/model.md §8)

@@ -411,6 +411,32 @@ def test_theorem_f4_slice_bound_is_concave_and_bounds_each_slice(inst: Instance)
 
 
 @pytest.mark.slow
+@given(inst=st.one_of(tiny_welfare(), small_generated()))
+def test_theorem_f4_slice_lps_from_a_neighbours_basis_keep_their_optimum(inst: Instance) -> None:
+    """Theorem F4 (ii), as the scan solves it: each slice's LP started from the basis its neighbour left (the
+    chain ⌊n̂⌋, ⌊n̂⌋ − 1, … from the LP over all n, as solve_sliced walks one side) has the optimum L(t) of the
+    same LP solved from scratch, its bound from its own duals is at least L(t) and at least the brute force of
+    the slice, and it is infeasible exactly where the cold one is (proofs/welfare_milp_forms.md)."""
+    full = build_welfare_arrays(inst)
+    lp, _, run = solve_arrays(with_slice(full, 0.0, math.inf, relax=True))
+    assert lp.status == "optimal" and "basis" in run
+    basis = run["basis"]
+    brute = brute_force_by_gpus(inst)
+    for t in range(int(inst.option_gpus.sum()), -1, -1):
+        cold, _, _ = solve_arrays(with_slice(full, t, t, relax=True))
+        warm, _, facts = solve_arrays(with_slice(full, t, t, relax=True), basis=basis)
+        assert warm.status == cold.status
+        if cold.status != "optimal":
+            continue
+        assert warm.objective is not None and cold.objective is not None and warm.bound is not None
+        tol = 1e-9 * max(1.0, abs(cold.objective))
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-9, abs=1e-9)
+        assert warm.bound >= cold.objective - tol
+        assert warm.bound >= brute.get(t, -math.inf)
+        basis = facts.get("basis", basis)
+
+
+@pytest.mark.slow
 @given(inst=small_generated(), stop=st.integers(1, 4))
 def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int) -> None:
     """Theorem F4 (iv): a scan cut short (HiGHS's time limit on its ``stop``-th call) is ``time_limit``, never
