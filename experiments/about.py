@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        243.2,
+        260.9,
         2,
         {
             "headline": (
@@ -62,7 +62,7 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        736.0,
+        973.6,
         2,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
@@ -72,7 +72,7 @@ ABOUT: dict[str, About] = {
     "scaling": About(
         "solve time vs jobs (10-100k): CBA, AutoCBA, LPs via HiGHS",
         (9.5, 13.5),
-        47.7,
+        72.8,
         2,
         {
             "ratios_cost": ("jobs", "median_cba_seconds", "pyomo_lp_over_cba", "highspy_over_cba", "max_rel_diff"),
@@ -88,7 +88,7 @@ ABOUT: dict[str, About] = {
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        657.6,
+        790.8,
         2,
     ),
     "online-welfare": About(
