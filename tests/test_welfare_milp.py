@@ -50,6 +50,7 @@ from cbalab.models.solve import (
 #: to it and no closer (a 1-job LP from a warm basis ended at 0.25 + 2e-9 where the cold run ended at 0.25).
 HIGHS_FEASIBILITY = 1e-7
 
+
 def brute_force(inst: Instance) -> float:
     """Best welfare over every unstalled allocation: all option choices, each fed by P1 (Theorem 1)."""
     return max(brute_force_by_gpus(inst).values())
