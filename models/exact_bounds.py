@@ -294,23 +294,6 @@ class DualValue:
         return np.flatnonzero(out)
 
 
-def lp_dual_bound(
-    cost: np.ndarray,
-    start: np.ndarray,
-    index: np.ndarray,
-    value: np.ndarray,
-    row_lo: np.ndarray,
-    row_hi: np.ndarray,
-    col_lo: np.ndarray,
-    col_hi: np.ndarray,
-    dual: np.ndarray,
-) -> Fraction | None:
-    """The exact weak-duality lower bound of min cᵀx, lo ≤ A x ≤ hi, l ≤ x ≤ u at row duals near ``dual``
-    (None: −∞); the ``bound`` of :func:`lp_dual_value`."""
-    out = lp_dual_value(cost, start, index, value, row_lo, row_hi, col_lo, col_hi, dual)
-    return None if out is None else out.bound
-
-
 def lp_dual_value(
     cost: np.ndarray,
     start: np.ndarray,

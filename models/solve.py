@@ -579,6 +579,10 @@ def _safe_lp_bound(arrays: Arrays, sol: highspy.HighsSolution, bound: float) -> 
     return safe_float(bound, in_units, lower=not arrays.maximize), dual
 
 
+#: Whole columns a slice's probe leaves free: those with the smallest reduced costs in the slice's LP, where
+#: its optimum and the LP's point differ (Lemma F6); the rest are fixed at the LP's whole values.
+NEIGHBOURHOOD = 4000
+
 #: Slices solved one GPU count at a time on each side of the LP optimum before the rest of that side is solved as
 #: one range (Theorem F4 holds for any partition; this only bounds the number of HiGHS calls).
 SINGLE_SLICES = 6
@@ -598,11 +602,13 @@ def solve_sliced(
     the root (1,000 jobs: 0.4 s against no proof in 120 s).  The LP relaxation over all n gives n̂; the
     slices n = ⌊n̂⌋, ⌊n̂⌋ − 1, … and ⌊n̂⌋ + 1, … are visited outwards.  In each, the slice's LP optimum L(n)
     is solved first; since L is concave in n, once L(n) is at most the incumbent's welfare (or the LP is
-    infeasible) every slice further out is closed too and that side stops.  Otherwise the slice's MILP is
-    solved at the same MIP gap.  After :data:`SINGLE_SLICES` slices on one side, the rest of it is solved
-    as one range.  ``start`` (a solution vector, e.g. AutoCBA's allocation by ``start_point``) becomes the
-    first incumbent only if it meets every row and bound of the model (``Arrays.fits``): a point
-    the model forbids, such as a stalled allocation, must not close a slice.  It is handed to HiGHS as well.
+    infeasible) every slice further out is closed too and that side stops.  Otherwise a small restriction of
+    the slice around its LP point (:func:`neighbourhood`, Lemma F6) may raise the incumbent first, and then
+    the slice's MILP is solved at the same MIP gap, its columns fixed by reduced cost (Theorem F5).  After
+    :data:`SINGLE_SLICES` slices on one side, the rest of it is solved as one range.  ``start`` (a solution
+    vector, e.g. AutoCBA's allocation by ``start_point``) becomes the first incumbent only if it meets every
+    row and bound of the model (``Arrays.fits``): a point the model forbids, such as a stalled allocation,
+    must not close a slice.  It is handed to HiGHS as well.
 
     Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed, with the bound max(incumbent,
     HiGHS's dual bound of every slice solved); as with HiGHS itself, at a MIP gap above 0 that means only
@@ -635,10 +641,15 @@ def solve_sliced(
         while 0 <= n <= n_max:
             lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
             began = time.perf_counter()
-            bound_out, _, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options, basis=basis)
+            bound_out, x_slice, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options, basis=basis)
             basis = lp_facts.get("basis", basis)
-            record = {"lo": lo, "hi": hi, "lp": bound_out.objective, "lp_status": str(bound_out.status)}
-            record["lp_seconds"] = time.perf_counter() - began
+            record = {
+                "lo": lo,
+                "hi": hi,
+                "lp": bound_out.objective,
+                "lp_status": str(bound_out.status),
+                "lp_seconds": time.perf_counter() - began,
+            }
             facts["slices"].append(record)
             solved = bound_out.status == "optimal"
             level = bound_out.bound if solved else None  # the safe bound of the slice's duals (docs/model.md §8)
@@ -651,6 +662,18 @@ def solve_sliced(
             frontier[side] = math.inf if level is None else level  # duals that prove nothing bound nothing
             milp = with_slice(full, lo, hi)
             dual = lp_facts.get("dual_value")
+            hood = None if dual is None or x_slice is None else neighbourhood(milp, x_slice, dual, NEIGHBOURHOOD)
+            if hood is not None:
+                probe, x_probe, probe_run = solve_arrays(hood, options)
+                record.update(probe=str(probe.status), probe_seconds=probe_run.get("solve_seconds"))
+                if x_probe is not None and probe.objective is not None and probe.objective > best:
+                    best, best_x = probe.objective, x_probe
+                if probe.status == "time_limit":
+                    return _sliced_stop(probe, best, best_x, frontier, max(open_bound, proven), facts)
+                if level is not None and level <= best:
+                    record["closed_by"] = "probe"
+                    frontier[side] = max(level, best)
+                    break
             if dual is not None and best > -math.inf:
                 milp, record["fixed"] = fixed_by_reduced_cost(milp, dual, best)
             out, x, run = solve_arrays(milp, options, start=best_x)
@@ -681,6 +704,30 @@ def solve_sliced(
     if options.mip_gap > 0:
         message += f", each only within the MIP gap {options.mip_gap:g}"
     return Outcome(Status.OPTIMAL, best, max(proven, best), message, True), best_x, facts
+
+
+def neighbourhood(arrays: Arrays, x_lp: np.ndarray, dual: DualValue, free: int) -> Arrays | None:
+    """``arrays`` with every whole column fixed at its value in the LP point ``x_lp`` except the ``free`` ones of
+    least reduced cost, or None when that fixes nothing (proofs/welfare_milp_forms.md, Lemma F6).
+
+    Why: a slice's MILP is proven quickly once its incumbent is near the slice's LP bound, for then Theorem F5
+    fixes most binaries; without one HiGHS spends minutes in its own heuristics.  An optimum differs from the
+    LP's point mostly in columns whose reduced cost is small, so this small MILP (a restriction: every point
+    of it is a point of ``arrays``) finds such an incumbent in about a second at 10,000 jobs.  Its bound
+    proves nothing about ``arrays`` and is not used.  ``dual`` is the slice LP's :class:`DualValue`.
+    """
+    lo, hi = arrays.col_lo, arrays.col_hi
+    value = np.rint(x_lp)
+    fix = arrays.integral & (np.abs(x_lp - value) <= 1e-9) & (lo <= value) & (value <= hi)
+    cost = np.where(arrays.integral, np.abs(dual.reduced.astype(float)), np.inf)
+    for j, r in dual.moved.items():
+        cost[j] = abs(float(r)) if arrays.integral[j] else np.inf
+    fix[np.argsort(cost, kind="stable")[:free]] = False
+    if not fix.any():
+        return None
+    col_lo, col_hi = lo.copy(), hi.copy()
+    col_lo[fix] = col_hi[fix] = value[fix]
+    return replace(arrays, col_lo=col_lo, col_hi=col_hi)
 
 
 def fixed_by_reduced_cost(arrays: Arrays, dual: DualValue, best: float) -> tuple[Arrays, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+from dataclasses import replace
 from fractions import Fraction
 from types import FrameType
 from typing import Any
@@ -30,7 +31,6 @@ from cbalab.models.certify import FLOAT_ULPS, accepted_limits, tolerance, verdic
 from cbalab.models.exact_bounds import (
     exact_dot,
     exact_sum,
-    lp_dual_bound,
     lp_dual_value,
     round_down,
     round_up,
@@ -144,6 +144,15 @@ def _cancelling_lp() -> Arrays:
     )
 
 
+def _dual_bound(
+    a: Arrays, row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray, dual: np.ndarray
+) -> Fraction | None:
+    """The exact weak-duality bound of ``a``'s costs and matrix with these sides at ``dual`` (None: −∞), the
+    ``bound`` of lp_dual_value (docs/model.md §8)."""
+    out = lp_dual_value(a.cost, a.start, a.index, a.value, row_lo, row_hi, col_lo, col_hi, dual)
+    return None if out is None else out.bound
+
+
 def test_neumaier_shcherbina_bound_is_exact_where_numpy_cancels() -> None:
     """The weak-duality value of row duals (proofs/dynamic_lower_bound.md, "Every reported bound is certified";
     docs/model.md §8): at the optimal duals y = (1, 1, 1) numpy's value (``certified_bound``) is
@@ -152,7 +161,7 @@ def test_neumaier_shcherbina_bound_is_exact_where_numpy_cancels() -> None:
     a = _cancelling_lp()
     y = np.ones(3)
     assert certified_bound(a, y) == 4.0
-    exact = lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, a.col_lo, a.col_hi, y)
+    exact = _dual_bound(a, a.row_lo, a.row_hi, a.col_lo, a.col_hi, y)
     assert exact == 3
     out, _, facts = solve_arrays(a)
     assert out.status == "optimal"
@@ -166,12 +175,12 @@ def test_neumaier_shcherbina_needs_finite_sides() -> None:
     finds the optimal duals here), and without such a row the duals prove nothing (None)."""
     a = _cancelling_lp()
     free = np.full(3, np.inf)
-    assert lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, -free, free, np.ones(3)) == 3
-    assert lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, -free, free, np.zeros(3)) == 3
+    assert _dual_bound(a, a.row_lo, a.row_hi, -free, free, np.ones(3)) == 3
+    assert _dual_bound(a, a.row_lo, a.row_hi, -free, free, np.zeros(3)) == 3
     upper_only = (-free, np.array([BIG, 3.0, -BIG]))  # rows A x ≤ hi: y ≤ 0 cannot cancel a cost of +1
-    assert lp_dual_bound(a.cost, a.start, a.index, a.value, *upper_only, -free, free, np.zeros(3)) is None
+    assert _dual_bound(a, *upper_only, -free, free, np.zeros(3)) is None
     # y = −1 on a row without an upper side is clipped to 0: the bound is then that of y = 0 on that row.
-    clipped = lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, a.col_lo, a.col_hi, -np.ones(3))
+    clipped = _dual_bound(a, a.row_lo, a.row_hi, a.col_lo, a.col_hi, -np.ones(3))
     assert clipped == -3 * 2**54
 
 
@@ -188,8 +197,8 @@ def test_lp_bounds_are_safe_and_keep_their_bits(problem: str) -> None:
     def spy(arrays: Arrays, sol: Any, bound: float) -> tuple[float | None, Any]:
         flip = -1.0 if arrays.maximize else 1.0
         y = flip * np.asarray(sol.row_dual, dtype=float)
-        args = (arrays.start, arrays.index, arrays.value, arrays.row_lo, arrays.row_hi, arrays.col_lo, arrays.col_hi)
-        exact = lp_dual_bound(flip * arrays.cost, *args, y)
+        minimum = replace(arrays, cost=flip * arrays.cost)
+        exact = _dual_bound(minimum, arrays.row_lo, arrays.row_hi, arrays.col_lo, arrays.col_hi, y)
         out, dual = original(arrays, sol, bound)
         assert dual is not None and dual.bound == exact
         signed = None if exact is None else (-exact if arrays.maximize else exact)

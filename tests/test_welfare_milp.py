@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pyomo.environ as pyo
@@ -36,6 +37,7 @@ from cbalab.models.milp.welfare import (
 from cbalab.models.options import SHAPES
 from cbalab.models.solve import (
     Outcome,
+    neighbourhood,
     solve_arrays,
     solve_model,
     solve_sliced,
@@ -472,6 +474,71 @@ def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int
     if stop > 1:
         assert out.bound is not None and out.bound >= optimum - 1e-6 * max(1.0, optimum)
         assert x is not None and out.objective is not None and out.objective <= optimum + 1e-6 * max(1.0, optimum)
+
+
+@pytest.mark.slow
+@given(inst=st.one_of(tiny_welfare(), small_generated()), free=st.integers(0, 6))
+def test_lemma_f6_neighbourhood_is_a_restriction_of_the_slice(inst: Instance, free: int) -> None:
+    """Lemma F6 (i), proofs/welfare_milp_forms.md: in every slice t, the probe's model keeps the slice's rows,
+    its column bounds lie inside the slice's, every column it fixes is integral and sits at the LP's whole
+    value, the ``free`` columns of least reduced cost stay free, and its MILP optimum (a point of the slice,
+    by the model's own check) is at most the brute force of that slice."""
+    full = build_welfare_arrays(inst)
+    brute = brute_force_by_gpus(inst)
+    for t in range(int(inst.option_gpus.sum()) + 1):
+        lp, x_lp, facts = solve_arrays(with_slice(full, t, t, relax=True))
+        if lp.status != "optimal" or x_lp is None or facts.get("dual_value") is None:
+            continue
+        milp = with_slice(full, t, t)
+        hood = neighbourhood(milp, x_lp, facts["dual_value"], free)
+        if hood is None:  # nothing to fix: every integral column whole in the LP is among the ``free``
+            assert int((milp.integral & (np.abs(x_lp - np.rint(x_lp)) <= 1e-9)).sum()) <= free
+            continue
+        assert np.array_equal(hood.row_lo, milp.row_lo) and np.array_equal(hood.row_hi, milp.row_hi)
+        assert np.all(hood.col_lo >= milp.col_lo) and np.all(hood.col_hi <= milp.col_hi)
+        fixed = (hood.col_lo != milp.col_lo) | (hood.col_hi != milp.col_hi)
+        assert np.all(milp.integral[fixed]) and np.array_equal(hood.col_lo[fixed], np.rint(x_lp[fixed]))
+        assert np.array_equal(hood.col_lo[fixed], hood.col_hi[fixed])
+        assert int((milp.integral & ~fixed).sum()) >= min(free, int(milp.integral.sum()))
+        out, x, _ = solve_arrays(hood)
+        if out.status == "optimal":
+            assert x is not None and out.objective is not None
+            assert milp.fits(x, tol=1e-6)
+            assert out.objective <= brute[t] + 1e-6 * max(1.0, abs(brute[t]))
+
+
+@pytest.mark.slow
+@given(inst=st.one_of(tiny_welfare(), small_generated()), free=st.integers(0, 3))
+def test_lemma_f6_probes_change_no_optimum(inst: Instance, free: int) -> None:
+    """Lemma F6 (ii), proofs/welfare_milp_forms.md: the slice scan with probes of ``free`` free columns (every
+    slice probed) proves P2's optimum: the brute force, scored by the referee, with AutoCBA's start."""
+    with mock.patch.object(solve_module, "NEIGHBOURHOOD", free):
+        alloc = solve_welfare(inst, relax=False, warm=autocba(inst))
+    ev = evaluate(inst, alloc, "welfare")
+    assert alloc.status == "optimal" and alloc.milp.form == "sliced"
+    assert ev.feasible, ev.violations
+    assert ev.welfare == pytest.approx(brute_force(inst), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_lemma_f6_probes_run_and_change_no_optimum_at_200_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lemma F6 (ii): on the generator's 200-job instances (3 seeds × the 10,000-job benchmark's budget
+    fractions) the scan with probes of 50 free columns proves the optimum of the scan without probes, and
+    probes ran and closed or improved something (the records say so)."""
+    records = []
+    for seed, fraction in itertools.product(range(3), (0.1, 0.2, 0.35)):
+        inst = generate_welfare(200, 20, seed, utility_mix="mixed", budget_fraction=fraction)
+        warm = autocba(inst)
+        with monkeypatch.context() as patch:
+            patch.setattr(solve_module, "NEIGHBOURHOOD", 50)
+            probed = solve_welfare(inst, relax=False, warm=warm)
+            patch.setattr(solve_module, "neighbourhood", lambda arrays, x_lp, dual, free: None)
+            plain = solve_welfare(inst, relax=False, warm=warm)
+        assert probed.status == plain.status == "optimal"
+        a, b = evaluate(inst, probed, "welfare").welfare, evaluate(inst, plain, "welfare").welfare
+        assert a == pytest.approx(b, rel=RTOL)
+        records += probed.milp.slices
+    assert sum("probe" in r for r in records) > 0
 
 
 @pytest.mark.slow

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cbalab.models.exact_bounds import exact_sum, instant_relaxation_exact, lp_dual_bound, safe_float
+from cbalab.models.exact_bounds import exact_sum, instant_relaxation_exact, lp_dual_value, safe_float
 from cbalab.models.instance import InstanceError
 from cbalab.models.kernels import exact_dot, row_sum
 from cbalab.models.milp.dynamic import (
@@ -699,8 +699,8 @@ def _exact_value(
     for item in evidence:
         if item is not None:
             a, dual = item
-            value = lp_dual_bound(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, a.col_lo, a.col_hi, dual)
-            total += max(Fraction(0), value) if value is not None else Fraction(0)
+            value = lp_dual_value(a.cost, a.start, a.index, a.value, a.row_lo, a.row_hi, a.col_lo, a.col_hi, dual)
+            total += max(Fraction(0), value.bound) if value is not None else Fraction(0)
     if instant.size:
         prices = (cluster.price_cache, cluster.price_bandwidth)
         size, demand = schedule.size_gb[instant], schedule.demand[instant]
