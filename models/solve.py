@@ -719,9 +719,11 @@ def neighbourhood(arrays: Arrays, x_lp: np.ndarray, dual: DualValue, free: int) 
     lo, hi = arrays.col_lo, arrays.col_hi
     value = np.rint(x_lp)
     fix = arrays.integral & (np.abs(x_lp - value) <= 1e-9) & (lo <= value) & (value <= hi)
+    # |r_j| in the units of ``dual.reduced`` (r_j = reduced_j · 2**low); a repaired column's r_j is exact.
     cost = np.where(arrays.integral, np.abs(dual.reduced.astype(float)), np.inf)
     for j, r in dual.moved.items():
-        cost[j] = abs(float(r)) if arrays.integral[j] else np.inf
+        if arrays.integral[j]:
+            cost[j] = math.ldexp(abs(float(r)), -dual.low)
     fix[np.argsort(cost, kind="stable")[:free]] = False
     if not fix.any():
         return None

@@ -26,7 +26,9 @@ from cbalab.algorithms.cba import feed
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models import solve as solve_module
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
+from cbalab.models.exact_bounds import DualValue
 from cbalab.models.instance import Instance, InstanceError, build
+from cbalab.models.milp.statement import Arrays
 from cbalab.models.milp.welfare import (
     build_welfare_arrays,
     build_welfare_model,
@@ -505,6 +507,36 @@ def test_lemma_f6_neighbourhood_is_a_restriction_of_the_slice(inst: Instance, fr
             assert x is not None and out.objective is not None
             assert milp.fits(x, tol=1e-6)
             assert out.objective <= brute[t] + 1e-6 * max(1.0, abs(brute[t]))
+
+
+def test_lemma_f6_neighbourhood_ranks_a_repaired_column_by_its_exact_reduced_cost() -> None:
+    """Lemma F6, proofs/welfare_milp_forms.md: the probe frees the columns of least |r_j|, with r_j =
+    reduced_j · 2**low and a repaired column's r_j exact (exact_bounds.DualValue).  Here r = (16, 8, 24): the
+    repaired column 0 (r_0 = 16, two units of 2**3) ranks between the others, so with two free columns
+    column 2 is the one fixed; compared in mixed units (16 against 1 and 3) column 0 would be."""
+    one = np.ones(3)
+    arrays = Arrays(
+        cost=one.copy(),
+        col_lo=np.zeros(3),
+        col_hi=one.copy(),
+        integral=np.ones(3, dtype=bool),
+        start=np.array([0, 3], dtype=np.int32),
+        index=np.array([0, 1, 2], dtype=np.int32),
+        value=one.copy(),
+        row_lo=np.array([-np.inf]),
+        row_hi=np.array([3.0]),
+        maximize=False,
+        offset=0.0,
+        objective_scale=1.0,
+        unit=one.copy(),
+        blocks={"x": slice(0, 3)},
+        rows={"r": slice(0, 1)},
+    )
+    reduced = np.array([0, 1, 3], dtype=object)
+    dual = DualValue(Fraction(0), reduced, 3, {0: Fraction(16)}, np.zeros(3))
+    hood = neighbourhood(arrays, np.zeros(3), dual, 2)
+    assert hood is not None
+    assert list(hood.col_hi) == [1.0, 1.0, 0.0]
 
 
 @pytest.mark.slow
