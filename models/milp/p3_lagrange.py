@@ -367,14 +367,19 @@ def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
     """
     d = schedule.size_gb[: y.shape[0]]
     out = {name: np.zeros_like(y) for name in ("u", "e", "b")}
+    # Every slot's x = Δ/d, ξ and tangent rows at once (slots × datasets, element by element the same numbers as
+    # slot by slot): Schedule.lengths is a fresh np.diff of all S + 1 times, so asking it per slot cost O(S²).
+    demand = schedule.demand[: y.shape[0]].T
+    x_all = schedule.lengths[:, None] / d[None, :]
+    xi_all = x_all * demand
+    shape = xi_all.shape
+    rows_all = [tuple(part.reshape(shape) for part in row) for row in tangents(xi_all.ravel(), demand.ravel())]
     before = np.zeros(y.shape[0])
     for t in range(schedule.n_slots):
-        R = schedule.demand[: y.shape[0], t]
-        x = schedule.lengths[t] / d
-        xi = x * R
+        R, x = demand[t], x_all[t]
         yt = y[:, t]
         u = yt.copy()
-        rows = tangents(xi, R)
+        rows = [(theta[t], keep[t], c[t]) for theta, keep, c in rows_all]
         for theta, keep, c in rows:
             slope = (1.0 - theta) * x * R
             u = np.where(keep, np.minimum(u, (before + slope + c) / (1.0 + slope)), u)
