@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "magnitude-fuzz": "cbalab.experiments.runs.magnitude_fuzz",
     "trace-scale": "cbalab.experiments.runs.trace_scale",
     "p3-trace": "cbalab.experiments.runs.p3_trace",
+    "p3-sides": "cbalab.experiments.runs.p3_sides",
     "dask-workers": "cbalab.experiments.runs.dask_workers",
     "replay-speed": "cbalab.experiments.runs.replay_speed",
 }

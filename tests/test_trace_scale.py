@@ -94,3 +94,26 @@ def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
     assert default["limits"] == p3_lagrange.TRACE_LIMITS._asdict()
     exact = [int(m.split(" exact chunk LP(s) of ")[1].split()[0]) for m in (out["p3_message"], default["p3_message"])]
     assert exact[0] < exact[1], exact
+
+
+@pytest.mark.slow
+def test_p3_sides_place_p3_between_the_certified_sides_and_windows_never_raise_the_cost() -> None:
+    """``cbalab bench p3-sides --exact --window W`` (experiments/runs/p3_sides.py): the proven P3* lies between the
+    trace limits' bound and schedule, and above the all-exact bound (Theorem 4 of proofs/dynamic_lower_bound.md:
+    every L(μ, ν) ≤ P3*); each pass of window re-solves keeps a checked schedule that costs no more than the
+    one it started from (the old point is a point of every window's LP) and no less than P3*."""
+    from cbalab.experiments.runs import p3_sides
+
+    out = p3_sides.measure(jobs=150, exact=True, window=60, sweeps=2)
+    star, trace = out["p3"], out["trace"]
+    assert star["status"] == "optimal"
+    tol = 1e-9 * star["cost_io"]
+    assert trace["bound"] <= star["cost_io"] + tol and out["all_exact"]["bound"] <= star["cost_io"] + tol
+    assert star["cost_io"] <= trace["cost_io"] + tol
+    assert out["bound_below_p3"] >= -1e-9 and out["schedule_above_p3"] >= -1e-9
+    costs = [trace["cost_io"], *(one["cost_io"] for one in out["windows"]["passes"])]
+    assert None not in costs and len(costs) == 3
+    for before, after in zip(costs, costs[1:], strict=False):
+        assert star["cost_io"] - tol <= after <= before + tol, costs
+    with pytest.raises(InstanceError, match="window"):
+        p3_sides.measure(jobs=150, window=-1)
