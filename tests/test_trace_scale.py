@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from cbalab.experiments.runs import trace_scale
@@ -113,7 +115,7 @@ def test_p3_sides_place_p3_between_the_certified_sides_and_windows_never_raise_t
     assert out["bound_below_p3"] >= -1e-9 and out["schedule_above_p3"] >= -1e-9
     costs = [trace["cost_io"], *(one["cost_io"] for one in out["windows"]["passes"])]
     assert None not in costs and len(costs) == 3
-    for before, after in zip(costs, costs[1:], strict=False):
+    for before, after in itertools.pairwise(costs):
         assert star["cost_io"] - tol <= after <= before + tol, costs
     with pytest.raises(InstanceError, match="window"):
         p3_sides.measure(jobs=150, window=-1)
