@@ -21,6 +21,7 @@ This benchmark says how much of that gap each side holds, over the CBA cost repl
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from cbalab.experiments.workload import Workload, make_workload
 from cbalab.models.instance import InstanceError
 from cbalab.models.milp import p3_lagrange
 from cbalab.models.milp.dynamic import HIGHS_TOLERANCES, Cluster, Matrix, Schedule, matrix, settle, solve_dynamic
+from cbalab.models.milp.statement import Arrays
 
 
 def philly_schedule(jobs: int) -> tuple[Schedule, Cluster]:
@@ -48,11 +50,9 @@ def philly_schedule(jobs: int) -> tuple[Schedule, Cluster]:
     return replay_schedule(workload, replay.jobs, period_s=cfg.period_s), cluster
 
 
-def _window_lp(built: Matrix, x: np.ndarray, free: np.ndarray) -> tuple[Any, np.ndarray]:
+def _window_lp(built: Matrix, x: np.ndarray, free: np.ndarray) -> tuple[Arrays, np.ndarray]:
     """The LP of the ``free`` columns with every other column fixed at ``x``: rows that read a free column, their
-    bounds less the fixed columns' activity; a HighsLp (costs scaled by their largest) and the free columns."""
-    import highspy
-
+    bounds less the fixed columns' activity, costs scaled by the whole LP's largest; and the free columns."""
     _, _, rows = built
     row_of = np.repeat(np.arange(rows.n_rows), np.diff(rows.start))
     at_free = free[rows.index]
@@ -64,15 +64,22 @@ def _window_lp(built: Matrix, x: np.ndarray, free: np.ndarray) -> tuple[Any, np.
     new_row = np.full(rows.n_rows, -1)
     new_row[kept] = np.arange(kept.size)
     entry = at_free & (new_row[row_of] >= 0)  # CSR order: rows stay increasing
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = int(cols.size), int(kept.size)
-    lp.col_cost_ = rows.cost[cols] / max(float(np.max(rows.cost)), 1e-300)
-    lp.col_lower_, lp.col_upper_ = rows.col_lo[cols], np.minimum(rows.col_hi[cols], highspy.kHighsInf)
-    lp.row_lower_ = np.maximum(rows.row_lo[kept] - fixed[kept], -highspy.kHighsInf)
-    lp.row_upper_ = np.minimum(rows.row_hi[kept] - fixed[kept], highspy.kHighsInf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(np.bincount(new_row[row_of[entry]], minlength=kept.size))])
-    lp.a_matrix_.index_, lp.a_matrix_.value_ = new_col[rows.index[entry]], rows.value[entry]
+    lp = replace(
+        rows,
+        cost=rows.cost[cols] / max(float(np.max(rows.cost)), 1e-300),
+        col_lo=rows.col_lo[cols],
+        col_hi=rows.col_hi[cols],
+        integral=rows.integral[cols],
+        unit=rows.unit[cols],
+        start=np.concatenate([[0], np.cumsum(np.bincount(new_row[row_of[entry]], minlength=kept.size))]),
+        index=new_col[rows.index[entry]],
+        value=rows.value[entry],
+        row_lo=rows.row_lo[kept] - fixed[kept],
+        row_hi=rows.row_hi[kept] - fixed[kept],
+        offset=0.0,
+        blocks={},
+        rows={},
+    )
     return lp, cols
 
 
@@ -102,7 +109,7 @@ def window_sweeps(
             h = highspy.Highs()
             for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
                 h.setOptionValue(option, setting)
-            h.passModel(lp)
+            h.passModel(lp.to_highs())
             start = time.process_time()
             h.run()
             highs_cpu += time.process_time() - start
