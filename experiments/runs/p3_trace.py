@@ -1,6 +1,7 @@
 """p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
 
-    cbalab bench p3-trace            (--jobs N: only the first N jobs; --exact-share S, --chunk-pairs P: other limits)
+    cbalab bench p3-trace            (--jobs N: only the first N jobs; --exact-share S, --chunk-pairs P,
+                                      --window-slots W (0: no joint step): other limits)
 
 Measures in one run, in CPU seconds (``time.process_time``, so that the machine's other load does not count):
 
@@ -22,21 +23,33 @@ import time
 from cbalab.experiments.data import data_path
 from cbalab.experiments.simulate import SimConfig, offline_optimum, simulate
 from cbalab.experiments.workload import Workload, make_workload
+from cbalab.models.instance import InstanceError
 from cbalab.models.milp import p3_lagrange
 
 
-def measure(*, jobs: int | None = None, exact_share: float | None = None, chunk_pairs: int | None = None) -> dict:
+def measure(
+    *,
+    jobs: int | None = None,
+    exact_share: float | None = None,
+    chunk_pairs: int | None = None,
+    window_slots: int | None = None,
+) -> dict:
     """The CBA replay and P3's decomposition on the Philly trace (its first ``jobs`` jobs, None: all); CPU s.
 
-    ``exact_share`` and ``chunk_pairs`` replace TRACE_EXACT_SHARE and TRACE_CHUNK_PAIRS in the
-    :class:`~cbalab.models.milp.p3_lagrange.TraceLimits` passed to ``offline_optimum`` (how much bound a finer
-    relaxation buys; ``--offline-optimum`` itself always uses the TRACE_* limits).
+    ``exact_share``, ``chunk_pairs`` and ``window_slots`` replace TRACE_EXACT_SHARE, TRACE_CHUNK_PAIRS and
+    TRACE_WINDOW_SLOTS in the :class:`~cbalab.models.milp.p3_lagrange.TraceLimits` passed to ``offline_optimum``
+    (how much bound a finer relaxation buys, how much schedule the joint windows buy; ``--offline-optimum``
+    itself always uses the TRACE_* limits).  A window below 0 is InstanceError naming the option.
     """
     limits = p3_lagrange.TRACE_LIMITS
     if exact_share is not None:
         limits = limits._replace(exact_share=exact_share)
     if chunk_pairs is not None:
         limits = limits._replace(chunk_pairs=chunk_pairs)
+    if window_slots is not None:
+        if window_slots < 0:
+            raise InstanceError("window_slots", window_slots, "must be >= 0 (0: no joint window step)")
+        limits = limits._replace(window_slots=window_slots)
     workload = make_workload(trace=str(data_path("philly")), n_jobs=None, seed=0)
     if jobs is not None:
         workload = Workload(workload.jobs.iloc[:jobs].reset_index(drop=True), workload.datasets, workload.settings)

@@ -42,6 +42,10 @@ The best such schedule is then improved by a resource-directive step
 at the true prices within the cache (and bandwidth) its schedule holds plus what
 the others leave free, so the join meets the coupling rows by construction and
 costs no more; it is settled and checked the same way and kept if cheaper.
+At trace scale a joint step follows (:func:`_joint_windows`, Lemma 8): window by
+window of slots, the exact datasets are re-solved together with the window's
+capacity rows, every other column fixed, so capacity can pass from one dataset
+to another in the same slot, which no one-dataset step can do.
 """
 
 from __future__ import annotations
@@ -95,8 +99,9 @@ LARGE_PAIRS = 150_000
 #: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
 #: them on the whole Philly trace): one iteration (P1's duals), chunks of 2,000 pairs, warm-up rows only for
 #: datasets of at least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end
-#: only, then the resource-directive step (:func:`_directed`).  Measured (p3_trace, 2 Dec 2026): 8 exact
-#: datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU; 4 exact, 4 iterations: 489.78 $, 11.9 ×;
+#: only, then the resource-directive step (:func:`_directed`) and the joint windows (:func:`_joint_windows`).
+#: Measured (p3_trace, 2 Dec 2026): 8 exact datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU;
+#: 4 exact, 4 iterations: 489.78 $, 11.9 ×;
 #: in both every subgradient step lost bound against P1's duals, so one iteration gives the same bound, and the
 #: CPU of the second pays for the resource-directive step.  Measured (``nice -n 19 cbalab bench p3-trace``,
 #: 5 Dec 2026): bound 490.18 $, schedule 491.91 $ (certified gap 0.35 %; 494.18 $ and 0.81 % without the step),
@@ -104,6 +109,16 @@ LARGE_PAIRS = 150_000
 #: CBA replay of 12.55 s: 23.2 × (the replay was 21–35 s when the 13.4 × above was measured).
 TRACE_ITERATIONS = 1
 TRACE_CHUNK_PAIRS = 2000
+#: Slots per window of the joint step at trace scale (:func:`_joint_windows`, Lemma 8), with WINDOW_HIGHS.
+#: Measured on the first 20,000 Philly jobs (6 Dec 2026, one process on an idle core): without the step, gap
+#: 0.353 % in 66.2 s of CPU; windows of 500 slots, 0.148 % in 80.9 s; of 100, 0.208 %; of 1,000, 0.140 % for a few
+#: per cent more CPU than 500.  Whole trace (two runs side by side): 500 slots, gap 0.209 %; 1,000 slots, 0.202 %.
+TRACE_WINDOW_SLOTS = 500
+
+#: HiGHS's options for a joint window's LP beside HIGHS_TOLERANCES: no presolve and no scaling halved the windows'
+#: CPU on the first 10,000 Philly jobs (10.7 s to 5.2 s) for the same schedule to 10⁻¹³; the result is settled and
+#: checked whatever HiGHS returns (Lemma 8).
+WINDOW_HIGHS = (("presolve", "off"), ("simplex_scale_strategy", 0))
 TRACE_EXACT_SHARE = 0.1
 #: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
 #: so full steps towards 1 % above it overshoot (measured on 10,000 Philly jobs: every step lost bound).
@@ -118,6 +133,7 @@ class TraceLimits(NamedTuple):
     chunk_pairs: int = TRACE_CHUNK_PAIRS
     exact_share: float = TRACE_EXACT_SHARE
     target_gap: float = TRACE_TARGET_GAP
+    window_slots: int = TRACE_WINDOW_SLOTS
 
 
 #: The TRACE_* limits, what ``cbalab simulate --offline-optimum`` and the dynamic experiment use.
@@ -220,7 +236,7 @@ def _chunk_cost(
     return cost
 
 
-def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, float]:
+def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None, options: tuple = ()) -> tuple[Any, float]:
     """Run HiGHS on one chunk's LP ``rows`` from ``basis`` (None: cold), its costs scaled by their largest.
 
     Returns the solved ``highspy.Highs`` and the scale, by which its row duals are multiplied back to the prices.
@@ -231,7 +247,7 @@ def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, f
     top = float(np.max(rows.cost)) if rows.cost.size else 0.0
     scale = top if top > 0 else 1.0
     h = highspy.Highs()
-    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *options):
         h.setOptionValue(option, setting)
     lp = rows.to_highs()
     lp.col_cost_ = rows.cost / scale
@@ -395,6 +411,15 @@ def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def trajectories(schedule: Schedule, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A schedule's ``values`` on :func:`layout`'s pairs as trajectories y, u, e, b (K × S, 0 outside the pairs)."""
+    lay = layout(schedule)
+    traj = {name: np.zeros((schedule.size_gb.size, schedule.n_slots)) for name in ("y", "u", "e", "b")}
+    for name, value in traj.items():
+        value[lay.k, lay.t] = values[name]
+    return traj
+
+
 def _directed(
     schedule: Schedule, cluster: Cluster, values: dict[str, np.ndarray], pieces: list[_Chunk]
 ) -> dict[str, np.ndarray]:
@@ -415,11 +440,8 @@ def _directed(
     still needs :func:`settle` (HiGHS meets the rows only to its tolerances) and the check of the coupling
     rows, which :func:`_upper` does.
     """
-    lay = layout(schedule)
     d = schedule.size_gb
-    traj = {name: np.zeros((d.size, schedule.n_slots)) for name in ("y", "u", "e", "b")}
-    for name, value in traj.items():
-        value[lay.k, lay.t] = values[name]
+    traj = trajectories(schedule, values)
     spare = cluster.cache_gb - row_sum(d, traj["y"])
     finite_b = math.isfinite(cluster.bandwidth_gbps)
     spare_b = cluster.bandwidth_gbps - traj["b"].sum(axis=0) if finite_b else np.zeros(schedule.n_slots)
@@ -495,6 +517,109 @@ def _solve_directed(lp_rows: Arrays, piece: _Chunk) -> np.ndarray | None:
     return np.asarray(h.getSolution().col_value)
 
 
+def _joint_windows(
+    schedule: Schedule, cluster: Cluster, start: dict[str, np.ndarray], exact: np.ndarray, window: int
+) -> tuple[dict[str, np.ndarray], int]:
+    """The joint window step (proofs/dynamic_lower_bound.md, Lemma 8): trajectories (y, u, e, b; K × S) made from
+    the trajectories ``start`` of a schedule that meets the coupling rows by re-solving, ``window`` slots at a time, the
+    ``exact`` datasets' own rows of the window together with the window's capacity rows, at the true prices;
+    and the number of windows HiGHS did not solve (they keep their old values).
+
+    Why: the resource-directive step (:func:`_directed`) re-solves one dataset at a time, so capacity that one
+    dataset holds in a slot can never pass to another that would save more with it; on the first 10,000 Philly
+    jobs that trade between the exact datasets is most of the gap the step leaves (docs/reproduce.md).  Every
+    column outside the window's LP keeps its value and counts in the capacity rows' bounds, the window starts
+    from its datasets' old fills (a fixed free slot, Theorem 4 (ii)) and each dataset's last pair keeps at least
+    its old end fill, so the old point is a point of the window's LP and the step does not raise the cost.  The
+    result still needs :func:`settle` and the check of the coupling rows, which :func:`_upper` does.
+    """
+    traj = {name: value.copy() for name, value in start.items()}
+    final = schedule.n_slots - 1 - np.argmax(schedule.demand[:, ::-1] > 0, axis=1)  # each dataset's last demand
+    on = np.zeros(schedule.size_gb.size, dtype=bool)
+    on[exact] = True
+    unsolved = 0
+    for first in range(0, schedule.n_slots, window):
+        last = min(first + window, schedule.n_slots)
+        ks = np.flatnonzero(on & (schedule.demand[:, first:last] > 0).any(axis=1))
+        if ks.size < 2 or not _binds(schedule, cluster, traj, first, last):
+            continue
+        point = _window_point(schedule, cluster, traj, ks, first, last, final)
+        if point is None:
+            unsolved += 1
+            continue
+        k, t, new = point
+        for name, value in new.items():
+            traj[name][k, t] = value
+    return traj, unsolved
+
+
+def _binds(schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], first: int, last: int) -> bool:
+    """Whether C (or a finite B) is full to FEAS_RTOL in some slot ``first`` .. ``last`` − 1 of ``traj``: elsewhere
+    no capacity row binds, and the datasets' own rows are what :func:`_directed` re-solves one at a time."""
+    used = row_sum(schedule.size_gb, traj["y"][:, first:last])
+    if (used >= cluster.cache_gb * (1.0 - FEAS_RTOL)).any():
+        return True
+    read = traj["b"][:, first:last].sum(axis=0)
+    return math.isfinite(cluster.bandwidth_gbps) and bool((read >= cluster.bandwidth_gbps * (1.0 - FEAS_RTOL)).any())
+
+
+def _window_point(
+    schedule: Schedule,
+    cluster: Cluster,
+    traj: dict[str, np.ndarray],
+    ks: np.ndarray,
+    first: int,
+    last: int,
+    final: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    """One window of :func:`_joint_windows`: slots ``first`` .. ``last`` − 1 of the datasets ``ks``, after a free
+    slot fixed at their fills at the end of slot ``first`` − 1 (``final``: each dataset's last slot with demand);
+    the (dataset, slot) of the pairs its LP holds and their new y, u, e, b, or None when HiGHS does not solve it
+    to optimality."""
+    import highspy
+
+    d = schedule.size_gb[ks]
+    times = np.concatenate([[schedule.times[first] - 1.0], schedule.times[first : last + 1]])
+    demand = np.hstack([FREE_START_READS * d[:, None], schedule.demand[ks, first:last]])
+    sub, cols, rows = matrix(Schedule(times, demand, d), cluster, warmup=True)
+    own = sub.t > 0
+    k, t = ks[sub.k[own]], sub.t[own] - 1 + first
+    lo, hi = rows.col_lo.copy(), rows.col_hi.copy()
+    start = traj["e"][ks, first - 1] if first > 0 else np.zeros(ks.size)
+    start = np.clip(start, 0.0, np.minimum(1.0, cluster.cache_gb / d))
+    head = np.flatnonzero(~own)
+    for name, fixed in (("y", start), ("u", np.zeros(ks.size)), ("e", start), ("b", FREE_START_READS * d)):
+        lo[cols[name][head]] = hi[cols[name][head]] = np.broadcast_to(fixed, ks.shape)[sub.k[head]]
+    # A dataset's last pair in the LP keeps at least its old end fill when pairs follow it: they keep their values.
+    ends = np.flatnonzero(own & np.append(sub.k[1:] != sub.k[:-1], True))
+    ends = ends[sub.t[ends] - 1 + first < final[ks[sub.k[ends]]]]
+    old_end = traj["e"][ks[sub.k[ends]], sub.t[ends] - 1 + first]
+    lo[cols["e"][ends]] = np.minimum(hi[cols["e"][ends]], old_end * (1.0 - FEAS_RTOL))
+    # The capacity rows hold what every column outside the LP uses; the free slot's rows bind nothing.
+    row_lo, row_hi = rows.row_lo.copy(), rows.row_hi.copy()
+    slots = np.unique(sub.t)
+    inside = np.zeros((schedule.size_gb.size, last - first), dtype=bool)
+    inside[k, t - first] = True
+    kept_y = np.where(inside, 0.0, traj["y"][:, first:last])
+    kept_b = np.where(inside, 0.0, traj["b"][:, first:last])
+    for group, used, top in (
+        ("cache_capacity", row_sum(schedule.size_gb, kept_y), cluster.cache_gb),
+        ("bandwidth_capacity", kept_b.sum(axis=0), cluster.bandwidth_gbps),
+    ):
+        part = rows.rows[group]
+        if part.stop > part.start:
+            row_hi[part] = np.where(slots > 0, top - used[np.maximum(slots, 1) - 1], math.inf)
+    cost = rows.cost.copy()
+    for idx in cols.values():
+        cost[idx[head]] = 0.0
+    window_lp = replace(rows, cost=cost, col_lo=lo, col_hi=hi, row_lo=row_lo, row_hi=row_hi)
+    h, _ = _run_chunk_lp(window_lp, None, WINDOW_HIGHS)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or not h.getSolution().value_valid:
+        return None
+    x = np.asarray(h.getSolution().col_value)
+    return k, t, {name: x[cols[name][own]] for name in ("y", "u", "e", "b")}
+
+
 def _upper(
     schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
 ) -> tuple[dict[str, np.ndarray], float] | None:
@@ -563,6 +688,7 @@ def solve_lagrange(
     target_gap: float = TARGET_GAP,
     priced: bool = True,
     directed: bool = True,
+    window_slots: int = 0,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
@@ -573,7 +699,8 @@ def solve_lagrange(
     ``target_gap`` above the best bound.  ``priced`` False starts from zero multipliers instead of P1's
     duals: one iteration is then every dataset's LP alone with all of C, optimal when the joined schedule
     meets the coupling rows (Lemma 5 (i)).  ``directed`` False leaves out the resource-directive step
-    (:func:`_directed`, Lemma 7) after the last iteration.  Continuous caches only.
+    (:func:`_directed`, Lemma 7) after the last iteration; ``window_slots`` > 0 adds the joint window step
+    (:func:`_joint_windows`, Lemma 8) over windows of that many slots after it.  Continuous caches only.
     """
     cluster.check()
     if cluster.granularity != "continuous":
@@ -666,10 +793,21 @@ def solve_lagrange(
         step = factor * max(target - value, 1e-12 * max(1.0, abs(target))) / norm
         mu = np.maximum(0.0, mu + step * g_c)
         nu = np.maximum(0.0, nu + step * g_b)
-    if directed and best is not None and pieces and not certified(best[1], max(best_bound, 0.0)):
-        point = _upper(schedule, cluster, _directed(schedule, cluster, best[0], pieces), np.empty(0, dtype=np.int64))
-        if point is not None and point[1] < best[1]:
-            best = point
+    unsolved = 0
+    steps = directed or window_slots > 0
+    if steps and best is not None and pieces and not certified(best[1], max(best_bound, 0.0)):
+        # The directed trajectories meet the coupling rows by construction, so the joint step starts from them
+        # unsettled; _upper settles and checks the joint result, and the directed one only if that is no cheaper.
+        tried = [_directed(schedule, cluster, best[0], pieces)] if directed else []
+        if window_slots > 0:
+            start = tried[0] if directed else trajectories(schedule, best[0])
+            joint, unsolved = _joint_windows(schedule, cluster, start, exact, window_slots)
+            tried.insert(0, joint)
+        for candidate in tried:
+            point = _upper(schedule, cluster, candidate, np.empty(0, dtype=np.int64))
+            if point is not None and point[1] < best[1]:
+                best = point
+                break
     bound = max(best_bound, 0.0)
     if best_at is not None:
         bound = safe_float(bound, _exact_value(schedule, cluster, instant, B, best_at), lower=True)
@@ -680,6 +818,8 @@ def solve_lagrange(
         f"{len(pieces)} exact chunk LP(s) of {exact.size} dataset(s), {instant.size} instant dataset(s); "
         f"{done} iteration(s)" + ("; stopped at a zero subgradient (the multipliers maximise L)" if norm == 0.0 else "")
     )
+    if unsolved:
+        note += f"; {unsolved} joint window(s) not solved by HiGHS kept their values"
     if cost is not None and bound > cost:
         note += (
             f"; the bound lies {bound - cost:.3g} above the settled schedule's cost (the schedule meets the rows to "
@@ -725,4 +865,5 @@ def solve_trace(schedule: Schedule, cluster: Cluster, limits: TraceLimits = TRAC
         exact_share=limits.exact_share,
         upper_every=limits.iterations,
         target_gap=limits.target_gap,
+        window_slots=limits.window_slots,
     )
