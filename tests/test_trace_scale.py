@@ -78,16 +78,17 @@ def test_no_repeats_is_bad_input() -> None:
 
 @pytest.mark.slow
 def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
-    """``cbalab bench p3-trace --exact-share S --chunk-pairs P`` (experiments/runs/p3_trace.py) solves the whole
-    schedule by the decomposition under those limits, reports them, and leaves the TRACE_* limits of
-    ``--offline-optimum`` as they were."""
+    """``cbalab bench p3-trace --exact-share S --chunk-pairs P --window-slots W`` (experiments/runs/p3_trace.py)
+    solves the whole schedule by the decomposition under those limits, reports them, and leaves the TRACE_* limits
+    of ``--offline-optimum`` as they were; a window below 0 is refused naming the option."""
     from cbalab.experiments.runs import p3_trace
     from cbalab.models.milp import p3_lagrange
 
     monkeypatch.setattr(p3_lagrange, "LARGE_PAIRS", 0)  # 300 jobs are a "large" schedule: the decomposition runs
     before = (p3_lagrange.TRACE_EXACT_SHARE, p3_lagrange.TRACE_CHUNK_PAIRS)
-    out = p3_trace.measure(jobs=300, exact_share=0.5, chunk_pairs=64)
+    out = p3_trace.measure(jobs=300, exact_share=0.5, chunk_pairs=64, window_slots=7)
     assert out["limits"]["exact_share"] == 0.5 and out["limits"]["chunk_pairs"] == 64
+    assert out["limits"]["window_slots"] == 7
     assert out["p3_method"] == "lagrange" and out["p3_bound"] <= out["cba_io"] * (1 + 1e-9)
     assert before == (p3_lagrange.TRACE_EXACT_SHARE, p3_lagrange.TRACE_CHUNK_PAIRS)
     assert p3_lagrange.TraceLimits() == p3_lagrange.TRACE_LIMITS
@@ -96,6 +97,8 @@ def test_p3_trace_limits_apply_to_the_measurement_only(monkeypatch) -> None:
     assert default["limits"] == p3_lagrange.TRACE_LIMITS._asdict()
     exact = [int(m.split(" exact chunk LP(s) of ")[1].split()[0]) for m in (out["p3_message"], default["p3_message"])]
     assert exact[0] < exact[1], exact
+    with pytest.raises(InstanceError, match="window_slots"):
+        p3_trace.measure(jobs=300, window_slots=-1)
 
 
 @pytest.mark.slow
@@ -115,6 +118,7 @@ def test_p3_sides_place_p3_between_the_certified_sides_and_windows_never_raise_t
     assert out["bound_below_p3"] >= -1e-9 and out["schedule_above_p3"] >= -1e-9
     costs = [trace["cost_io"], *(one["cost_io"] for one in out["windows"]["passes"])]
     assert None not in costs and len(costs) == 3
+    assert all(one["unsolved"] == 0 for one in out["windows"]["passes"])
     for before, after in itertools.pairwise(costs):
         assert star["cost_io"] - tol <= after <= before + tol, costs
     with pytest.raises(InstanceError, match="window"):
