@@ -6,7 +6,9 @@ and reports its CPU seconds (``time.process_time``, so that other load on the ma
 peak resident memory.  The replay is io-cost's (experiments/runs/io_cost.py): the first ``jobs`` jobs of the
 shipped Philly trace on ``n_datasets`` datasets at skew ``skew``, C = 500 GB, no cap, warm-up on, p_c/p_b =
 1e-3; the same seed for both installs, so that their summaries must agree (``same_summary``: every cost, JCT
-and event count, the wall time aside).  With ``reference``, the Python of a pinned install (e.g. a virtual
+and event count, the wall time aside, on the columns both installs report; ``columns_only_here`` names the
+others).  Each child runs in the system's temporary folder, so that a source tree in the working folder cannot
+shadow the reference's install.  With ``reference``, the Python of a pinned install (e.g. a virtual
 environment with cbalab installed at b6884cc), each policy is replayed ``repeats`` times by each install in
 alternation and ``speedup`` is the reference's median CPU over this install's.  With ``large`` > 0, a generated
 trace of that many jobs (``cbalab simulate --generate N``'s workload, seed 0) is replayed by CBA and by online
@@ -23,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +72,12 @@ def _child(python: str, program: str, *args: object) -> dict[str, Any]:
     """Run ``program`` under ``python`` with ``args`` in a fresh process; its JSON answer (the last line)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(
-        [python, "-c", program, *map(str, args)], capture_output=True, text=True, check=False, env=env
+        [python, "-c", program, *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tempfile.gettempdir(),
     )
     if done.returncode != 0:
         raise RuntimeError(f"{python}: the replay failed:\n{done.stderr[-2000:]}")
@@ -105,7 +113,12 @@ def measure(
         if theirs:
             entry["reference_cpu_s"] = statistics.median(t["cpu_s"] for t in theirs)
             entry["speedup"] = entry["reference_cpu_s"] / entry["cpu_s"]
-            entry["same_summary"] = all(m["row"] == theirs[0]["row"] for m in mine + theirs)
+            # Columns added after the reference (issue 44's stall_cost_usd, io_plus_stall_usd) are listed, not compared.
+            common = set(mine[0]["row"]) & set(theirs[0]["row"])
+            entry["same_summary"] = all(
+                {k: m["row"][k] for k in common} == {k: theirs[0]["row"][k] for k in common} for m in mine + theirs
+            )
+            entry["columns_only_here"] = sorted(set(mine[0]["row"]) - common)
         out[policy] = entry
     if reference is not None:
         out["reference"] = str(reference)
