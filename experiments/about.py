@@ -88,7 +88,7 @@ ABOUT: dict[str, About] = {
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        790.8,
+        773.1,
         2,
     ),
     "online-welfare": About(
