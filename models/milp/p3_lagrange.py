@@ -66,6 +66,7 @@ from cbalab.models.milp.dynamic import (
     HIGHS_TOLERANCES,
     Cluster,
     Schedule,
+    Tangent,
     certified,
     certified_bound,
     entry,
@@ -97,7 +98,7 @@ FREE_START_READS = 4.0
 LARGE_PAIRS = 150_000
 
 #: The limits of the decomposition at trace scale (:func:`solve_trace`; experiments/runs/p3_trace.py measures
-#: them on the whole Philly trace): one iteration (P1's duals), chunks of 2,000 pairs, warm-up rows only for
+#: them on the whole Philly trace): one iteration (P1's duals), chunks of 1,000 pairs, warm-up rows only for
 #: datasets of at least TRACE_EXACT_SHARE · C (the rest instant, Theorem 4 (iii)), schedules settled at the end
 #: only, then the resource-directive step (:func:`_directed`) and the joint windows (:func:`_joint_windows`).
 #: Measured (p3_trace, 2 Dec 2026): 8 exact datasets, 2 iterations: bound 490.18 $, 13.4 × the CBA replay's CPU;
@@ -108,18 +109,29 @@ LARGE_PAIRS = 150_000
 #: P3 291.0 s of CPU (d58953a's two iterations without the step: 317.6 s for solve_trace alone, same machine) over a
 #: CBA replay of 12.55 s: 23.2 × (the replay was 21–35 s when the 13.4 × above was measured).
 TRACE_ITERATIONS = 1
-TRACE_CHUNK_PAIRS = 2000
-#: Slots per window of the joint step at trace scale (:func:`_joint_windows`, Lemma 8), with WINDOW_HIGHS.
+#: Chunks of 1,000 pairs, not 2,000 (7 Dec 2026, one process on an idle core unless said; CHUNK_HIGHS, windows of
+#: 500): on the first 20,000 Philly jobs P3 took 65.6 s for 79.2 s (beside another run), the bound 157.53655 $ for
+#: 157.53937 $, the gap 0.150 % for 0.148 %; chunks of 500 took 58.0 s for a gap of 0.157 %.  On the whole trace
+#: chunks of 1,000 give the bound 490.134 $ (490.184 $ with 2,000) and the gap 0.223 % (0.209 %); chunks of 500,
+#: 490.052 $ and 0.244 % (beside another run).
+TRACE_CHUNK_PAIRS = 1000
+#: Slots per window of the joint step at trace scale (:func:`_joint_windows`, Lemma 8), with CHUNK_HIGHS.
 #: Measured on the first 20,000 Philly jobs (6 Dec 2026, one process on an idle core): without the step, gap
 #: 0.353 % in 66.2 s of CPU; windows of 500 slots, 0.148 % in 80.9 s; of 100, 0.208 %; of 1,000, 0.140 % for a few
 #: per cent more CPU than 500.  Whole trace (two runs side by side): 500 slots, gap 0.209 %; 1,000 slots, 0.202 %.
 TRACE_WINDOW_SLOTS = 500
 
-#: HiGHS's options for a joint window's LP beside HIGHS_TOLERANCES: no presolve and no scaling halved the windows'
-#: CPU on the first 10,000 Philly jobs (10.7 s to 5.2 s) for the same schedule to 10⁻¹³; the result is settled and
-#: checked whatever HiGHS returns (Lemma 8).
-WINDOW_HIGHS = (("presolve", "off"), ("simplex_scale_strategy", 0))
+#: HiGHS's options for every chunk's and window's LP beside HIGHS_TOLERANCES: no presolve, no scaling, and the dual
+#: simplex's Devex pricing.  Measured on the first 20,000 Philly jobs (7 Dec 2026, every sixth LP of each kind of
+#: 2,000-pair chunks, one process): no presolve and no scaling took the priced chunks from 4.64 s to 1.96 s of CPU
+#: (their bounds' sum lower by 1.2·10⁻¹⁰ relative) and the directed ones from 1.41 s to 1.06 s (on 10,000 jobs the
+#: windows from 10.7 s to 5.2 s for the same schedule to 10⁻¹³); Devex then took the windows from 4.19 s to 2.89 s,
+#: the priced chunks to 1.72 s and the directed ones to 1.05 s.  Safe: a priced chunk's bound is the weak-duality
+#: value of whatever duals HiGHS returns, and every schedule is settled and checked (Lemmas 7 and 8).
+CHUNK_HIGHS = (("presolve", "off"), ("simplex_scale_strategy", 0), ("simplex_dual_edge_weight_strategy", 1))
 TRACE_EXACT_SHARE = 0.1
+#: Slots per block of :func:`_ramp`'s precomputed terms (tangent × slot × dataset arrays of a few MB each).
+RAMP_BLOCK = 2048
 #: Polyak's target at trace scale: the bound of P1's duals is already within a few per cent of the replay's cost,
 #: so full steps towards 1 % above it overshoot (measured on 10,000 Philly jobs: every step lost bound).
 TRACE_TARGET_GAP = 0.002
@@ -236,22 +248,41 @@ def _chunk_cost(
     return cost
 
 
-def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None, options: tuple = ()) -> tuple[Any, float]:
-    """Run HiGHS on one chunk's LP ``rows`` from ``basis`` (None: cold), its costs scaled by their largest.
+def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, float]:
+    """Run HiGHS with CHUNK_HIGHS on one chunk's LP ``rows`` from ``basis`` (None: cold), its costs scaled by their
+    largest.
 
     Returns the solved ``highspy.Highs`` and the scale, by which its row duals are multiplied back to the prices.
-    Both the priced solve (:func:`_solve_chunk`) and the directed step (:func:`_solve_directed`) run through it.
+    The priced solves (:func:`_solve_chunk`), the directed step (:func:`_solve_directed`) and the joint windows
+    (:func:`_window_point`) all run through it.
     """
     import highspy
 
     top = float(np.max(rows.cost)) if rows.cost.size else 0.0
     scale = top if top > 0 else 1.0
     h = highspy.Highs()
-    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *options):
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *CHUNK_HIGHS):
         h.setOptionValue(option, setting)
-    lp = rows.to_highs()
-    lp.col_cost_ = rows.cost / scale
-    h.passModel(lp)
+    # The array form of passModel takes each array whole; a HighsLp's setters (Arrays.to_highs) convert element by
+    # element, 9 of the 10 ms a 1,000-pair chunk took to pass (about 20 s on the whole Philly trace).
+    inf = highspy.kHighsInf
+    h.passModel(
+        rows.n_cols,
+        rows.n_rows,
+        int(rows.index.size),
+        int(highspy.MatrixFormat.kRowwise),
+        int(highspy.ObjSense.kMinimize),
+        float(rows.offset),
+        rows.cost / scale,
+        np.asarray(rows.col_lo, dtype=float),
+        np.minimum(rows.col_hi, inf),
+        np.maximum(rows.row_lo, -inf),
+        np.minimum(rows.row_hi, inf),
+        np.asarray(rows.start[:-1], dtype=np.int32),
+        np.asarray(rows.index, dtype=np.int32),
+        np.asarray(rows.value, dtype=float),
+        np.zeros(rows.n_cols, dtype=np.int32),
+    )
     if basis is not None:
         start = highspy.HighsBasis()
         start.col_status = basis[0]
@@ -383,31 +414,36 @@ def _ramp(schedule: Schedule, y: np.ndarray) -> dict[str, np.ndarray]:
     """
     d = schedule.size_gb[: y.shape[0]]
     out = {name: np.zeros_like(y) for name in ("u", "e", "b")}
-    # Every slot's x = Δ/d, ξ and tangent rows at once (slots × datasets, element by element the same numbers as
-    # slot by slot): Schedule.lengths is a fresh np.diff of all S + 1 times, so asking it per slot cost O(S²).
     demand = schedule.demand[: y.shape[0]].T
-    x_all = schedule.lengths[:, None] / d[None, :]
-    xi_all = x_all * demand
-    shape = xi_all.shape
-    rows_all = [tuple(part.reshape(shape) for part in row) for row in tangents(xi_all.ravel(), demand.ravel())]
+    lengths = schedule.lengths
     before = np.zeros(y.shape[0])
-    for t in range(schedule.n_slots):
-        R, x = demand[t], x_all[t]
-        yt = y[:, t]
-        u = yt.copy()
-        rows = [(theta[t], keep[t], c[t]) for theta, keep, c in rows_all]
-        for theta, keep, c in rows:
-            slope = (1.0 - theta) * x * R
-            u = np.where(keep, np.minimum(u, (before + slope + c) / (1.0 + slope)), u)
-            u = np.where(keep & (theta > 0) & (R > 0), np.minimum(u, (1.0 - theta) * yt + theta * before + c), u)
-        u = np.maximum(u, 0.0)
-        b = R * (1.0 - u)
-        e = np.minimum(yt, before + x * b)
-        for theta, keep, c in rows:
-            e = np.where(keep, np.minimum(e, u + (1.0 - theta) * x * b + c), e)
-        e = np.maximum(e, 0.0)
-        out["u"][:, t], out["e"][:, t], out["b"][:, t] = u, e, b
-        before = e
+    # Only e⁻ runs from slot to slot: every term without it is computed for RAMP_BLOCK slots at once (tangent ×
+    # slot × dataset), each with the operations of the formulas above in the same order, so the bits are those of a
+    # loop that does all of it slot by slot (checked on the first 20,000 Philly jobs; 3× faster).
+    for lo in range(0, schedule.n_slots, RAMP_BLOCK):
+        part = slice(lo, min(lo + RAMP_BLOCK, schedule.n_slots))
+        R = demand[part]
+        x = lengths[part, None] / d[None, :]
+        xi = x * R
+        rows = tangents(xi.ravel(), R.ravel())
+        theta, keep, c = (np.stack([getattr(row, name).reshape(xi.shape) for row in rows]) for name in Tangent._fields)
+        rate = (1.0 - theta) * x
+        slope = rate * R
+        held = keep & (theta > 0) & (R > 0)
+        yt_all = y[:, part].T
+        toward = (1.0 - theta) * yt_all
+        for i in range(R.shape[0]):
+            yt, r, rate_i = yt_all[i], R[i], rate[:, i]
+            mean = np.where(keep[:, i], (before + slope[:, i] + c[:, i]) / (1.0 + slope[:, i]), np.inf)
+            ramp = np.where(held[:, i], toward[:, i] + theta[:, i] * before + c[:, i], np.inf)
+            u = np.maximum(np.minimum(yt, np.minimum(mean.min(axis=0), ramp.min(axis=0))), 0.0)
+            b = r * (1.0 - u)
+            e = np.minimum(yt, before + x[i] * b)
+            end = np.where(keep[:, i], u + rate_i * b + c[:, i], np.inf)
+            e = np.maximum(np.minimum(e, end.min(axis=0)), 0.0)
+            t = lo + i
+            out["u"][:, t], out["e"][:, t], out["b"][:, t] = u, e, b
+            before = e
     return out
 
 
@@ -613,25 +649,23 @@ def _window_point(
     for idx in cols.values():
         cost[idx[head]] = 0.0
     window_lp = replace(rows, cost=cost, col_lo=lo, col_hi=hi, row_lo=row_lo, row_hi=row_hi)
-    h, _ = _run_chunk_lp(window_lp, None, WINDOW_HIGHS)
+    h, _ = _run_chunk_lp(window_lp, None)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or not h.getSolution().value_valid:
         return None
     x = np.asarray(h.getSolution().col_value)
     return k, t, {name: x[cols[name][own]] for name in ("y", "u", "e", "b")}
 
 
-def _upper(
-    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
-) -> tuple[dict[str, np.ndarray], float] | None:
-    """A checked P3 schedule from per-dataset trajectories ``traj`` (y, u, e, b; K × S) and its cost, or None.
+#: A checked P3 schedule: its values on :func:`layout`'s pairs, its cost ($), and each dataset's part of the cost.
+Point = tuple[dict[str, np.ndarray], float, dict[int, float]]
 
-    ``instant`` lists the datasets whose trajectories are bare targets (their u, e, b are made by :func:`_ramp`).
-    In every slot that y overfills, the caches are cut to C in increasing order of density R_k / d_k (the
-    densest keep theirs, as CBA fills C), u and e with them; then all are settled against each dataset's own
-    rows (:func:`settle`, Lemma 6 of proofs/dynamic_lower_bound.md: it lowers u, e and raises b until every row
-    but the coupling ones holds); the coupling rows are then checked in numpy to FEAS_RTOL, as :func:`settle`
-    checks its rows, and the cost is re-computed from the prices.
-    """
+
+def _targets(
+    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The start of :func:`_uppers` for one candidate: ``traj`` with its caches cut to C where y overfills, in
+    increasing order of density R_k / d_k (the densest keep theirs, as CBA fills C), and the instant datasets'
+    fill made by :func:`_ramp`; returned with the factor by which each pair's y, u and e are cut."""
     over = np.flatnonzero(row_sum(schedule.size_gb, traj["y"]) > cluster.cache_gb)
     cut = traj["y"].copy()
     if over.size:
@@ -652,28 +686,78 @@ def _upper(
         scale[instant] = 1.0
         for name, value in ramp.items():
             traj[name][instant] = value
+    return traj, scale
+
+
+def _uppers(
+    schedule: Schedule,
+    cluster: Cluster,
+    candidates: list[tuple[dict[str, np.ndarray], np.ndarray]],
+    known: Point | None = None,
+) -> list[Point | None]:
+    """Checked P3 schedules from ``candidates``, each per-dataset trajectories (y, u, e, b; K × S) with the
+    datasets whose trajectories are bare targets (``instant``: their u, e, b are made by :func:`_ramp`); for
+    each its point and cost, or None.
+
+    Each candidate is cut to C (:func:`_targets`), then settled against each dataset's own rows (:func:`settle`,
+    Lemma 6 of proofs/dynamic_lower_bound.md: it lowers u, e and raises b until every row but the coupling ones
+    holds); the coupling rows are then checked in numpy to FEAS_RTOL, as :func:`settle` checks its rows, and the
+    cost is re-computed from the prices.  Why several at once: a dataset's rows are built once for all of them.
+    A dataset whose start is bit for bit its values in the settled point ``known`` keeps them and their cost
+    (they met every row of its own when ``known`` was settled) without being settled again.
+    """
+    starts = [_targets(schedule, cluster, traj, instant) for traj, instant in candidates]
     lay = layout(schedule)
     names = ("y", "u", "e", "b")
-    values = {name: np.zeros(lay.n_pairs) for name in names}
-    total = 0.0
+    points: list[Point | None] = [({name: np.zeros(lay.n_pairs) for name in names}, 0.0, {}) for _ in starts]
     for k in np.unique(lay.k):
         mask = lay.k == k
         t = lay.t[mask]
-        sub = Schedule(schedule.times[t[0] : t[-1] + 2], schedule.demand[[k], t[0] : t[-1] + 1], schedule.size_gb[[k]])
-        start = {name: traj[name][k, t] * (scale[k, t] if name != "b" else 1.0) for name in names}
-        point = settle(start, matrix(sub, cluster, warmup=True), cluster, warmup=True)
-        if point is None:
-            return None
-        for name in names:
-            values[name][mask] = point[0][name]
-        total += point[1]
-    paid = np.bincount(lay.t, weights=values["y"] * lay.d, minlength=schedule.n_slots)
-    read = np.bincount(lay.t, weights=values["b"], minlength=schedule.n_slots)
+        built = None
+        for i, (traj, scale) in enumerate(starts):
+            into = points[i]
+            if into is None:
+                continue
+            start = {name: traj[name][k, t] * (scale[k, t] if name != "b" else 1.0) for name in names}
+            if (
+                known is not None
+                and int(k) in known[2]
+                and all(np.array_equal(start[name], known[0][name][mask]) for name in names)
+            ):
+                point: tuple[dict[str, np.ndarray], float] | None = (start, known[2][int(k)])
+            else:
+                if built is None:
+                    demand = schedule.demand[[k], t[0] : t[-1] + 1]
+                    built = matrix(Schedule(schedule.times[t[0] : t[-1] + 2], demand, schedule.size_gb[[k]]), cluster)
+                point = settle(start, built, cluster, warmup=True)
+            if point is None:
+                points[i] = None
+                continue
+            for name in names:
+                into[0][name][mask] = point[0][name]
+            into[2][int(k)] = point[1]
+            points[i] = (into[0], into[1] + point[1], into[2])
+    return [_coupled(schedule, cluster, point) if point is not None else None for point in points]
+
+
+def _coupled(schedule: Schedule, cluster: Cluster, point: Point) -> Point | None:
+    """``point`` if it meets the coupling rows Σ_k d_k y ≤ C and Σ_k b ≤ B to FEAS_RTOL, else None."""
+    lay = layout(schedule)
+    paid = np.bincount(lay.t, weights=point[0]["y"] * lay.d, minlength=schedule.n_slots)
+    read = np.bincount(lay.t, weights=point[0]["b"], minlength=schedule.n_slots)
     if (paid > cluster.cache_gb * (1.0 + FEAS_RTOL) + FEAS_ATOL).any():
         return None
     if math.isfinite(cluster.bandwidth_gbps) and (read > cluster.bandwidth_gbps * (1.0 + FEAS_RTOL) + FEAS_ATOL).any():
         return None
-    return values, total
+    return point
+
+
+def _upper(
+    schedule: Schedule, cluster: Cluster, traj: dict[str, np.ndarray], instant: np.ndarray, known: Point | None = None
+) -> Point | None:
+    """A checked P3 schedule from per-dataset trajectories ``traj`` (y, u, e, b; K × S), its cost and each
+    dataset's part, or None: :func:`_uppers` of one candidate."""
+    return _uppers(schedule, cluster, [(traj, instant)], known)[0]
 
 
 def solve_lagrange(
@@ -727,7 +811,7 @@ def solve_lagrange(
     B = cluster.bandwidth_gbps if finite_b else 0.0
     best_bound = -math.inf
     best_at: tuple[np.ndarray, np.ndarray, list[tuple[Arrays, np.ndarray] | None]] | None = None
-    best: tuple[dict[str, np.ndarray], float] | None = None
+    best: Point | None = None
     bounds: list[float] = []
     factor, stall = 1.0, 0
     traj = {name: np.zeros((schedule.size_gb.size, S)) for name in ("y", "u", "e", "b")}
@@ -767,13 +851,12 @@ def solve_lagrange(
         g_b = np.where((nu <= 0) & (g_b < 0), 0.0, g_b)
         norm = exact_dot(g_c, g_c) + exact_dot(g_b, g_b)
         last = it == iterations - 1 or norm == 0.0
+        tries: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
         if it % upper_every == upper_every - 1 or last:
-            for candidate in (traj, mean) if it else (traj,):
-                point = _upper(schedule, cluster, candidate, instant)
-                if point is not None and (best is None or point[1] < best[1]):
-                    best = point
+            tries += [(candidate, instant) for candidate in ((traj, mean) if it else (traj,))]
         if it == 0 and priced:  # CBA's targets, beside the subproblems' schedules (the join is alone unpriced)
-            point = _upper(schedule, cluster, _greedy_targets(schedule, cluster, live), live)
+            tries.append((_greedy_targets(schedule, cluster, live), live))
+        for point in _uppers(schedule, cluster, tries) if tries else []:
             if point is not None and (best is None or point[1] < best[1]):
                 best = point
         if value > best_bound:
@@ -804,14 +887,14 @@ def solve_lagrange(
             joint, unsolved = _joint_windows(schedule, cluster, start, exact, window_slots)
             tried.insert(0, joint)
         for candidate in tried:
-            point = _upper(schedule, cluster, candidate, np.empty(0, dtype=np.int64))
+            point = _upper(schedule, cluster, candidate, np.empty(0, dtype=np.int64), best)
             if point is not None and point[1] < best[1]:
                 best = point
                 break
     bound = max(best_bound, 0.0)
     if best_at is not None:
         bound = safe_float(bound, _exact_value(schedule, cluster, instant, B, best_at), lower=True)
-    values, cost = best if best is not None else ({}, None)
+    values, cost = (best[0], best[1]) if best is not None else ({}, None)
     proven = certified(cost, bound)
     status = "optimal" if proven else ("feasible" if cost is not None else "bound_only")
     note = (
