@@ -204,6 +204,39 @@ def test_schedule_is_no_dearer_than_the_cba_replay(period: float | None) -> None
         assert out.cost_io is not None and out.cost_io <= cba * (1 + 1e-9)
 
 
+def test_schedule_from_cba_targets_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Theorem 4 of proofs/dynamic_lower_bound.md, "The upper bound", as ``solve_trace`` uses it (``upper_every``
+    0): only CBA's targets are settled (one candidate, where ``upper_every`` 1 settles the iterate's too), so the
+    schedule is theirs, cut, ramped and settled, it meets every row of P3 and costs at most CBA's replay; without
+    P1's duals there is then no schedule, and a negative ``upper_every`` is refused by name."""
+    from cbalab.models.milp import p3_lagrange
+
+    settled: list[int] = []
+    uppers = p3_lagrange._uppers
+
+    def counted(*args: object, **kwargs: object) -> object:
+        settled.append(len(args[2]))  # type: ignore[arg-type]
+        return uppers(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(p3_lagrange, "_uppers", counted)
+    for n, seed, share in ((12, 4, 0.5), (40, 5, 0.2)):
+        schedule, cluster, cba = _case(n, seed, 3, share)
+        settled.clear()
+        solve_lagrange(schedule, cluster, iterations=1, upper_every=1, directed=False)
+        assert settled == [2]
+        settled.clear()
+        out = solve_lagrange(schedule, cluster, iterations=1, upper_every=0, directed=False)
+        assert settled == [1]
+        live = np.unique(dynamic.layout(schedule).k)
+        point = p3_lagrange._upper(schedule, cluster, p3_lagrange._greedy_targets(schedule, cluster, live), live)
+        assert point is not None and out.cost_io == point[1] <= cba * (1 + 1e-9)
+        _assert_priced_and_feasible(out, schedule, cluster)
+        alone = solve_lagrange(schedule, cluster, iterations=1, upper_every=0, priced=False, directed=False)
+        assert alone.status == "bound_only" and alone.cost_io is None
+    with pytest.raises(InstanceError, match="upper_every"):
+        solve_lagrange(schedule, cluster, upper_every=-1)
+
+
 def test_reaches_the_lp_optimum() -> None:
     """Theorem 4 (v) of proofs/dynamic_lower_bound.md: uncut, every dataset exact, the Lagrangian dual of the LP
     is tight; 40 subgradient steps come within 0.5 % of P3* on windows where C binds, and close at least half of
