@@ -215,20 +215,24 @@ class _Chunk:
     evidence: tuple[Arrays, np.ndarray] | None = None
 
 
-def _chunk_schedule(schedule: Schedule, chunk: _Chunk) -> Schedule:
-    """The chunk's own schedule: its slots of dataset k, after a free starting slot when ``chunk.free``.
+def _free_start(schedule: Schedule, ks: np.ndarray, first: int, last: int, free: bool = True) -> Schedule:
+    """Slots ``first`` .. ``last`` − 1 of datasets ``ks``, after a free starting slot when ``free``.
 
     The free slot has length 1 s and demand FREE_START_READS · d / 1 s, so it can fill the cache to any level
-    e⁻ ∈ [0, 1] (its costs are set to zero by :func:`_chunk_cost`).
+    e⁻ ∈ [0, 1] (its costs are set to zero by :func:`_chunk_cost`, its columns fixed by the steps).
     """
-    s = chunk.slots
-    times = schedule.times[s[0] : s[-1] + 2]
-    demand = schedule.demand[chunk.k, s[0] : s[-1] + 1]
-    d = schedule.size_gb[[chunk.k]]
-    if chunk.free:
+    times = schedule.times[first : last + 1]
+    demand = schedule.demand[ks, first:last]
+    d = schedule.size_gb[ks]
+    if free:
         times = np.concatenate([[times[0] - 1.0], times])
-        demand = np.concatenate([[FREE_START_READS * float(d[0])], demand])
-    return Schedule(times, demand[None, :], d)
+        demand = np.hstack([FREE_START_READS * d[:, None], demand])
+    return Schedule(times, demand, d)
+
+
+def _chunk_schedule(schedule: Schedule, chunk: _Chunk) -> Schedule:
+    """The chunk's own schedule: its slots of dataset k, after a free starting slot when ``chunk.free``."""
+    return _free_start(schedule, np.array([chunk.k]), int(chunk.slots[0]), int(chunk.slots[-1]) + 1, chunk.free)
 
 
 def _chunk_cost(
@@ -615,9 +619,7 @@ def _window_point(
     import highspy
 
     d = schedule.size_gb[ks]
-    times = np.concatenate([[schedule.times[first] - 1.0], schedule.times[first : last + 1]])
-    demand = np.hstack([FREE_START_READS * d[:, None], schedule.demand[ks, first:last]])
-    sub, cols, rows = matrix(Schedule(times, demand, d), cluster, warmup=True)
+    sub, cols, rows = matrix(_free_start(schedule, ks, first, last), cluster, warmup=True)
     own = sub.t > 0
     k, t = ks[sub.k[own]], sub.t[own] - 1 + first
     lo, hi = rows.col_lo.copy(), rows.col_hi.copy()
@@ -625,7 +627,7 @@ def _window_point(
     start = np.clip(start, 0.0, np.minimum(1.0, cluster.cache_gb / d))
     head = np.flatnonzero(~own)
     for name, fixed in (("y", start), ("u", np.zeros(ks.size)), ("e", start), ("b", FREE_START_READS * d)):
-        lo[cols[name][head]] = hi[cols[name][head]] = np.broadcast_to(fixed, ks.shape)[sub.k[head]]
+        lo[cols[name][head]] = hi[cols[name][head]] = fixed[sub.k[head]]
     # A dataset's last pair in the LP keeps at least its old end fill when pairs follow it: they keep their values.
     ends = np.flatnonzero(own & np.append(sub.k[1:] != sub.k[:-1], True))
     ends = ends[sub.t[ends] - 1 + first < final[ks[sub.k[ends]]]]
@@ -880,8 +882,7 @@ def solve_lagrange(
         mu = np.maximum(0.0, mu + step * g_c)
         nu = np.maximum(0.0, nu + step * g_b)
     unsolved = 0
-    steps = directed or window_slots > 0
-    if steps and best is not None and pieces and not certified(best[1], max(best_bound, 0.0)):
+    if (directed or window_slots > 0) and best is not None and pieces and not certified(best[1], max(best_bound, 0.0)):
         # The directed trajectories meet the coupling rows by construction, so the joint step starts from them
         # unsettled; _upper settles and checks the joint result, and the directed one only if that is no cheaper.
         tried = [_directed(schedule, cluster, best[0], pieces)] if directed else []
