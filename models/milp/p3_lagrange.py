@@ -121,14 +121,18 @@ TRACE_CHUNK_PAIRS = 1000
 #: per cent more CPU than 500.  Whole trace (two runs side by side): 500 slots, gap 0.209 %; 1,000 slots, 0.202 %.
 TRACE_WINDOW_SLOTS = 500
 
-#: HiGHS's options for every chunk's and window's LP beside HIGHS_TOLERANCES: no presolve, no scaling, and the dual
-#: simplex's Devex pricing.  Measured on the first 20,000 Philly jobs (7 Dec 2026, every sixth LP of each kind of
-#: 2,000-pair chunks, one process): no presolve and no scaling took the priced chunks from 4.64 s to 1.96 s of CPU
-#: (their bounds' sum lower by 1.2·10⁻¹⁰ relative) and the directed ones from 1.41 s to 1.06 s (on 10,000 jobs the
-#: windows from 10.7 s to 5.2 s for the same schedule to 10⁻¹³); Devex then took the windows from 4.19 s to 2.89 s,
-#: the priced chunks to 1.72 s and the directed ones to 1.05 s.  Safe: a priced chunk's bound is the weak-duality
-#: value of whatever duals HiGHS returns, and every schedule is settled and checked (Lemmas 7 and 8).
-CHUNK_HIGHS = (("presolve", "off"), ("simplex_scale_strategy", 0), ("simplex_dual_edge_weight_strategy", 1))
+#: HiGHS's options for every chunk's LP beside HIGHS_TOLERANCES: no presolve and the dual simplex's Devex pricing.
+#: Measured on a 1,000-job window of the dynamic experiment (run 0345d692d36a36aa, 8 iterations, 7 Dec 2026): P3
+#: in 16.7 s of CPU and certified ``optimal`` (gap 1.2·10⁻⁹) where HiGHS's defaults took 32.5 s (gap 1.6·10⁻⁸).
+CHUNK_HIGHS = (("presolve", "off"), ("simplex_dual_edge_weight_strategy", 1))
+
+#: CHUNK_HIGHS and no scaling: the options at trace scale (:func:`solve_trace`) and of every joint window.
+#: Measured on the first 20,000 Philly jobs (7 Dec 2026, every sixth LP of each kind, one process): scaling off took
+#: the priced 1,000-pair chunks from 1.72 s to 0.94 s of CPU (their bounds' sum lower by 3·10⁻¹² relative) and the
+#: windows from 14.4 s to 3.7 s.  Not for the iterated solves of small windows: on the run above, without scaling
+#: the bound fell by 5·10⁻⁵ relative and P3 was no longer certified; HiGHS's duals, whatever their accuracy, give a
+#: valid bound (weak duality), and a window's schedule is settled and checked (Lemma 8).
+TRACE_HIGHS = (*CHUNK_HIGHS, ("simplex_scale_strategy", 0))
 TRACE_EXACT_SHARE = 0.1
 #: Slots per block of :func:`_ramp`'s precomputed terms (tangent × slot × dataset arrays of a few MB each).
 RAMP_BLOCK = 2048
@@ -197,14 +201,16 @@ class LagrangeResult:
 class _Chunk:
     """Pairs ``lo``..``hi`` − 1 of dataset ``k``'s layout (global slots ``slots``), free start if ``free``.
 
-    ``d`` is d_k; ``basis`` keeps HiGHS's last basis (column and row statuses) to warm-start the next iteration;
-    ``y``, ``b`` the last solution on the chunk's own pairs; ``bound`` its last certified value.
+    ``d`` is d_k; ``highs`` HiGHS's options for its LPs (CHUNK_HIGHS or TRACE_HIGHS); ``basis`` keeps HiGHS's
+    last basis (column and row statuses) to warm-start the next iteration; ``y``, ``b`` the last solution on the
+    chunk's own pairs; ``bound`` its last certified value.
     """
 
     k: int
     d: float
     slots: np.ndarray
     free: bool
+    highs: tuple = CHUNK_HIGHS
     basis: tuple[list, list] | None = None
     y: np.ndarray | None = None
     u: np.ndarray | None = None
@@ -252,9 +258,9 @@ def _chunk_cost(
     return cost
 
 
-def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, float]:
-    """Run HiGHS with CHUNK_HIGHS on one chunk's LP ``rows`` from ``basis`` (None: cold), its costs scaled by their
-    largest.
+def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None, options: tuple) -> tuple[Any, float]:
+    """Run HiGHS with ``options`` (CHUNK_HIGHS or TRACE_HIGHS) on one chunk's LP ``rows`` from ``basis`` (None: cold),
+    its costs scaled by their largest.
 
     Returns the solved ``highspy.Highs`` and the scale, by which its row duals are multiplied back to the prices.
     The priced solves (:func:`_solve_chunk`), the directed step (:func:`_solve_directed`) and the joint windows
@@ -265,7 +271,7 @@ def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None) -> tuple[Any, f
     top = float(np.max(rows.cost)) if rows.cost.size else 0.0
     scale = top if top > 0 else 1.0
     h = highspy.Highs()
-    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *CHUNK_HIGHS):
+    for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *options):
         h.setOptionValue(option, setting)
     # The array form of passModel takes each array whole; a HighsLp's setters (Arrays.to_highs) convert element by
     # element: 9 of the 10 ms that passing one 2,000-pair chunk took (2,200 LPs or so on the whole Philly trace).
@@ -313,7 +319,7 @@ def _solve_chunk(schedule: Schedule, cluster: Cluster, chunk: _Chunk, mu: np.nda
     at = sub.t - (1 if chunk.free else 0)
     cost = _chunk_cost(rows.cost, cols, at, chunk, mu, nu)
     priced = replace(rows, cost=cost)
-    h, scale = _run_chunk_lp(priced, chunk.basis)
+    h, scale = _run_chunk_lp(priced, chunk.basis, chunk.highs)
     sol = h.getSolution()
     own = at >= 0
     bound = 0.0
@@ -394,15 +400,16 @@ def _p1_duals(schedule: Schedule, cluster: Cluster) -> np.ndarray:
     return mu * schedule.lengths / 3600.0
 
 
-def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None) -> list[_Chunk]:
-    """The chunks of the exact datasets: each dataset's pairs (first to last demand) cut every ``chunk_pairs``."""
+def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None, highs: tuple = CHUNK_HIGHS) -> list[_Chunk]:
+    """The chunks of the exact datasets: each dataset's pairs (first to last demand) cut every ``chunk_pairs``,
+    their LPs to be run with HiGHS's options ``highs``."""
     lay = layout(schedule)
     out: list[_Chunk] = []
     for k in exact:
         slots = lay.t[lay.k == k]
         step = slots.size if chunk_pairs is None else max(1, int(chunk_pairs))
         for i in range(0, slots.size, step):
-            out.append(_Chunk(int(k), float(schedule.size_gb[k]), slots[i : i + step], free=i > 0))
+            out.append(_Chunk(int(k), float(schedule.size_gb[k]), slots[i : i + step], free=i > 0, highs=highs))
     return out
 
 
@@ -551,7 +558,7 @@ def _solve_directed(lp_rows: Arrays, piece: _Chunk) -> np.ndarray | None:
     or None when HiGHS does not report it optimal."""
     import highspy
 
-    h, _ = _run_chunk_lp(lp_rows, piece.basis)
+    h, _ = _run_chunk_lp(lp_rows, piece.basis, piece.highs)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or not h.getSolution().value_valid:
         return None
     return np.asarray(h.getSolution().col_value)
@@ -651,7 +658,7 @@ def _window_point(
     for idx in cols.values():
         cost[idx[head]] = 0.0
     window_lp = replace(rows, cost=cost, col_lo=lo, col_hi=hi, row_lo=row_lo, row_hi=row_hi)
-    h, _ = _run_chunk_lp(window_lp, None)
+    h, _ = _run_chunk_lp(window_lp, None, TRACE_HIGHS)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or not h.getSolution().value_valid:
         return None
     x = np.asarray(h.getSolution().col_value)
@@ -775,6 +782,7 @@ def solve_lagrange(
     priced: bool = True,
     directed: bool = True,
     window_slots: int = 0,
+    highs: tuple = CHUNK_HIGHS,
 ) -> LagrangeResult:
     """P3's certified lower bound by Lagrangian decomposition over datasets, and a checked schedule (module doc).
 
@@ -787,7 +795,8 @@ def solve_lagrange(
     duals: one iteration is then every dataset's LP alone with all of C, optimal when the joined schedule
     meets the coupling rows (Lemma 5 (i)).  ``directed`` False leaves out the resource-directive step
     (:func:`_directed`, Lemma 7) after the last iteration; ``window_slots`` > 0 adds the joint window step
-    (:func:`_joint_windows`, Lemma 8) over windows of that many slots after it.  Continuous caches only.
+    (:func:`_joint_windows`, Lemma 8) over windows of that many slots after it.  ``highs`` are HiGHS's options for
+    the chunks' LPs (CHUNK_HIGHS; TRACE_HIGHS at trace scale).  Continuous caches only.
     """
     cluster.check()
     if cluster.granularity != "continuous":
@@ -805,7 +814,7 @@ def solve_lagrange(
         exact_min_gb = exact_share * cluster.cache_gb
     exact = live[schedule.size_gb[live] >= exact_min_gb]
     instant = np.setdiff1d(live, exact)
-    pieces = chunks(schedule, exact, chunk_pairs)
+    pieces = chunks(schedule, exact, chunk_pairs, highs)
     # Multipliers only where the coupling row can bind: the live datasets' sizes (or demands) exceed C (or B).
     room = np.bincount(lay.t, weights=np.minimum(lay.d, cluster.cache_gb), minlength=S)
     can_c = room > cluster.cache_gb
@@ -943,7 +952,7 @@ def _exact_value(
 
 def solve_trace(schedule: Schedule, cluster: Cluster, limits: TraceLimits = TRACE_LIMITS) -> LagrangeResult:
     """:func:`solve_lagrange` with the trace-scale ``limits`` (the offline optimum of a large schedule), its
-    upper bound from CBA's targets alone (``upper_every`` 0).
+    upper bound from CBA's targets alone (``upper_every`` 0), its LPs without scaling (TRACE_HIGHS).
 
     Why not the iterate's schedule too: one iteration at P1's duals leaves the subproblems' caches all or nothing,
     and cut to C they cost far more than CBA's targets (7 Dec 2026: 518.26 $ against 494.18 $ on the whole Philly
@@ -958,4 +967,5 @@ def solve_trace(schedule: Schedule, cluster: Cluster, limits: TraceLimits = TRAC
         upper_every=0,
         target_gap=limits.target_gap,
         window_slots=limits.window_slots,
+        highs=TRACE_HIGHS,
     )
