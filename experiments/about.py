@@ -88,7 +88,7 @@ ABOUT: dict[str, About] = {
     "dynamic": About(
         "online cache policies vs the offline optimum P3 (Philly)",
         (22.2, 51.9),
-        773.1,
+        453.8,
         2,
     ),
     "online-welfare": About(
