@@ -20,6 +20,7 @@ O(K log K + J), all in numpy.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from cbalab.models.certify import instance_tolerance, verdict
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, hit_ratio, least_feeding, tolerated
 from cbalab.models.instance import Instance
-from cbalab.models.kernels import prefix_fill, weak_dual
+from cbalab.models.kernels import fill_in_order, weak_dual
 from cbalab.models.types import SolveOptions, Status
 
 
@@ -85,7 +86,7 @@ def fill(
 
     profitable = int(np.count_nonzero(p_b * R_s > p_c * d_s))
     cum_d = np.cumsum(d_s)
-    full = prefix_fill(d, order, cache_gb)[order]
+    full = fill_in_order(d_s, cache_gb, cum_d)
     # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
     # against a large Σ R_k (which would cost the small remainders their precision).
     min_remote = float(np.dot(R_s, 1.0 - full / d_s))
@@ -96,13 +97,18 @@ def fill(
         # Within the slack: the answer is the fill of C, feasible for B' = min_remote; fill and bound use B'.
         bandwidth_gbps = min_remote
 
-    c_s = np.zeros_like(d_s)
+    c_s = np.zeros(d_s.size)
     c_s[:profitable] = full[:profitable]
     t_c = int(np.searchsorted(cum_d, cache_gb)) if profitable and cum_d[profitable - 1] > cache_gb else None
-    excess = float(np.dot(R_s, 1.0 - c_s / d_s)) - bandwidth_gbps
     t_b = None
-    read = int(np.count_nonzero(R_s[profitable:] > 0))
-    if excess > 0 and t_c is None and read:
+    # B forces more cache only when C is not used up by the profitable datasets and the remote IO left exceeds a
+    # finite B (the excess and the count of read datasets are computed only then; with B = ∞ the excess is -∞).
+    capped = t_c is None and bandwidth_gbps < np.inf
+    if (
+        capped
+        and float(np.dot(R_s, 1.0 - c_s / d_s)) - bandwidth_gbps > 0
+        and (read := int(np.count_nonzero(R_s[profitable:] > 0)))
+    ):
         # Only read datasets (R_k > 0, a prefix of the rest) can cut remote IO; rounding in `excess`
         # must not push the fill onto unread ones, and the fill never goes past C (the fill `full`).
         # Every profitable dataset is whole (t_c is None), so the remote IO left after caching the rest
@@ -174,10 +180,17 @@ def on_demand(
     taken as the referee accepts it, without an Instance or the certificate, which a replay's event does not
     report; experiments/simulate.py calls it at every event (algorithms/registry.py, ``on_demand``).
     """
-    f = fill(d, R, cache_gb, tolerated(bandwidth_gbps, MODEL_SHARE), tolerated(bandwidth_gbps), p_c, p_b)
+    f = fill(d, R, cache_gb, *_accepted(bandwidth_gbps), p_c, p_b)
     if f.cache_gb is None:
         return None
     return f.cache_gb, R * (1.0 - hit_ratio(d, f.cache_gb))
+
+
+@functools.lru_cache(maxsize=64)
+def _accepted(bandwidth_gbps: float) -> tuple[float, float]:
+    """B as P1's MILP takes it and the largest remote IO the referee accepts (``tolerated``, docs/model.md
+    (8.1)); remembered, as a replay asks them of the same B at every event."""
+    return tolerated(bandwidth_gbps, MODEL_SHARE), tolerated(bandwidth_gbps)
 
 
 def _infeasible(inst: Instance, remote: float) -> Feeding:

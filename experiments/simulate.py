@@ -69,6 +69,7 @@ _TOL = 1e-9
 #: (the same bits), without their Python wrappers, which cost more than the sum itself at every event.
 _total = np.add.reduce
 _least = np.minimum.reduce
+_every = np.logical_and.reduce
 
 
 @dataclass(frozen=True)
@@ -400,8 +401,9 @@ class Replay:
         self.inv_demand = np.where(reading, 1.0 / demand, 0.0)
         # A dataset read by no job has demand 0 (depart sets it), so "some running job's dataset has demand 0" is
         # "fewer datasets have demand than have jobs", and an orphan is a target on a dataset without jobs.
-        self.odd = bool(np.count_nonzero(reading) < np.count_nonzero(count))
-        self.orphan = bool(np.count_nonzero(self.target[count == 0]))
+        used = int(np.count_nonzero(count))
+        self.odd = bool(np.count_nonzero(reading) < used)
+        self.orphan = used < self.K and bool(np.count_nonzero(self.target[count == 0]))
 
     def feed(self, decision: bool) -> None:
         """The new slot's remote IO at the cache it starts with, its stalls (capped at B) and its cost rates.
@@ -413,11 +415,15 @@ class Replay:
                 self.rows.append((self.t, len(self.running), len(self.queue), self.busy, *self.rows[-1][4:]))
             return
         target, demand = self.target, self.demand
-        if self.cfg.warmup:
+        warming = self.cfg.warmup and not _every(self.cache == target)
+        if warming:
             cache = np.where(np.abs(target - self.cache) <= _TOL * np.maximum(1.0, target), target, self.cache)
             self.cache = cache
             need = demand * (1.0 - self.eff * np.where(target > 0, cache / target, 0.0))
         else:
+            # Every cache at its target (or instant): the filled share is 1 (0 on an empty target, whose η* is 0),
+            # and η* × 1 is η*, so this is the warming formula's value, bit for bit, in two operations.
+            self.cache = target
             need = demand * (1.0 - self.eff)
         total_need = float(_total(need))
         share_b = 1.0 if total_need <= self.B * (1.0 + _TOL) else self.B / total_need
@@ -425,10 +431,15 @@ class Replay:
         # Unstalled, need × 1 is need, bit for bit; stalled, the policy's division of B (registry ``on_cap``).
         bw, self.speed = self.policy.cap(need, demand, share_b, self.B) if self.any_stall else (need, self.unit)
         self.bw = bw
-        if self.cfg.warmup:
+        if warming:
             self.grow = np.where(self.cache < target * (1.0 - _TOL), bw, 0.0)
             self.any_grow = bool(np.count_nonzero(self.grow > 0))
-        cached, filled, bought = float(_total(target)), float(_total(self.cache)), float(_total(bw))
+            filled = float(_total(self.cache))
+        else:
+            self.any_grow = False
+        cached, bought = float(_total(target)), float(_total(bw))
+        if not warming:
+            filled = cached
         self.rate_gpu = self.p_g * self.busy
         self.rate_cache = self.p_c * cached
         self.rate_bw = self.p_b * bought

@@ -1,7 +1,8 @@
 """Numerical kernels that several methods share, each in one place (docs/model.md §4-§5).
 
 - :func:`prefix_fill`: give items their amount in a given order until a capacity runs out — the ρ-ordered
-  fill of Theorem 1 (proofs/cba_optimality.md) and of the price-blind baselines.
+  fill of Theorem 1 (proofs/cba_optimality.md) and of the price-blind baselines; :func:`fill_in_order` the same
+  on items already sorted.
 - :func:`weak_dual`: the weak-dual value D(λ, μ) of the substituted cost LP, a lower bound on the least IO
   cost for any λ, μ ≥ 0 (proofs/cba_optimality.md, Lemma 2), safe in floating point (checked exactly).
 - :func:`bandwidth_factor`: the one factor that scales a total bandwidth into B and into the money left.
@@ -33,10 +34,17 @@ def prefix_fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.nd
     The answer is indexed like ``amount``; items after the last served get 0.
     """
     out = np.zeros_like(amount, dtype=float)
-    a = amount[order]
-    before = np.cumsum(a) - a
-    out[order] = np.clip(capacity - before, 0.0, a)
+    out[order] = fill_in_order(amount[order], capacity)
     return out
+
+
+def fill_in_order(a: np.ndarray, capacity: float, cum: np.ndarray | None = None) -> np.ndarray:
+    """:func:`prefix_fill` of items already in their order: ``a[i]`` while ``capacity`` lasts, in the order given.
+
+    ``cum`` is ``np.cumsum(a)`` when the caller has it (CBA's fill, at every event of a replay), else computed.
+    """
+    before = (np.cumsum(a) if cum is None else cum) - a
+    return np.clip(capacity - before, 0.0, a)
 
 
 def weak_dual(inst: Instance, R: np.ndarray, lam: float, mu: float) -> float:

@@ -78,12 +78,12 @@ def unstalled(
     continuous).  A job hits its dataset's shared ratio min(paid_k, d_k) / d_k, or, with ``job_hit`` (private
     caches), its own ratio scaled by what rounding left of its dataset's cache.
     """
-    hit = np.minimum(paid, d) / d
+    hit = (np.minimum(paid, d) / d)[kj]
     if job_hit is None:
-        return r * (1.0 - hit[kj])
-    before = (np.minimum(cache, d) / d)[kj]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        own = np.where(before > 0, job_hit * hit[kj] / before, 0.0)
+        return r * (1.0 - hit)
+    before = hit if paid is cache else (np.minimum(cache, d) / d)[kj]
+    # job_hit × hit / before where before > 0, else 0: divided only where it can be, so no warning to silence.
+    own = np.divide(job_hit * hit, before, out=np.zeros(before.size), where=before > 0)
     return r * (1.0 - own)
 
 
