@@ -81,11 +81,11 @@ def fill(
     only as far as B forces.  Cost: one sort and a few passes over the K datasets.
     """
     rho = R / d
-    order = np.argsort(-rho, kind="stable")
+    order = (-rho).argsort(kind="stable")  # the array methods: np.argsort's and np.cumsum's results, no wrapper
     d_s, R_s, rho_s = d[order], R[order], rho[order]
 
     profitable = int(np.count_nonzero(p_b * R_s > p_c * d_s))
-    cum_d = np.cumsum(d_s)
+    cum_d = d_s.cumsum()
     full = fill_in_order(d_s, cache_gb, cum_d)
     # Remote IO as Σ R_k (1 - c_k/d_k): a wholly cached dataset adds exactly 0, with no cancellation
     # against a large Σ R_k (which would cost the small remainders their precision).

@@ -199,6 +199,9 @@ class Replay:
         self.K = K = self.d.size
         self.submit = jobs["submit_s"].to_numpy(dtype=float)
         self.order = np.argsort(self.submit, kind="stable")
+        # The submissions in arrival order, and that order, as Python numbers: read one at a time at every event.
+        self.arrivals: list[float] = self.submit[self.order].tolist()
+        self.arrival_order: list[int] = self.order.tolist()
         self.dur = jobs["duration_s"].to_numpy(dtype=float)
         self.g = g = jobs["gpus"].to_numpy(dtype=np.int64)
         self.r = jobs["io_gbps"].to_numpy(dtype=float)
@@ -269,7 +272,7 @@ class Replay:
             t_dep = t + float(_least(gap))
         if self.any_grow:
             t_warm = t + float(_least(np.where(self.grow > 0, (self.target - self.cache) / self.grow, np.inf)))
-        t_arr = float(self.submit[self.order[self.nxt]]) if self.nxt < self.n else math.inf
+        t_arr = self.arrivals[self.nxt] if self.nxt < self.n else math.inf
         self.t_dep = t_dep
         return min(t_dep, t_warm, t_arr)
 
@@ -331,7 +334,7 @@ class Replay:
         if self.t_dep > t:
             return False
         heads, work, speed, tick_s = self.heads, self.work, self.speed, self.tick_s
-        due = np.flatnonzero(heads - work <= np.maximum(self.due_tol, speed * tick_s if self.any_stall else tick_s))
+        due = (heads - work <= np.maximum(self.due_tol, speed * tick_s if self.any_stall else tick_s)).nonzero()[0]
         for k in due:
             heap = self.heaps[k]
             limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
@@ -357,9 +360,9 @@ class Replay:
 
     def admit(self) -> bool:
         """Arrivals join the queue; the queue starts in FIFO order while its head fits.  True if a job started."""
-        t, order, g = self.t, self.order, self.g
-        while self.nxt < self.n and self.submit[order[self.nxt]] <= t:
-            self.queue.append(int(order[self.nxt]))
+        t, arrivals, g = self.t, self.arrivals, self.g
+        while self.nxt < self.n and arrivals[self.nxt] <= t:
+            self.queue.append(self.arrival_order[self.nxt])
             self.nxt += 1
         started = False
         while self.queue and g[self.queue[0]] <= self.free:

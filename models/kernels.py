@@ -43,8 +43,8 @@ def fill_in_order(a: np.ndarray, capacity: float, cum: np.ndarray | None = None)
 
     ``cum`` is ``np.cumsum(a)`` when the caller has it (CBA's fill, at every event of a replay), else computed.
     """
-    before = (np.cumsum(a) if cum is None else cum) - a
-    return np.clip(capacity - before, 0.0, a)
+    before = (a.cumsum() if cum is None else cum) - a
+    return (capacity - before).clip(0.0, a)
 
 
 def weak_dual(inst: Instance, R: np.ndarray, lam: float, mu: float) -> float:

@@ -79,7 +79,7 @@ def on_jobs(
 def _water_level(d: np.ndarray, n: np.ndarray, capacity: float) -> float:
     """The largest α ≤ 1 with Σ_k d_k min(1, n_k α) ≤ capacity (datasets with n_k jobs that get a slice)."""
     used = n > 0
-    if not used.any() or float(d[used].sum()) <= capacity:
+    if not used.any() or float(np.add.reduce(d[used])) <= capacity:
         return 1.0
     d, n = d[used], n[used]
     cut = 1.0 / n
