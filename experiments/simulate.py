@@ -1,41 +1,34 @@
 """Event-driven trace replay: the dynamic problem of docs/model.md §6 under an online cost policy.
 
-Jobs arrive (a :class:`experiments.workload.Workload`), wait in a strict FIFO
-queue until the cluster's G GPUs can hold them, run, and leave when their
-work is done.  A job's work is its ``duration_s``, the run time when never
-stalled; it progresses at its stall factor x_j / r_j (docs/model.md §3), so a
-stalled job runs longer and pays for its GPUs longer.
+Jobs arrive (a :class:`experiments.workload.Workload`), wait in a strict FIFO queue until the cluster's G GPUs can
+hold them, run, and leave when their work is done.  A job's work is its ``duration_s``, the run time when never
+stalled; it progresses at its stall factor x_j / r_j (docs/model.md §3), so a stalled job runs longer and pays for
+its GPUs longer.
 
-Whenever the running jobs change (a job starts, on its arrival if its GPUs are
-free, else when it leaves the queue; a job departs) and at every ``period_s``
-tick when set, the policy, any registered method of the cost problem P1
-(cbalab.algorithms.registry), is re-run on the running jobs and sets each
-dataset's *target* cache c*_k and the bandwidth it would buy.  An arrival that
-only joins the queue and a cache reaching its target end a slot but do not
-re-run the policy: neither changes the demand (:meth:`Replay.run`).  Policies whose answer
-depends on the jobs only through the per-dataset demand R_k (CBA, IO-only, SiloD: docs/model.md
-§4) see only R_k, so an event costs O(K log K) whatever the number of running jobs; the others
-(cache-all, CoorDL, Quiver, anything else) see the running jobs in start order.  A policy without
-a memory is asked by its registry rule on arrays (``on_demand``, ``on_jobs``), with no instance.
+Whenever the running jobs change (a job starts, on its arrival if its GPUs are free, else when it leaves the queue;
+a job departs) and at every ``period_s`` tick when set, the policy, any registered method of the cost problem P1
+(cbalab.algorithms.registry), is re-run on the running jobs and sets each dataset's *target* cache c*_k and the
+bandwidth it would buy.  An arrival that only joins the queue and a cache reaching its target end a slot but do not
+re-run the policy: neither changes the demand (:meth:`Replay.run`).  Policies whose answer depends on the jobs only
+through the per-dataset demand R_k (CBA, IO-only, SiloD: docs/model.md §4) see only R_k, so an event costs
+O(K log K) whatever the number of running jobs; the others (cache-all, CoorDL, Quiver, anything else) see the
+running jobs in start order.  A policy without a memory is asked by its registry rule on arrays (``on_demand``,
+``on_jobs``), with no instance.
 
-Cache warm-up (docs/model.md §6): a dataset's cache holds c_k ≤ c*_k and grows
-only by the bytes read remotely for it; every slot between two events uses
-the cache at its start (hit ratio c_k / d_k), buys the remote IO that keeps
-its jobs unstalled at that hit ratio, and the cache grows by that IO until
-it reaches its target (which ends the slot).  A lowered target evicts at once.  With ``warmup=False``
-caches are instant (c_k = c*_k).  The remote IO is capped at B: when the jobs need more, the policy's
-registry rule divides B (``on_cap``; default: every reading job the same share B / need, stalling by it).
-A policy's private-cache inefficiency (CoorDL: jobs hit only their own slices) is kept by warming its
-*effective* hit ratio 1 − B*_k / R_k in proportion to the cache filled.
+Cache warm-up (docs/model.md §6): a dataset's cache holds c_k ≤ c*_k and grows only by the bytes read remotely for
+it; every slot between two events uses the cache at its start (hit ratio c_k / d_k), buys the remote IO that keeps
+its jobs unstalled at that hit ratio, and the cache grows by that IO until it reaches its target (which ends the
+slot).  A lowered target evicts at once.  With ``warmup=False`` caches are instant (c_k = c*_k).  The remote IO is
+capped at B: when the jobs need more, the policy's registry rule divides B (``on_cap``; default: every reading job
+the same share B / need, stalling by it). A policy's private-cache inefficiency (CoorDL: jobs hit only their own
+slices) is kept by warming its *effective* hit ratio 1 − B*_k / R_k in proportion to the cache filled.
 
-Costs are integrated exactly over the slots: GPUs (p_g per busy GPU), cache
-(p_c per allocated GB, the target capacity, whether filled yet or not) and
-bandwidth (p_b per GB/s bought).  A dataset's cache and bandwidth cost is
+Costs are integrated exactly over the slots: GPUs (p_g per busy GPU), cache (p_c per allocated GB, the target
+capacity, whether filled yet or not) and bandwidth (p_b per GB/s bought).  A dataset's cache and bandwidth cost is
 shared among its running jobs in proportion to their rates r_j.
 
-The outputs are the files of docs/interface.md, "Traces and simulation
-output": jobs.csv, timeseries.csv and summary.json (schema
-``cbalab/simulation@1``).
+The outputs are the files of docs/interface.md, "Traces and simulation output": jobs.csv, timeseries.csv and
+summary.json (schema ``cbalab/simulation@1``).
 """
 
 from __future__ import annotations
@@ -199,9 +192,7 @@ class Replay:
         self.K = K = self.d.size
         self.submit = jobs["submit_s"].to_numpy(dtype=float)
         self.order = np.argsort(self.submit, kind="stable")
-        # The submissions in arrival order, and that order, as Python numbers: read one at a time at every event.
-        self.arrivals: list[float] = self.submit[self.order].tolist()
-        self.arrival_order: list[int] = self.order.tolist()
+        self.arrivals, self.arrival_order = self.submit[self.order].tolist(), self.order.tolist()  # read one by one
         self.dur = jobs["duration_s"].to_numpy(dtype=float)
         self.g = g = jobs["gpus"].to_numpy(dtype=np.int64)
         self.r = jobs["io_gbps"].to_numpy(dtype=float)
@@ -423,9 +414,7 @@ class Replay:
             cache = np.where(np.abs(target - self.cache) <= _TOL * np.maximum(1.0, target), target, self.cache)
             self.cache = cache
             need = demand * (1.0 - self.eff * np.where(target > 0, cache / target, 0.0))
-        else:
-            # Every cache at its target (or instant): the filled share is 1 (0 on an empty target, whose η* is 0),
-            # and η* × 1 is η*, so this is the warming formula's value, bit for bit, in two operations.
+        else:  # every cache at its target (or instant): share 1 (0 where η* is 0) and η* × 1 = η*, the same bits
             self.cache = target
             need = demand * (1.0 - self.eff)
         total_need = float(_total(need))
@@ -436,13 +425,9 @@ class Replay:
         self.bw = bw
         if warming:
             self.grow = np.where(self.cache < target * (1.0 - _TOL), bw, 0.0)
-            self.any_grow = bool(np.count_nonzero(self.grow > 0))
-            filled = float(_total(self.cache))
-        else:
-            self.any_grow = False
+        self.any_grow = warming and bool(np.count_nonzero(self.grow > 0))
         cached, bought = float(_total(target)), float(_total(bw))
-        if not warming:
-            filled = cached
+        filled = float(_total(self.cache)) if warming else cached
         self.rate_gpu = self.p_g * self.busy
         self.rate_cache = self.p_c * cached
         self.rate_bw = self.p_b * bought
