@@ -254,7 +254,7 @@ for _name, _module, _summary, _aggregable, _rule in (
         "cache_all",
         "whole datasets FIFO by first reference until C is full (Alluxio/Fluid-like)",
         False,
-        None,
+        "on_jobs",
     ),
     ("coordl", "coordl", "CoorDL/MinIO private per-job cache slices, no sharing", False, "on_jobs"),
     ("quiver", "quiver", "Quiver-like benefit-aware cache, judged per job", False, "on_jobs"),

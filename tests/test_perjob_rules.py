@@ -28,8 +28,8 @@ def _bits(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
     return a.dtype.str, a.shape, a.tobytes()
 
 
-def test_the_policies_with_a_rule_on_the_jobs_are_coordl_and_quiver() -> None:
-    assert sorted(m.name for m in PER_JOB) == ["coordl", "quiver"]
+def test_the_policies_with_a_rule_on_the_jobs_are_cache_all_coordl_and_quiver() -> None:
+    assert sorted(m.name for m in PER_JOB) == ["cache-all", "coordl", "quiver"]
     assert all(not m.aggregable and m.online is None and m.on_demand is None for m in PER_JOB)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cbalab.algorithms.baselines.cache_common import feed_unstalled, whole_first_fit
+from cbalab.algorithms.baselines.cache_common import dataset_feeding, feed_unstalled, whole_first_fit
 from cbalab.models.evaluate import Allocation
 from cbalab.models.instance import Instance
 from cbalab.models.result import CacheRule
@@ -27,8 +27,29 @@ from cbalab.models.types import SolveOptions
 
 
 def cache_all(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
-    """Whole datasets in order of first reference, first fit, until C is full; then feed every job unstalled."""
-    referenced, first = np.unique(inst.job_dataset, return_index=True)
-    order = referenced[np.argsort(first, kind="stable")]
-    cache = whole_first_fit(inst.dataset_size_gb, order, inst.cache_gb)
+    """Whole datasets in order of first reference, first fit, until C is full (:func:`first_reference_fill`); then
+    feed every job unstalled."""
+    cache = first_reference_fill(inst.dataset_size_gb, inst.job_dataset, inst.cache_gb)
     return feed_unstalled(inst, cache, rule=CacheRule(order="first reference"))
+
+
+def first_reference_fill(d: np.ndarray, kj: np.ndarray, cache_gb: float) -> np.ndarray:
+    """Cache-all's rule, stated once on arrays: the cache per dataset for jobs on datasets ``kj``, in job order.
+
+    :func:`cache_all` and a replay's events (:func:`on_jobs`) both call it.  The datasets in the order of the first
+    job that reads each (``dict.fromkeys`` keeps first appearances in order), each whole if it still fits in what
+    is left of ``cache_gb`` (``whole_first_fit``).
+    """
+    return whole_first_fit(d, list(dict.fromkeys(kj.tolist())), cache_gb)
+
+
+def on_jobs(
+    d: np.ndarray, kj: np.ndarray, r: np.ndarray, cache_gb: float, bandwidth_gbps: float, p_c: float, p_b: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """cache-all on the running jobs ``kj``, ``r`` in start order (the order decides what is cached, so it is not
+    aggregable, docs/model.md §4): :func:`first_reference_fill`, every job fed unstalled, the bandwidth summed per
+    dataset; the numbers :func:`cache_all` gives on the instance of those jobs with a continuous cache
+    (tests/test_perjob_rules.py), for a replay's events (algorithms/registry.py, ``on_jobs``).  Neither B nor the
+    prices are read: cache-all caches first come first served.
+    """
+    return dataset_feeding(d, kj, r, first_reference_fill(d, kj, cache_gb))
