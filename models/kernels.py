@@ -33,7 +33,7 @@ def prefix_fill(amount: np.ndarray, order: np.ndarray, capacity: float) -> np.nd
 
     The answer is indexed like ``amount``; items after the last served get 0.
     """
-    out = np.zeros_like(amount, dtype=float)
+    out = np.zeros(amount.shape)
     out[order] = fill_in_order(amount[order], capacity)
     return out
 

@@ -19,7 +19,7 @@ from cbalab.models.result import CacheRule
 
 def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
     """Whole items in ``order``, each only if it still fits in what is left (first fit, nothing in part)."""
-    out = np.zeros_like(size, dtype=float)
+    out = np.zeros(size.shape)
     left = capacity
     for k in order:
         if size[k] <= left + RTOL * max(1.0, capacity):

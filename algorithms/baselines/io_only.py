@@ -27,5 +27,5 @@ def on_demand(
     The numbers :func:`io_only` gives on that instance (tests/test_registry.py), for a replay's events
     (algorithms/registry.py, ``on_demand``).
     """
-    cache = np.zeros_like(d)
+    cache = np.zeros(d.shape)
     return cache, R * (1.0 - hit_ratio(d, cache))
