@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 
 #: Relative tolerance for "this job's work is done" and "this cache is warm".
 _TOL = 1e-9
-#: The sum and the least element of a K-vector: the reductions ``ndarray.sum`` and ``min`` call, in the same order
-#: (the same bits), without their Python wrappers, which cost more than the sum itself at every event.
+#: The sum, the least element and "all" of a K-vector: the reductions ``ndarray.sum``, ``min`` and ``all`` call, in
+#: the same order (the same bits), without their Python wrappers, which cost more than the sum itself at every event.
 _total = np.add.reduce
 _least = np.minimum.reduce
 _every = np.logical_and.reduce
@@ -69,14 +69,12 @@ _every = np.logical_and.reduce
 class SimConfig:
     """The cluster and the policy of one replay.
 
-    ``gpus`` is the cluster's G (every job must fit), ``cache_gb`` its C,
-    ``bandwidth_gbps`` its remote-IO cap B (inf: none), ``prices`` (p_g, p_c,
-    p_b) in $/h per unit, ``warmup`` False for instant caches, ``period_s``
-    an extra re-allocation period (None: only at arrivals and departures).
+    ``gpus`` is the cluster's G (every job must fit), ``cache_gb`` its C, ``bandwidth_gbps`` its remote-IO cap B
+    (inf: none), ``prices`` (p_g, p_c, p_b) in $/h per unit, ``warmup`` False for instant caches, ``period_s`` an
+    extra re-allocation period (None: only at arrivals and departures).
 
-    The default G = 768 is sized for the Philly trace (82,247 jobs, on
-    average 374 GPUs busy): with strict FIFO its jobs wait 22 min on average,
-    about 9% of the mean JCT (512 GPUs: 5.5 days; 1,024 GPUs: 11 s).
+    The default G = 768 is sized for the Philly trace (82,247 jobs, on average 374 GPUs busy): with strict FIFO its
+    jobs wait 22 min on average, about 9% of the mean JCT (512 GPUs: 5.5 days; 1,024 GPUs: 11 s).
     """
 
     policy: str = "cba"
@@ -197,6 +195,8 @@ class Replay:
         self.g = g = jobs["gpus"].to_numpy(dtype=np.int64)
         self.r = jobs["io_gbps"].to_numpy(dtype=float)
         self.kj = jobs["dataset_index"].to_numpy(dtype=np.int64)
+        # The same per job as Python numbers, for the scalar reads of admit and depart (numpy's scalars cost more).
+        self.jobs_k, self.jobs_g, self.jobs_r, self.jobs_dur = (x.tolist() for x in (self.kj, g, self.r, self.dur))
         too_big = np.flatnonzero(g > cfg.gpus)
         if too_big.size:
             j = int(too_big[0])
@@ -331,16 +331,17 @@ class Replay:
             limit = work[k] + max(_TOL * max(1.0, abs(work[k])), speed[k] * tick_s)
             while heap and heap[0][0] <= limit:
                 _, j = heapq.heappop(heap)
-                self.end[j] = max(t, self.start[j] + self.dur[j])  # never before its unstalled run time
+                g, r, start = self.jobs_g[j], self.jobs_r[j], self.start[j]
+                self.end[j] = max(t, start + self.jobs_dur[j])  # never before its unstalled run time
                 self.stall[j] = self.stall_clock[k] - self.mark_stall[j]
                 self.share[j] = (
-                    self.p_g * self.g[j] * (t - self.start[j]) / 3600.0
-                    + self.r[j] * (self.cost_rate_clock[k] - self.mark_rate[j])
+                    self.p_g * g * (t - start) / 3600.0
+                    + r * (self.cost_rate_clock[k] - self.mark_rate[j])
                     + (self.cost_count_clock[k] - self.mark_count[j])
                 )
-                self.demand[k] -= self.r[j]
+                self.demand[k] -= r
                 self.count[k] -= 1
-                self.free += self.g[j]
+                self.free += g
                 del self.running[j]
                 self.done += 1
             heads[k] = heap[0][0] if heap else math.inf
@@ -351,22 +352,22 @@ class Replay:
 
     def admit(self) -> bool:
         """Arrivals join the queue; the queue starts in FIFO order while its head fits.  True if a job started."""
-        t, arrivals, g = self.t, self.arrivals, self.g
+        t, arrivals, g = self.t, self.arrivals, self.jobs_g
         while self.nxt < self.n and arrivals[self.nxt] <= t:
             self.queue.append(self.arrival_order[self.nxt])
             self.nxt += 1
         started = False
         while self.queue and g[self.queue[0]] <= self.free:
             j = self.queue.popleft()
-            k = self.kj[j]
+            k = self.jobs_k[j]
             self.start[j] = t
             self.free -= g[j]
-            self.demand[k] += self.r[j]
+            self.demand[k] += self.jobs_r[j]
             self.count[k] += 1
             self.mark_rate[j] = self.cost_rate_clock[k]
             self.mark_count[j] = self.cost_count_clock[k]
             self.mark_stall[j] = self.stall_clock[k]
-            heapq.heappush(self.heaps[k], (self.work[k] + self.dur[j], j))
+            heapq.heappush(self.heaps[k], (self.work[k] + self.jobs_dur[j], j))
             self.heads[k] = self.heaps[k][0][0]
             self.due_tol[k] = _TOL * max(1.0, abs(self.heads[k]))
             self.running[j] = None

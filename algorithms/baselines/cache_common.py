@@ -20,11 +20,11 @@ from cbalab.models.result import CacheRule
 def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
     """Whole items in ``order``, each only if it still fits in what is left (first fit, nothing in part)."""
     out = np.zeros(size.shape)
-    left = capacity
+    left, slack, sizes = capacity, RTOL * max(1.0, capacity), size.tolist()  # Python numbers: read one by one
     for k in order:
-        if size[k] <= left + RTOL * max(1.0, capacity):
-            out[k] = size[k]
-            left -= size[k]
+        if sizes[k] <= left + slack:
+            out[k] = sizes[k]
+            left -= sizes[k]
     return out
 
 
