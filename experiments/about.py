@@ -35,7 +35,7 @@ ABOUT: dict[str, About] = {
     "io-cost": About(
         "CBA vs every cache baseline: IO cost on the Philly replay",
         (7.1, 20.5),
-        1207.7,
+        934.1,
         2,
         {
             "points": ("price_ratio", "n_datasets", "skew", "cache_gb", "bandwidth_gbps", "mean_saving", "cheapest"),
