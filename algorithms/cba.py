@@ -109,7 +109,7 @@ def fill(
         and float(np.dot(R_s, 1.0 - c_s / d_s)) - bandwidth_gbps > 0
         and (read := int(np.count_nonzero(R_s[profitable:] > 0)))
     ):
-        # Only read datasets (R_k > 0, a prefix of the rest) can cut remote IO; rounding in `excess`
+        # Only read datasets (R_k > 0, a prefix of the rest) can cut remote IO; rounding in the excess
         # must not push the fill onto unread ones, and the fill never goes past C (the fill `full`).
         # Every profitable dataset is whole (t_c is None), so the remote IO left after caching the rest
         # up to position t is the tail sum `after[t]`; summed from the tail, it keeps small remainders exact.

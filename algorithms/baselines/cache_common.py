@@ -17,7 +17,7 @@ from cbalab.models.instance import Instance
 from cbalab.models.result import CacheRule
 
 
-def whole_first_fit(size: np.ndarray, order: np.ndarray, capacity: float) -> np.ndarray:
+def whole_first_fit(size: np.ndarray, order: list[int] | np.ndarray, capacity: float) -> np.ndarray:
     """Whole items in ``order``, each only if it still fits in what is left (first fit, nothing in part)."""
     out = np.zeros(size.shape)
     left, slack, sizes = capacity, RTOL * max(1.0, capacity), size.tolist()  # Python numbers: read one by one
