@@ -1,5 +1,6 @@
-"""The per-job cost policies' rules on arrays (issue 42): coordl's and quiver's answer stated once, called by
-the registered function and by a replay's events without an instance (algorithms/registry.py, ``on_jobs``)."""
+"""The per-job cost policies' rules on arrays (issue 42): cache-all's, coordl's and quiver's answers stated once,
+called by the registered function and by a replay's events without an instance (algorithms/registry.py,
+``on_jobs``)."""
 
 from __future__ import annotations
 
