@@ -7,7 +7,8 @@ the only module that parses arguments (tests/test_architecture.py).  Errors the 
 keyword (``budget_fraction``); the command renames them to the option that set it (``--budget-fraction``).
 
 Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a message naming the option and
-the value, never a traceback), 1 on an internal error, 130 on Ctrl-C (one line, no traceback).  Every
+the value, never a traceback), 1 on an internal error, 130 on Ctrl-C or SIGTERM (one line, no traceback: a
+sweep stops as on Ctrl-C, keeping its finished runs and ending its worker processes).  Every
 output file is written atomically (models/files.py); an ``--out`` that cannot be written is refused before
 any solving.  ``--no-timing`` leaves out the wall-clock fields (``solve_seconds``, ``wall_seconds``), so
 that two runs can be compared byte for byte; ``--no-progress`` turns off the progress bar of ``simulate`` and
@@ -21,6 +22,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import textwrap
 import threading
@@ -922,6 +924,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cbalab`` console script; returns the exit status."""
     stderr_fd = os.dup(2)
     logging.getLogger("pyomo.core").addFilter(_not_an_interrupt)
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         args = parser().parse_args(argv)
         return args.run(args)
@@ -940,6 +944,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     finally:
         os.close(stderr_fd)
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    """SIGTERM (``kill``, a batch system's time limit) is taken as Ctrl-C: without it the process ended at once,
+    and a sweep's worker processes were left behind, idle, with neither runs.csv nor meta.json written."""
+    raise KeyboardInterrupt
 
 
 def _interrupted(stderr_fd: int) -> int:

@@ -808,6 +808,51 @@ def test_regression_issue9_6_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp
     assert done.stderr == "cbalab: interrupted\n" and done.stdout == ""
 
 
+def _children(pid: int) -> list[int]:
+    """The ids of ``pid``'s child processes now (Linux /proc; none where it cannot be read)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie that no init reaped counts as ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return not any(line.startswith("State:") and "Z" in line.split()[1] for line in status.splitlines())
+
+
+def test_sigterm_stops_a_sweep_as_ctrl_c_does_and_leaves_no_worker_behind(tmp_path) -> None:
+    """``kill`` (SIGTERM) ended ``cbalab experiment`` at once: no runs.csv and no meta.json were written, and its
+    worker processes stayed alive, idle, for good.  Now it stops the sweep as Ctrl-C does: exit 130, the finished
+    runs in runs.csv, meta.json saying ``interrupted``, and every process it started gone."""
+    out = tmp_path / "out"
+    argv = ["experiment", "optimality", "--quick", "--workers", "2", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbalab.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    runs = out / "optimality" / "runs"
+    deadline = time.monotonic() + 300
+    while not (runs.is_dir() and any(runs.glob("*.json"))) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep ended before it could be stopped"
+    started = _children(proc.pid)
+    assert len(started) >= 2, started  # its two workers (and multiprocessing's resource tracker)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    meta = json.loads((out / "optimality" / "meta.json").read_text())
+    assert meta["interrupted"] is True and meta["runs"]["done_now"] >= 1
+    assert (out / "optimality" / "runs.csv").is_file() and "Traceback" not in err
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in started if _alive(p)]
+
+
 def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch) -> None:
     """Ctrl-C while the model is built (Pyomo or arrays) printed a traceback; now one line, exit 130."""
 
