@@ -120,7 +120,7 @@ def test_resource_directive_step_is_no_dearer_on_its_own() -> None:
     out = solve_lagrange(schedule, cluster, iterations=1, chunk_pairs=16, directed=False)
     assert out.cost_io is not None
     lay = dynamic.layout(schedule)
-    pieces = p3_lagrange.chunks(schedule, np.unique(lay.k), 16)
+    pieces = p3_lagrange.chunks(schedule, np.unique(lay.k), 16, p3_lagrange.CHUNK_HIGHS)
     traj = p3_lagrange._directed(schedule, cluster, out.values, pieces)
     used = (traj["y"] * schedule.size_gb[:, None]).sum(axis=0)
     assert (used <= cluster.cache_gb * (1 + 1e-9) + 1e-12).all()

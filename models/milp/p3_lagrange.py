@@ -65,6 +65,7 @@ from cbalab.models.milp.dynamic import (
     FEAS_RTOL,
     HIGHS_TOLERANCES,
     Cluster,
+    Layout,
     Schedule,
     Tangent,
     certified,
@@ -210,7 +211,7 @@ class _Chunk:
     d: float
     slots: np.ndarray
     free: bool
-    highs: tuple = CHUNK_HIGHS
+    highs: tuple
     basis: tuple[list, list] | None = None
     y: np.ndarray | None = None
     u: np.ndarray | None = None
@@ -400,7 +401,7 @@ def _p1_duals(schedule: Schedule, cluster: Cluster) -> np.ndarray:
     return mu * schedule.lengths / 3600.0
 
 
-def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None, highs: tuple = CHUNK_HIGHS) -> list[_Chunk]:
+def chunks(schedule: Schedule, exact: np.ndarray, chunk_pairs: int | None, highs: tuple) -> list[_Chunk]:
     """The chunks of the exact datasets: each dataset's pairs (first to last demand) cut every ``chunk_pairs``,
     their LPs to be run with HiGHS's options ``highs``."""
     lay = layout(schedule)
@@ -746,12 +747,12 @@ def _uppers(
                 into[0][name][mask] = point[0][name]
             into[2][int(k)] = point[1]
             points[i] = (into[0], into[1] + point[1], into[2])
-    return [_coupled(schedule, cluster, point) if point is not None else None for point in points]
+    return [_coupled(schedule, cluster, point, lay) if point is not None else None for point in points]
 
 
-def _coupled(schedule: Schedule, cluster: Cluster, point: Point) -> Point | None:
-    """``point`` if it meets the coupling rows Σ_k d_k y ≤ C and Σ_k b ≤ B to FEAS_RTOL, else None."""
-    lay = layout(schedule)
+def _coupled(schedule: Schedule, cluster: Cluster, point: Point, lay: Layout) -> Point | None:
+    """``point`` if it meets the coupling rows Σ_k d_k y ≤ C and Σ_k b ≤ B to FEAS_RTOL, else None (``lay`` is
+    the schedule's :func:`layout`, which the caller holds)."""
     paid = np.bincount(lay.t, weights=point[0]["y"] * lay.d, minlength=schedule.n_slots)
     read = np.bincount(lay.t, weights=point[0]["b"], minlength=schedule.n_slots)
     if (paid > cluster.cache_gb * (1.0 + FEAS_RTOL) + FEAS_ATOL).any():
