@@ -20,7 +20,6 @@ O(K log K + J), all in numpy.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,17 +179,10 @@ def on_demand(
     taken as the referee accepts it, without an Instance or the certificate, which a replay's event does not
     report; experiments/simulate.py calls it at every event (algorithms/registry.py, ``on_demand``).
     """
-    f = fill(d, R, cache_gb, *_accepted(bandwidth_gbps), p_c, p_b)
+    f = fill(d, R, cache_gb, tolerated(bandwidth_gbps, MODEL_SHARE), tolerated(bandwidth_gbps), p_c, p_b)
     if f.cache_gb is None:
         return None
     return f.cache_gb, R * (1.0 - hit_ratio(d, f.cache_gb))
-
-
-@functools.lru_cache(maxsize=64)
-def _accepted(bandwidth_gbps: float) -> tuple[float, float]:
-    """B as P1's MILP takes it and the largest remote IO the referee accepts (``tolerated``, docs/model.md
-    (8.1)); remembered, as a replay asks them of the same B at every event."""
-    return tolerated(bandwidth_gbps, MODEL_SHARE), tolerated(bandwidth_gbps)
 
 
 def _infeasible(inst: Instance, remote: float) -> Feeding:

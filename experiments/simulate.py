@@ -189,8 +189,8 @@ class Replay:
         self.d = workload.datasets["size_gb"].to_numpy(dtype=float)
         self.K = K = self.d.size
         self.submit = jobs["submit_s"].to_numpy(dtype=float)
-        self.order = np.argsort(self.submit, kind="stable")
-        self.arrivals, self.arrival_order = self.submit[self.order].tolist(), self.order.tolist()  # read one by one
+        order = np.argsort(self.submit, kind="stable")
+        self.arrivals, self.arrival_order = self.submit[order].tolist(), order.tolist()  # read one by one
         self.dur = jobs["duration_s"].to_numpy(dtype=float)
         self.g = g = jobs["gpus"].to_numpy(dtype=np.int64)
         self.r = jobs["io_gbps"].to_numpy(dtype=float)
@@ -243,7 +243,7 @@ class Replay:
         self.infeasible_events = 0
         self.rows: list[tuple] = []
         self.rate_gpu = self.rate_cache = self.rate_bw = 0.0
-        self.t = float(self.submit[self.order[0]]) if n else 0.0
+        self.t = self.arrivals[0] if n else 0.0
         self.nxt = 0
         self.t_dep = math.inf
         self.done = 0

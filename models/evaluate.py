@@ -82,7 +82,15 @@ class Evaluation:
 
 
 def _slack(x: float | np.ndarray) -> float | np.ndarray:
-    return RTOL * np.maximum(1.0, np.abs(x))
+    """The referee's slack RTOL·max(1, |x|) on a total x (docs/model.md (8.1)), element by element on an array.
+
+    A number is taken without numpy (a replay asks it of its B at every event): the same product, and NaN stays
+    NaN as ``np.maximum`` keeps it.
+    """
+    if isinstance(x, np.ndarray):
+        return RTOL * np.maximum(1.0, np.abs(x))
+    a = abs(x)
+    return RTOL * (1.0 if a <= 1.0 else a)
 
 
 #: Share of the referee's slack that a model's row may use (docs/model.md (8.1)): all of it but a thousandth, which

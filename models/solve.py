@@ -509,7 +509,7 @@ def solve_arrays(
         h.setOptionValue(name, value)
     if limit is not None:
         h.setOptionValue("time_limit", float(limit))
-    h.passModel(arrays.to_highs())
+    arrays.pass_to(h)
     if start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(start)

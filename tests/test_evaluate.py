@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cbalab.models.evaluate import Allocation, evaluate, result, score
+from cbalab.models.evaluate import Allocation, _slack, evaluate, result, score
 from cbalab.models.instance import Instance, build
 from cbalab.models.kernels import exact_dot
 from cbalab.models.types import Status
@@ -326,3 +326,20 @@ def test_exact_dot_is_correctly_rounded_in_any_order(pairs: list[tuple[float, fl
     perm = list(range(len(pairs)))
     rnd.shuffle(perm)
     assert exact_dot(a[perm], b[perm]) == exact
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(10**6), max_value=10**6),
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, math.nextafter(1.0, 0.0), math.nextafter(1.0, 2.0)]),
+    )
+)
+def test_the_slack_of_a_number_is_the_slack_of_the_array_holding_it(x: float) -> None:
+    """The referee's slack RTOL·max(1, |x|) (docs/model.md (8.1)) taken on a number, as ``tolerated`` and a replay's
+    B take it, has the bits of the same slack taken element-wise on an array (NaN stays NaN), so both paths of
+    ``_slack`` are one tolerance."""
+    one = float(_slack(x))
+    array = float(_slack(np.array([x], dtype=float))[0])
+    assert np.array_equal(np.array([one]), np.array([array]), equal_nan=True)
+    assert math.copysign(1.0, one) == math.copysign(1.0, array) or math.isnan(one)

@@ -10,6 +10,7 @@ with the edited limit.  proofs/welfare_milp_forms.md (the forms of Theorem F1) a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -86,6 +87,46 @@ def test_pyomo_emission_is_the_compiled_matrix(name: str, statement: Statement, 
     got = {where[id(v)]: c for v, c in zip(repn.linear_vars, repn.linear_coefs, strict=True)}
     assert got == {j: a.cost[j] for j in np.flatnonzero(a.cost)}
     assert repn.constant == pytest.approx(a.offset, rel=1e-15)
+
+
+@pytest.mark.parametrize(("name", "statement"), _statements()[::2], ids=[n for n, _ in _statements()[::2]])
+def test_highs_is_given_the_compiled_matrix(name: str, statement: Statement) -> None:
+    """What ``Arrays.pass_to`` hands HiGHS is the compiled matrix: the costs divided by the scale given, every
+    bound with ±inf as HiGHS's infinity, the row-wise entries, the sense and the integrality, read back from HiGHS."""
+    import highspy
+
+    a = statement.compile(scaled=True)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    a.pass_to(h, 4.0)
+    lp = h.getLp()
+    inf = highspy.kHighsInf
+    assert (lp.num_col_, lp.num_row_) == (a.n_cols, a.n_rows)
+    assert np.array_equal(lp.col_cost_, a.cost / 4.0)
+    assert np.array_equal(lp.col_lower_, np.maximum(a.col_lo, -inf))
+    assert np.array_equal(lp.col_upper_, np.minimum(a.col_hi, inf))
+    assert np.array_equal(lp.row_lower_, np.maximum(a.row_lo, -inf))
+    assert np.array_equal(lp.row_upper_, np.minimum(a.row_hi, inf))
+    assert lp.offset_ == a.offset
+    assert (lp.sense_ == highspy.ObjSense.kMaximize) == a.maximize
+    integral = [t == highspy.HighsVarType.kInteger for t in lp.integrality_] if lp.integrality_ else [False] * a.n_cols
+    assert integral == a.integral.tolist()
+    m = lp.a_matrix_
+    rowwise = m.format_ == highspy.MatrixFormat.kRowwise  # HiGHS may keep a column-wise copy: the same entries
+    got = _dense(m.start_, m.index_, m.value_, (a.n_rows, a.n_cols), rowwise)
+    assert np.array_equal(got, _dense(a.start, a.index, a.value, (a.n_rows, a.n_cols), True))
+
+
+def _dense(
+    start: Sequence[int], index: Sequence[int], value: Sequence[float], shape: tuple[int, int], rowwise: bool
+) -> np.ndarray:
+    """The dense matrix of a compressed one, row-wise or column-wise."""
+    out = np.zeros(shape)
+    for major in range(len(start) - 1):
+        for p in range(int(start[major]), int(start[major + 1])):
+            at = (major, int(index[p])) if rowwise else (int(index[p]), major)
+            out[at] += value[p]
+    return out
 
 
 def _welfare(inst: Instance, proven: bool = True) -> float:

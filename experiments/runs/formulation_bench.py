@@ -3,7 +3,7 @@
 Cases (fixed):
 
 * ``p1``: P1's LP at 100,000 jobs and 1,000 datasets (``generate_cost(100000, 1000, 0)``): the build of the
-  highspy LP (``cost_statement(inst, relax=True).compile().to_highs()``; on a base that still has it,
+  highspy LP (``cost_statement(inst, relax=True).compile()`` passed to a ``highspy.Highs``; on a base that still has it,
   ``models/milp/cost_highspy.py``'s ``build_cost_lp``), median of five builds in the process, and its optimum;
 * ``welfare/S/F``: the registered welfare ``milp`` on the 1,000-job instance of milp_scale (``generate_welfare
   (1000, 100, S, utility_mix="mixed", budget_fraction=F)``), S ∈ {1, 2, 3}, F ∈ {0.1, 0.2, 0.35}: wall time,
@@ -56,7 +56,11 @@ def measure(case: str) -> dict[str, Any]:
             from cbalab.models.solve import solve_arrays
 
             def build() -> Any:
-                return cost_statement(inst, relax=True).compile().to_highs()
+                import highspy
+
+                h = highspy.Highs()
+                cost_statement(inst, relax=True).compile().pass_to(h)
+                return h
 
             def solve() -> tuple[str, float | None]:
                 out, _, run = solve_arrays(cost_statement(inst, relax=True).compile())

@@ -112,7 +112,7 @@ def window_sweeps(
             h = highspy.Highs()
             for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES):
                 h.setOptionValue(option, setting)
-            h.passModel(lp.to_highs())
+            lp.pass_to(h)
             start = time.process_time()
             h.run()
             highs_cpu += time.process_time() - start

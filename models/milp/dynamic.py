@@ -794,8 +794,6 @@ def _solve_matrix(
     n_rows = rows.n_rows
     is_mip = bool(rows.integral.any())
     scale = _scale(rows.cost, instant_bound(schedule, cluster))
-    lp = rows.to_highs()
-    lp.col_cost_ = rows.cost / scale
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", int(threads))
@@ -804,7 +802,7 @@ def _solve_matrix(
     if is_mip:
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)
-    h.passModel(lp)
+    rows.pass_to(h, scale)
     best: tuple[dict[str, np.ndarray], float] | None = None
     bound: float | None = None
     stopped = ""

@@ -274,26 +274,7 @@ def _run_chunk_lp(rows: Arrays, basis: tuple[list, list] | None, options: tuple)
     h = highspy.Highs()
     for option, setting in (("output_flag", False), ("threads", 1), *HIGHS_TOLERANCES, *options):
         h.setOptionValue(option, setting)
-    # The array form of passModel takes each array whole; a HighsLp's setters (Arrays.to_highs) convert element by
-    # element: 9 of the 10 ms that passing one 2,000-pair chunk took (2,200 LPs or so on the whole Philly trace).
-    inf = highspy.kHighsInf
-    h.passModel(
-        rows.n_cols,
-        rows.n_rows,
-        int(rows.index.size),
-        int(highspy.MatrixFormat.kRowwise),
-        int(highspy.ObjSense.kMinimize),
-        float(rows.offset),
-        rows.cost / scale,
-        np.asarray(rows.col_lo, dtype=float),
-        np.minimum(rows.col_hi, inf),
-        np.maximum(rows.row_lo, -inf),
-        np.minimum(rows.row_hi, inf),
-        np.asarray(rows.start[:-1], dtype=np.int32),
-        np.asarray(rows.index, dtype=np.int32),
-        np.asarray(rows.value, dtype=float),
-        np.zeros(rows.n_cols, dtype=np.int32),
-    )
+    rows.pass_to(h, scale)
     if basis is not None:
         start = highspy.HighsBasis()
         start.col_status = basis[0]
