@@ -84,9 +84,27 @@ def _first_repeated(doc: Any) -> RepeatedKeyError:
     raise AssertionError("every marked object hangs below the root")
 
 
+#: Why a path that is neither a file nor a folder (a device, a pipe, a socket) cannot take an output file.
+NOT_REGULAR = "is not a regular file (a device, pipe or socket): outputs are written whole and renamed into place"
+
+
+class NotARegularFileError(OSError):
+    """An output path that exists and is not a regular file (:data:`NOT_REGULAR`)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: {NOT_REGULAR}")
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, fsync, rename)."""
-    target = Path(path)
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, fsync, rename).
+
+    A symbolic link is written through: the file it points to is replaced and the link kept.  Anything else
+    that is not a regular file (a device such as /dev/null, a pipe, a socket) is refused with
+    :class:`NotARegularFileError`, as a rename would put a regular file in its place.
+    """
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        raise NotARegularFileError(str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -140,13 +158,16 @@ def unreadable(error: OSError) -> str:
 
 
 def unwritable_file(path: str | Path) -> str | None:
-    """Why a file cannot be written at ``path`` (None if it can): ``path`` is a folder, or its folder is
-    missing or refuses a new file (tried for real, with a temporary file removed at once: permission bits do
-    not bind root, a read-only file system does)."""
-    target = Path(path)
+    """Why a file cannot be written at ``path`` (None if it can): ``path`` is a folder or another thing that is
+    not a regular file (:func:`atomic_write_bytes` would replace it), or its folder is missing or refuses a new
+    file (tried for real, with a temporary file removed at once: permission bits do not bind root, a read-only
+    file system does).  A symbolic link is judged by what it points to, which is what gets written."""
+    target = Path(os.path.realpath(path))
     folder = target.parent
     if target.is_dir():
         return "is a folder, not a file"
+    if target.exists() and not target.is_file():
+        return NOT_REGULAR
     if not folder.is_dir():
         return f"no such folder {str(folder)!r}"
     return _refused(folder)
