@@ -229,7 +229,13 @@ class ElasticReplay:
             what, limit = "bandwidth_gbps", self.B
         else:
             what, limit = "budget_per_hour", self.budget
-        raise InstanceError(f"jobs[{self.job_ids[j]}]", g, f"its smallest option alone exceeds {what} = {limit:.6g}")
+        how = ""
+        if what == "budget_per_hour" and self.cfg.budget_per_hour is None:  # the budget is a share of a peak
+            peak = f"the reference schedule's peak {self.reference:.6g} $/h"
+            how = f" (budget_fraction {self.cfg.budget_fraction:g} of {peak}: a larger one lets the job run)"
+        raise InstanceError(
+            f"jobs[{self.job_ids[j]}]", g, f"its smallest option alone exceeds {what} = {limit:.6g}{how}"
+        )
 
     # ------------------------------------------------------------------ the steps of the engine's loop
     def next_event(self) -> float:

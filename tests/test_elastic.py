@@ -321,6 +321,19 @@ def test_bad_settings_are_named() -> None:
         replay(w, ElasticConfig(gpus=0))
 
 
+def test_a_budget_fraction_that_no_job_fits_names_the_fraction_and_the_peak() -> None:
+    """One job alone: the reference schedule's peak spend is that job's, so at the default budget fraction 0.5 its
+    smallest option cannot run within the budget and the replay could never finish it.  The refusal names the
+    budget, the fraction it came from and the peak it is a share of, so that the user knows which option to
+    raise; at fraction 1 the job fits and the replay finishes."""
+    w = _one()
+    with pytest.raises(
+        InstanceError, match=r"budget_per_hour = .* \(budget_fraction 0\.5 of the reference schedule's peak"
+    ):
+        replay(w, ElasticConfig(gpus=8, prices=FREE_IO, budget_fraction=0.5))
+    assert replay(w, ElasticConfig(gpus=8, prices=FREE_IO, budget_fraction=1.0)).summary["unfinished_jobs"] == 0
+
+
 def test_outputs_are_written_with_checksums(tmp_path) -> None:
     res = _two_jobs(60.0)
     res.write(tmp_path)
