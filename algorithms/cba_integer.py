@@ -402,12 +402,12 @@ def _tiers(
             return _Answer(None, None, base.io_bound, None, base.reason)
         return _Answer(found, capped, base.io_bound, None)
     remote = _remote(s, base.cache)
-    up = float(np.ceil(remote / step - _tol(remote / step)))
-    tiers = {up, float(np.floor(remote / step + _tol(remote / step)))}
+    up = _tiers_up(remote, step)
+    tiers = {up, _tiers_down(remote, step)}
     lp = _continuous_lp(s)
     if lp.bandwidth_gbps is not None:
-        lp_remote = float(lp.bandwidth_gbps.sum()) / step
-        tiers |= {float(np.floor(lp_remote + _tol(lp_remote))), float(np.ceil(lp_remote - _tol(lp_remote)))}
+        lp_remote = float(lp.bandwidth_gbps.sum())
+        tiers |= {_tiers_down(lp_remote, step), _tiers_up(lp_remote, step)}
     if np.isfinite(s.cap_b):
         tiers.add(float(np.rint(s.cap_b / step)))
     plans = [(base.cache, up * step)] + [(cover(s, m * step), m * step) for m in sorted(tiers)]
@@ -421,16 +421,29 @@ def _tiers(
     return _Answer(best[0], best[1], base.io_bound, None if base.gap_bound is None else base.gap_bound + slack)
 
 
+def _tiers_up(x: float, step: float) -> float:
+    """⌈x/β⌉ up to :func:`_tol`: the fewest whole tiers of β GB/s that provision x GB/s, never -0.
+
+    The slack is taken on x, in GB/s, before dividing: taken on x/β it is an absolute 1e-10 tier, which at
+    β = 3.6e9 GB/s is more than 0.2 GB/s of remote IO, so ⌈x/β - slack⌉ came out -0 tiers (defect 2).
+    """
+    return max(0.0, float(np.ceil((x - _tol(x)) / step)))
+
+
+def _tiers_down(x: float, step: float) -> float:
+    """⌊x/β⌋ up to :func:`_tol` (taken on x in GB/s, as in :func:`_tiers_up`): the most whole tiers within x."""
+    return float(np.floor((x + _tol(x)) / step))
+
+
 def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
     """The tier counts m that can cost less than ``best``: m·β at least the least remote IO any cache within C
     leaves (ρ-ordered fill of C), m·β ≤ B̃ (or ≤ ⌈Σ R/β⌉·β, enough for everything, when B is unlimited), and
-    p_b·m·β ≤ best (Theorem I4 (ii))."""
+    p_b·m·β ≤ best (Theorem I4 (ii)).  Each slack is taken in the unit of its quantity (GB/s, $/h), not in tiers."""
     fill = prefix_fill(s.d, s.order, s.cap_c)[s.order]
-    least = (s.total - float(np.dot(s.rho[s.order], fill))) / step
-    lo = max(0, int(np.ceil(least - _tol(least))))
+    lo = int(_tiers_up(s.total - float(np.dot(s.rho[s.order], fill)), step))
     top = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else float(np.ceil(s.total / step))
     if s.p_b > 0:
-        top = min(top, float(np.floor(best / (s.p_b * step) + _tol(best))))
+        top = min(top, float(np.floor((best + _tol(best)) / (s.p_b * step))))
     return lo, int(top)
 
 

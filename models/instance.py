@@ -53,6 +53,13 @@ MAX_FILE_BYTES = 2**30
 #: tests/test_autocba.py explore subnormal utilities and budgets on purpose.
 MIN_MAGNITUDE = 1e-30
 
+#: Most blocks of one dataset, ⌈d_k/u⌉ (docs/model.md §8, "Ranges of the integer variants"): 2^28.  The
+#: referee's whole-block test (models/evaluate.py) allows 1e-9·n blocks of slack, so above 5e8 blocks half a
+#: block passes as whole and a block cache is a continuous one; below 2^28 CBA's counts are exact in floats and
+#: int64 (at 1e26 blocks the int64 cast overflowed into a negative cache), and u/d_k stays above HiGHS's
+#: smallest matrix entry (1e-9, below which it dropped the blocks row and called a no-cache answer optimal).
+MAX_BLOCKS = 2**28
+
 #: Deepest nesting reported as such; the schema itself nests 4 levels (jobs[].options[]).
 MAX_DEPTH = 64
 
@@ -489,7 +496,23 @@ def from_dict(data: Any) -> Instance:
         option_utility=opt_u,
         job_work=job_work,
     )
-    return check_magnitudes(inst)
+    return check_magnitudes(_check_block_count(inst))
+
+
+def _check_block_count(inst: Instance) -> Instance:
+    """Refuse a block size u that cuts some dataset into more than :data:`MAX_BLOCKS` blocks; return ``inst``."""
+    if inst.cache_granularity != "block" or inst.block_gb is None or not inst.n_datasets:
+        return inst
+    k = int(np.argmax(inst.dataset_size_gb))
+    d = float(inst.dataset_size_gb[k])
+    if d > MAX_BLOCKS * inst.block_gb:
+        raise InstanceError(
+            "cluster.cache_granularity.block_gb",
+            inst.block_gb,
+            f"too small: datasets[{k}].size_gb = {d:g} is {d / inst.block_gb:.3g} blocks, more than {MAX_BLOCKS} "
+            '(2^28) per dataset, where whole blocks are continuous within the referee\'s slack (use "continuous")',
+        )
+    return inst
 
 
 def _work(jobs: list[dict]) -> np.ndarray | None:
@@ -817,7 +840,7 @@ def check(inst: Instance) -> Instance:
         raise InstanceError("datasets[].id", None, "duplicate id")
     if len(set(inst.job_ids)) != inst.n_jobs:
         raise InstanceError("jobs[].id", None, "duplicate id")
-    return check_magnitudes(inst)
+    return check_magnitudes(_check_block_count(inst))
 
 
 def aggregate(

@@ -277,6 +277,9 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
         p_c, p_b = inst.price_cache, inst.price_bandwidth
         costs.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
         costs.append(("bandwidth price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
+        if inst.bandwidth_step_gbps is not None:
+            tier = f"cluster.bandwidth_step_gbps = {inst.bandwidth_step_gbps:.6g} (× p_b = {p_b:.6g})"
+            costs.append(("tier price", np.array([p_b * inst.bandwidth_step_gbps]), lambda _: tier))
     else:
         ptr, job = inst.option_ptr, inst.option_job()
 
@@ -401,7 +404,9 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     then the least feeding b_j = r_j (1 - h_k(j)) of that cache, which never costs more and keeps every
     constraint.  The answer passes :func:`cbalab.models.certify.certify` (at MIP gap 0 for the LP).  On an
     integer variant the LP's allocation is certified only when the referee takes it as it is (the relaxation
-    came out whole); otherwise the answer is its bound alone (:func:`_fractional`).
+    came out whole); otherwise the answer is its bound alone (:func:`_fractional`).  A MILP allocation of an
+    integer variant that the referee rejects once rounded is ``error`` (:func:`_broken`), never ``infeasible``:
+    only HiGHS's proof makes that claim.
     """
     arrays = cost_statement(inst, relax=relax).compile(scaled=True)
     out, x, _ = solve_arrays(arrays, options)
@@ -428,11 +433,10 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     fed = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache), provisioned)
     alloc = answer(out, fed)
     integer_variant = inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None
-    if relax and integer_variant:
-        violations = evaluate(inst, alloc, "cost").violations
-        if violations:
-            return _fractional(alloc, violations)
     integral = not relax and integer_variant
+    violations = evaluate(inst, alloc, "cost").violations if integer_variant else []
+    if violations:
+        return _broken(violations) if integral else _fractional(alloc, violations)
     return certify(
         inst,
         "cost",
@@ -441,6 +445,22 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
         source="HiGHS's dual bound" if integral else "the LP optimum",
         model_objective=alloc.objective,
     )
+
+
+def _broken(violations: list[str]) -> Allocation:
+    """The answer of a P1 solve whose allocation, read back from HiGHS's solution, the referee rejects: ``error``.
+
+    HiGHS accepts a point within its tolerances (an integer within 1e-6, a row within 1e-7 of a scaled row), and
+    rounding that point to whole blocks or tiers can leave an allocation that is none of the instance.  That is a
+    numerical failure of the method, not a proof that no allocation exists, so the answer is not ``infeasible``
+    (which models/evaluate.py's ``score`` would report for a rejected allocation); HiGHS's bound, a bound of the
+    model it solved within those tolerances, is not kept either.
+    """
+    reason = (
+        "HiGHS's solution, rounded to an allocation, breaks the instance (" + "; ".join(violations) + "): a point "
+        "within HiGHS's tolerances that is no allocation, not a proof of infeasibility"
+    )
+    return Allocation.none(Status.ERROR, reason)
 
 
 def _fractional(relaxed: Allocation, violations: list[str]) -> Allocation:
@@ -533,7 +553,9 @@ def solve_arrays(
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         message = f"HiGHS proved the model infeasible ({status.name})"
         return Outcome(Status.INFEASIBLE, None, None, message, False), None, facts
-    if status == ms.kOptimal:
+    if status == ms.kOptimal and not has_solution:  # seen on P1 LPs with sizes and rates eight decades apart
+        kind, message = Status.ERROR, "HiGHS reported optimal without a feasible solution: nothing is proven"
+    elif status == ms.kOptimal:
         kind, message = Status.OPTIMAL, "HiGHS: optimal"
         bound = bound if bound is not None and math.isfinite(bound) else objective
         if not arrays.integral.any() and bound is not None:

@@ -79,7 +79,9 @@ def test_theorem1_cba_equals_lp_optimum_and_flow_optimum(inst: Instance) -> None
     below 1e-9).  HiGHS's cost is compared only when its allocation passes the
     referee in the original units: with rates seven decades apart it may leave
     a small job short of feeding by less than its tolerance, answering a
-    slightly easier problem; its bound must still be below CBA's cost.
+    slightly easier problem; its bound must still be below CBA's cost.  Where HiGHS cannot decide the LP (sizes
+    and rates eight decades apart: kUnknown, or "optimal" with no feasible point), the exact method must say
+    ``error``, never a status it has not proven, and only CBA's own checks remain.
     """
     tight = min_remote_io(inst)
     ours = cba(inst)
@@ -93,15 +95,20 @@ def test_theorem1_cba_equals_lp_optimum_and_flow_optimum(inst: Instance) -> None
     if not highs_representable(unit):
         return  # HiGHS would drop a feeding coefficient below 1e-9: its LP is another instance
     exact = cost_milp(inst)
+    # HiGHS may fail to decide a badly scaled LP (kUnknown, or "optimal" without a feasible point): it then says
+    # error and claims nothing, and CBA is checked against the flow (above) and its own certificate only.
+    undecided = exact.status == "error" and exact.reason is not None and exact.reason.startswith("HiGHS")
     if is_clearly_infeasible(inst):
         assert ours.status == "infeasible", ours
-        assert exact.status == "infeasible", exact
+        assert exact.status == "infeasible" or undecided, exact
         assert ours.reason and "infeasible" in ours.reason
         return
     if tight > inst.bandwidth_gbps:
         return  # within rounding of the tight cap: feasibility is a matter of tolerance, checked elsewhere
-    assert exact.status == "optimal", exact
     assert_optimal_and_certified(inst, ours)
+    if undecided:
+        return
+    assert exact.status == "optimal", exact
     total = evaluate(inst, ours, "cost").cost_total
     # HiGHS's objective (its bound for an LP) is a lower bound to its tolerance, with its own b_j up to B.
     slack = REL * cost_scale(unit) + highs_cost_tolerance(unit, own_b=True)

@@ -156,3 +156,37 @@ def test_regression_issue24_the_lp_fills_a_dataset_highs_left_short_under_a_zero
     assert lp.status == "optimal" and ev.feasible, ev.violations
     best = evaluate(inst, cba(inst, SolveOptions()), "cost").cost_total
     assert abs(ev.cost_total - best) <= 1e-9 * best
+
+
+def test_an_lp_highs_calls_optimal_without_a_feasible_point_is_an_error_not_an_optimum() -> None:
+    """P1 with dataset sizes from 1e-3 to 1e5 GB and rates from 0 to 1e3 GB/s (an example Hypothesis found for
+    Theorem 1's test): HiGHS 1.15 reports its LP optimal with no feasible primal point.  The exact method must
+    then claim nothing (``error``), never ``optimal`` without an allocation; were HiGHS to solve it, the answer
+    must carry an allocation the referee scores and a bound."""
+    import numpy as np
+
+    inst = Instance(
+        gpus=0,
+        cache_gb=156.52813451903492,
+        bandwidth_gbps=935.232758373912,
+        price_gpu=0.0,
+        price_cache=1e-4,
+        price_bandwidth=0.0,
+        dataset_ids=tuple(f"d{k}" for k in range(6)),
+        dataset_size_gb=np.array([1e-3, 1e5, 5.62341325e4, 147.0, 1e-3, 147.0]),
+        job_ids=tuple(f"j{j}" for j in range(6)),
+        job_dataset=np.array([3, 0, 3, 0, 5, 1]),
+        job_gpus=np.zeros(6, dtype=np.int64),
+        job_io_gbps=np.array([1e-3, 0.0, 1e3, 0.0, 1e3, 5e-2]),
+        option_ptr=np.zeros(7, dtype=np.int64),
+        option_gpus=np.zeros(0, dtype=np.int64),
+        option_io_gbps=np.zeros(0),
+        option_utility=np.zeros(0),
+    )
+    alloc = cost_milp(inst)
+    if alloc.status == "optimal":
+        assert alloc.has_allocation and alloc.bound is not None
+        assert evaluate(inst, alloc, "cost").feasible
+    else:
+        assert alloc.status == "error" and not alloc.has_allocation, alloc
+        assert alloc.reason and "HiGHS" in alloc.reason

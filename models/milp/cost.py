@@ -6,7 +6,7 @@ number m of tiers; under blocks (``count_blocks``) the block count N.  One row f
 for what it states:
 
 * :func:`served_in_blocks`   d_k h_k ≤ u n_k (a last, partly filled block is paid but serves what the dataset has);
-* :func:`within_tiers`       Σ_j b_j ≤ β m;
+* :func:`within_tiers`       Σ_j b_j ≤ β m (≤ Σ_j r_j · m when a tier exceeds the whole demand, :func:`tier_cover`);
 * :func:`feed`               b_j ≥ r_j (1 − h_k(j)), every job unstalled;
 * :func:`cache_capacity`     Σ_k c_k ≤ C, with c_k = d_k h_k (or u n_k under blocks);
 * :func:`bandwidth_capacity` Σ_j b_j ≤ B;
@@ -112,7 +112,7 @@ def cost_statement(inst: Instance, *, relax: bool = False, count_blocks: bool = 
             integer=not relax,
             doc="m, whole bandwidth tiers of β GB/s",
         )
-        s.add(within_tiers(bw, m, step))
+        s.add(within_tiers(bw, m, step if relax else tier_cover(inst, step)))
     s.add(feed(inst, hit, bw))
     s.add(cache_capacity(inst, *cache))
     s.add(bandwidth_capacity(inst, bw))
@@ -148,10 +148,25 @@ def served_in_blocks(inst: Instance, hit: np.ndarray, n: np.ndarray) -> Rows:
     return Rows(row, col, coef, np.full(K, -_INF), np.zeros(K), div)
 
 
+def tier_cover(inst: Instance, step: float) -> float:
+    """The coefficient a of m in the integer model's tier row Σ_j b_j ≤ a·m: β, or Σ_j r_j when that is less.
+
+    The two rows have the same whole solutions up to b, which costs nothing under tiers: m = 0 forces Σ b_j = 0
+    in both, and for m ≥ 1 the least feeding b_j = r_j (1 − h_k(j)) ≤ r_j (Lemma I0 (a) of
+    proofs/cba_integer_gap.md), which keeps every other row and the objective, has Σ_j b_j ≤ Σ_j r_j ≤ a·m ≤ β m.
+    Written with β, a tier far above the whole demand leaves m's relaxed value Σ_j b_j / β inside HiGHS's
+    integrality tolerance (1e-6): at β = 10⁷ Σ_j r_j HiGHS took m = 1e-7 as 0 tiers, and the answer, rounded,
+    provisioned nothing.  With a = Σ_j r_j that value is the share of the demand read remotely.
+    """
+    total = float(inst.job_io_gbps.sum())
+    return min(step, total) if total > 0 else step
+
+
 @group
-def within_tiers(bw: np.ndarray, m: np.ndarray, step: float) -> Rows:
-    """Bandwidth in whole tiers: Σ_j b_j ≤ β m (§4); scaled, divided by β."""
-    return limit_row(np.r_[bw, m], np.r_[np.ones(bw.size), -step], 0.0, step)
+def within_tiers(bw: np.ndarray, m: np.ndarray, size: float) -> Rows:
+    """Bandwidth in whole tiers: Σ_j b_j ≤ a·m (§4), a = β or, in the integer model, :func:`tier_cover`;
+    scaled, divided by a."""
+    return limit_row(np.r_[bw, m], np.r_[np.ones(bw.size), -size], 0.0, size)
 
 
 @group
