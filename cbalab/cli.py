@@ -5,6 +5,9 @@ cbalab.experiments (the sweep runner, the benchmarks, the paper), and prints wha
 checks of the values and the rules of which option goes with which problem live there, not here.  This is
 the only module that parses arguments (tests/test_architecture.py).  Errors the facade raises name its
 keyword (``budget_fraction``); the command renames them to the option that set it (``--budget-fraction``).
+What the command checks itself is what its options add (docs/interface.md): the range of an option's text, a
+generated instance held to the instance file's rules (naming the option behind a refused field), generator
+options next to an instance file, the number of ``--period`` ticks, and the options of a benchmark by their name.
 
 Exit status: 0 on a result (``infeasible`` included), 2 on bad input (with a message naming the option and
 the value, never a traceback), 1 on an internal error, 130 on Ctrl-C or SIGTERM (one line, no traceback: a
@@ -26,10 +29,12 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
 
 from cbalab import api
 from cbalab.algorithms import registry
@@ -37,8 +42,8 @@ from cbalab.algorithms.resolve import method_problems
 from cbalab.experiments import about, runner
 from cbalab.experiments.runner import ExperimentError
 from cbalab.models import __version__
-from cbalab.models.files import atomic_write_text, unwritable_file
-from cbalab.models.instance import Instance, InstanceError, load
+from cbalab.models.files import atomic_write_text, unreadable, unwritable_file, unwritable_folder
+from cbalab.models.instance import MAX_COUNT, Instance, InstanceError, from_dict, load
 from cbalab.models.types import Problem, Status
 
 if TYPE_CHECKING:
@@ -110,19 +115,65 @@ def _whole(text: str, low: int, high: int, high_text: str) -> int:
 
 def _count(text: str) -> int:
     """A whole number from 0 to 2^31 - 1 (the largest count an instance holds, models.instance.MAX_COUNT)."""
-    from cbalab.models.instance import MAX_COUNT
-
     return _whole(text, 0, MAX_COUNT, str(MAX_COUNT))
 
 
+def _positive_count(text: str) -> int:
+    """A whole number from 1 to 2^31 - 1: a count of the work a benchmark repeats, where 0 would measure nothing."""
+    return _whole(text, 1, MAX_COUNT, str(MAX_COUNT))
+
+
 def _seconds(text: str) -> float:
+    """Seconds of a limit or a period: finite and > 0.  Leaving the option out is what means none (no limit, no
+    period), so ``inf`` is refused as not finite rather than taken as a second spelling of that."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
-    if not (value > 0 and math.isfinite(value)):
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds; leave the option out for none (got {text!r})"
+        )
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text!r})")
     return value
+
+
+#: The largest Zipf skew of dataset popularity.  The weights are 1 / rank^skew, and rank^skew overflows a double
+#: once skew × ln(rank) passes ln(DBL_MAX) ≈ 709.8: at the most datasets there can be (MAX_COUNT, ln ≈ 21.5) that
+#: is past skew 33.03.  So every skew up to 33 is computed at every dataset count; a larger one overflows with more
+#: than e^(709.8 / skew) datasets (3 at skew 700), and no skew that large differs from 33 in practice: the most
+#: popular dataset already takes all but about 2^-33 of the jobs.
+MAX_SKEW = math.floor(math.log(sys.float_info.max) / math.log(MAX_COUNT))
+
+
+def _skew(text: str) -> float:
+    """A Zipf skew: a finite number from 0 to MAX_SKEW (33)."""
+    value = _fraction(text)
+    if value > MAX_SKEW:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_SKEW}: a larger skew overflows the Zipf weights 1 / rank^skew (got {text!r})"
+        )
+    return value
+
+
+def _gpu_fraction(text: str) -> float:
+    """``--gpu-fraction``: a finite number from 0 to MAX_COUNT.  The cluster gets that fraction of Σ_j (largest
+    option) GPUs, so at least the fraction itself once there is a job, and an instance holds at most MAX_COUNT
+    GPUs (a larger product is refused by the instance rules, naming the option; a fraction near 1e308 made it
+    infinite, which the generator could not even round)."""
+    value = _fraction(text)
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, the most GPUs an instance holds (got {text!r})")
+    return value
+
+
+def _out(text: str) -> str:
+    """The path of an ``--out`` (of every command): not empty, which would write into the current folder or be
+    taken for no path at all, depending on the command."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"empty path (got {text!r})")
+    return text
 
 
 def _workers(text: str) -> int:
@@ -190,11 +241,54 @@ GENERATOR_OPTIONS = {
 }
 
 
-def _generated(args: argparse.Namespace, kind: str) -> Instance:
-    """The seeded instance of the generator options (:func:`cbalab.generate`); errors name the option."""
+#: The generator option behind each field of a generated instance that the instance rules may refuse
+#: (models/instance.py: a capacity, price, budget or utility that is not finite or is below MIN_MAGNITUDE, more
+#: GPUs than MAX_COUNT); ``utility`` stands for any job's ``options[i].utility``, which ``--alpha`` shapes.
+GENERATED_FIELDS = {
+    "cluster.gpus": "--gpu-fraction",
+    "cluster.cache_gb": "--cache-fraction",
+    "cluster.bandwidth_gbps": "--bandwidth-fraction",
+    "cluster.bandwidth_step_gbps": "--tier-fraction",
+    "cluster.cache_granularity.block_gb": "--block-gb",
+    "budget_per_hour": "--budget-fraction",
+    "prices.gpu_per_hour": "--price-gpu",
+    "prices.cache_gb_per_hour": "--price-cache",
+    "prices.bandwidth_gbps_per_hour": "--price-bandwidth",
+    "utility": "--alpha",
+}
+
+
+@contextmanager
+def _field_named(args: argparse.Namespace) -> Iterator[None]:
+    """Rename an InstanceError of a generated instance's field to the generator option that set it, with the
+    option's value: ``--bandwidth-fraction 1e-40`` makes a cap of 3.6e-41 GB/s, which no instance file may hold.
+
+    An error of a field that no given option sets (the option left at None) passes unchanged.
+    """
     try:
-        with _named(GENERATOR_OPTIONS, nested=True):
-            return api.generate(
+        yield
+    except InstanceError as e:
+        option = GENERATED_FIELDS.get("utility" if e.path.endswith(".utility") else e.path)
+        value = None if option is None else getattr(args, option[2:].replace("-", "_"))
+        if option is None or value is None:
+            raise
+        shown = f"{e.value:.6g}" if isinstance(e.value, int | float) else e.value
+        raise InstanceError(
+            option, value, f"makes {e.path} {shown}, which an instance may not hold: {e.problem}"
+        ) from None
+
+
+def _generated(args: argparse.Namespace, kind: str) -> Instance:
+    """The seeded instance of the generator options (:func:`cbalab.generate`); errors name the option.
+
+    The instance is held to the rules of the instance loader (models.instance.from_dict), so that ``generate``
+    never writes a file that ``solve`` then refuses, and ``compare`` never runs on one: a field they refuse is
+    named by the option that set it (:func:`_field_named`).  numpy's warnings are silenced while generating: a
+    value they would warn of (an α that overflows the utilities) is not finite, and refused that way.
+    """
+    try:
+        with _named(GENERATOR_OPTIONS, nested=True), _field_named(args), np.errstate(all="ignore"):
+            inst = api.generate(
                 kind,
                 jobs=args.jobs,
                 datasets=args.datasets,
@@ -212,6 +306,8 @@ def _generated(args: argparse.Namespace, kind: str) -> Instance:
                 gpu_fraction=args.gpu_fraction,
                 alpha=args.alpha,
             )
+            from_dict(inst.to_dict())
+            return inst
     except MemoryError:
         raise BadInputError(f"--jobs: {args.jobs} jobs do not fit in memory") from None
 
@@ -249,8 +345,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """``cbalab compare``: :func:`cbalab.compare` on one instance, printed as a table (the README's main job),
-    with a footnote under it giving the reason of every row that is ``error`` or ``infeasible``."""
+    with a footnote under it giving the reason of every row that is ``error`` or ``infeasible``.
+
+    A generator option next to an instance file is refused, naming it: the file is compared as it is, so the
+    option would be ignored.
+    """
     if args.instance:
+        if args.given:
+            dest, option = next(iter(args.given.items()))
+            raise InstanceError(option, getattr(args, dest), "only with a generated instance (not with a file)")
         inst = load(args.instance)
         origin = args.instance
     else:
@@ -356,12 +459,69 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         **{name: getattr(args, name) for name in REPLAY_FIELDS},
     )
     prices = {"prices[0]": "--price-gpu", "prices[1]": "--price-cache", "prices[2]": "--price-bandwidth"}
-    with _named({**args.options, **prices, "trace": source}):
+    with _named({**args.options, **prices, "trace": source}), _gpu_type_hint():
+        api.check_replay(spec)
+        _check_ticks(args)
         result = api.simulate(spec)
     for setting, remark in result.notes:
         print(f"cbalab: note: {args.options.get(setting, setting)} {remark}", file=sys.stderr)
     _emit(result.summary, None)
     return EXIT_OK
+
+
+#: The most periodic re-decisions (ticks) ``simulate --period`` may ask for: 10^7, hours of policy calls even
+#: for the fastest policies, and more than 100 a second over a day-long replay.
+MAX_TICKS = 10_000_000
+
+
+def _check_ticks(args: argparse.Namespace) -> None:
+    """InstanceError naming ``--period`` when the replay would re-decide more than MAX_TICKS times.
+
+    The span is a lower bound on the replay's length, read from the trace (or the generated one, seeded by
+    ``--seed``) kept to ``--window``: from the first submission to the last one, and on the cost problem to the
+    last ``submit_s + duration_s``, before which a cost job never ends (an elastic job may run faster than its
+    trace duration).  A period below the clock's resolution is refused first, as the replay would
+    (experiments.replay.check_period); this refuses those above it that would still tick for hours.
+    """
+    if args.period_s is None:
+        return
+    from cbalab.experiments.replay import check_period
+    from cbalab.experiments.workload import generate_trace
+    from cbalab.experiments.workload.traces import load_trace
+
+    jobs = load_trace(args.trace) if args.trace is not None else generate_trace(args.generate, args.seed)
+    submit = jobs["submit_s"].to_numpy(dtype=float)
+    end = submit + jobs["duration_s"].to_numpy(dtype=float) if args.problem == Problem.COST else submit
+    if args.window is not None:
+        kept = (submit >= args.window[0]) & (submit < args.window[1])
+        submit, end = submit[kept], end[kept]
+    check_period(args.period_s, submit)
+    span = float(end.max() - submit.min()) if submit.size else 0.0
+    if span > MAX_TICKS * args.period_s:
+        raise InstanceError(
+            "--period",
+            args.period_s,
+            f"gives {span / args.period_s:.3g} re-decisions over the {span:.6g} s the replay lasts at least, more "
+            f"than {MAX_TICKS:,}: give at least {span / MAX_TICKS:.3g} s",
+        )
+
+
+@contextmanager
+def _gpu_type_hint() -> Iterator[None]:
+    """Add to an InstanceError of ``gpu_type`` (a job's model is not measured on that GPU type) what the setting
+    needs: every job's model measured on the type, which generated jobs are not (they draw models measured on
+    different types), so a trace whose jobs pin such models."""
+    try:
+        yield
+    except InstanceError as e:
+        if e.path != "gpu_type":
+            raise
+        raise InstanceError(
+            e.path,
+            e.value,
+            f"{e.problem}; every job's model must be measured on the type, so give a --trace whose jobs pin such "
+            "models (generated jobs mix models measured on different types)",
+        ) from None
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -452,6 +612,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for option in options:
         _bench_argument(p, option)
     given = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(p.parse_args(args.arguments)).items()}
+    for option in options:
+        _bench_paths(option, given[option.name])
     with _named({o.name: o.flag for o in options}):
         found = benchmarks.measure_function(args.name)(**given)
     if found is None:
@@ -460,13 +622,59 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_FAILED if found.get("ok") is False else EXIT_OK
 
 
+#: The benchmark options, by name, that count the work a measure repeats: at least 1, as 0 would measure nothing
+#: (``autocba-hard --candidates 0`` printed that it wrote a file it never wrote).
+BENCH_REPEATS = ("candidates", "repeats", "sweeps")
+
+#: The benchmark options, by name, besides those of type Path, that name a file the measure reads.
+BENCH_INPUTS = ("reuse",)
+
+
+def _bench_type(option: Option) -> Callable[[str], Any]:
+    """The converter of a benchmark option's text, chosen by its name and type, whatever the benchmark: the same
+    range as the other commands' options (a count, a seed, a ``--skew``, seconds, an ``--out``), so that no
+    measure runs on a value they refuse.  Whole numbers are counts from 0 (BENCH_REPEATS from 1; ``seed``
+    and ``seeds`` up to 2^63 - 1); a ``time_limit`` or a number whose name ends ``_s`` is seconds."""
+    if option.kind is int:
+        if option.name in BENCH_REPEATS:
+            return _positive_count
+        return _seed if option.name in ("seed", "seeds") else _count
+    if option.kind is float:
+        if option.name == "time_limit" or option.name.endswith("_s"):
+            return _seconds
+        return _skew if option.name == "skew" else _number
+    if option.name == "out":
+        return _out
+    return option.kind
+
+
+def _bench_paths(option: Option, value: Any) -> None:
+    """InstanceError naming a benchmark's path option that cannot serve: an ``out`` folder that cannot be
+    written (models.files.unwritable_folder), or an input file (type Path, or named in BENCH_INPUTS) given on the
+    command line that cannot be read.  An input file left at its default is the measure's to judge: it may not
+    read it (``trace-scale --autocba-only``)."""
+    if value is None:
+        return
+    if option.name == "out":
+        problem = unwritable_folder(value)
+        if problem is not None:
+            raise InstanceError(option.flag, value, problem)
+    elif (option.kind is Path or option.name in BENCH_INPUTS) and value != option.default:
+        for path in value if option.many else (value,):
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as e:
+                raise InstanceError(option.flag, str(path), unreadable(e)) from None
+
+
 def _bench_argument(p: argparse.ArgumentParser, option: Option) -> None:
     """The argparse option of one parameter of a benchmark's ``measure`` (experiments.benchmarks.Option)."""
     if option.kind is bool:
         action = "store_false" if option.default is True else "store_true"
         p.add_argument(option.flag, dest=option.name, action=action, help=f"sets {option.name}")
         return
-    convert = {int: _integer, float: _number}.get(option.kind, option.kind)
+    convert = _bench_type(option)
     default = list(option.default) if option.many and option.default is not None else option.default
     p.add_argument(
         option.flag,
@@ -477,14 +685,6 @@ def _bench_argument(p: argparse.ArgumentParser, option: Option) -> None:
         default=default,
         help=f"{option.name} ({option.kind.__name__}{', several' if option.many else ''})",
     )
-
-
-def _integer(text: str) -> int:
-    """A whole number of any sign (of a benchmark's option; ``measure`` checks its own range)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
 
 
 def _number(text: str) -> float:
@@ -560,12 +760,24 @@ def _delay(text: str) -> float:
     return value
 
 
+def _shares_once(text: str) -> str:
+    """``text`` unless it is shares (``shape=share,...``) that give one shape twice: a mix holds one share per
+    shape, and the parsers (models.options.parse_shares) would keep the last one without a word."""
+    names = [part.partition("=")[0].strip() for part in text.split(",")] if "=" in text else []
+    repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if repeated is not None:
+        raise argparse.ArgumentTypeError(f"gives {repeated!r} two shares; give each shape once (got {text!r})")
+    return text
+
+
 def _utility_mix(text: str) -> str | dict[str, float]:
-    """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``)."""
+    """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``), each shape
+    once."""
     from cbalab.models.options import SHAPES, parse_shares
 
     if text == "mixed" or text in SHAPES:
         return text
+    _shares_once(text)
     hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
     try:
         return parse_shares(text, "utility_mix", hint)
@@ -581,48 +793,95 @@ def _gpu_counts(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"must be whole numbers separated by commas (got {text!r})") from None
 
 
+class _Given(argparse.Action):
+    """argparse's plain store, which also notes the option as given: ``given`` of the namespace maps each given
+    option's destination to the option as written, so that ``compare`` can refuse a generator option next to an
+    instance file rather than ignore it (a value equal to the default is given too)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = {**namespace.given, self.dest: option_string}
+
+
 def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
-    """Every parameter of the seeded generators (experiments/workload/synthetic.py: generate_instance)."""
+    """Every parameter of the seeded generators (experiments/workload/synthetic.py: generate_instance), each
+    noted in ``given`` when it is given (:class:`_Given`)."""
     from cbalab.experiments.workload.synthetic import WELFARE_ONLY
     from cbalab.experiments.workload.variants import CONTINUOUS, DEFAULT_BLOCK_GB, DEFAULT_TIER_FRACTION, VARIANTS
 
+    p.set_defaults(given={})
     defaults = {} if required else {"jobs": 200, "datasets": 40}
-    p.add_argument("--jobs", type=_count, required=required, default=defaults.get("jobs"), help="number of jobs")
+    p.add_argument(
+        "--jobs", action=_Given, type=_count, required=required, default=defaults.get("jobs"), help="number of jobs"
+    )
     p.add_argument(
         "--datasets",
+        action=_Given,
         type=_count,
         required=required,
         default=defaults.get("datasets"),
         help="number of datasets the jobs read (at least 1)",
     )
-    p.add_argument("--seed", type=_count, default=0, help="seed of the generator: same seed, same instance")
-    p.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
-    p.add_argument("--cache-fraction", type=_fraction, default=0.2, help="cache C as a fraction of all dataset bytes")
+    p.add_argument(
+        "--seed", action=_Given, type=_count, default=0, help="seed of the generator: same seed, same instance"
+    )
+    p.add_argument(
+        "--skew",
+        action=_Given,
+        type=_skew,
+        default=1.0,
+        help=f"Zipf skew of dataset popularity, 0 (uniform) to {MAX_SKEW}",
+    )
+    p.add_argument(
+        "--cache-fraction",
+        action=_Given,
+        type=_fraction,
+        default=0.2,
+        help="cache C as a fraction of all dataset bytes",
+    )
     p.add_argument(
         "--bandwidth-fraction",
+        action=_Given,
         type=_fraction,
         default=None,
         help="bandwidth cap B as a fraction of the total demand (default: no cap)",
     )
-    p.add_argument("--price-gpu", type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})")
-    p.add_argument("--price-cache", type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})")
     p.add_argument(
-        "--price-bandwidth", type=_money, default=None, help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})"
+        "--price-gpu", action=_Given, type=_money, default=None, help=f"$ per GPU-hour (default: {_price(0)})"
+    )
+    p.add_argument(
+        "--price-cache", action=_Given, type=_money, default=None, help=f"$ per GB-hour of cache (default: {_price(1)})"
+    )
+    p.add_argument(
+        "--price-bandwidth",
+        action=_Given,
+        type=_money,
+        default=None,
+        help=f"$ per (GB/s)-hour of remote IO (default: {_price(2)})",
     )
     p.add_argument(
         "--variant",
+        action=_Given,
         choices=[CONTINUOUS, *VARIANTS],
         default=CONTINUOUS,
         help="cost only: the integer variant of P1 (docs/model.md §4): whole datasets, blocks, bandwidth tiers",
     )
     p.add_argument(
         "--block-gb",
+        action=_Given,
         type=_fraction,
         default=None,
         help=f"cost, block variants: the cache block size in GB (default: {DEFAULT_BLOCK_GB:g})",
     )
     p.add_argument(
         "--tier-fraction",
+        action=_Given,
         type=_fraction,
         default=None,
         help=f"cost, tiers variants: the bandwidth tier as a fraction of the total demand "
@@ -631,6 +890,7 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument(
         "--utility",
         "--utility-mix",
+        action=_Given,
         type=_utility_mix,
         default=None,
         help=f"welfare only: mixed, one utility shape, or shares such as linear=3,deadline=1 "
@@ -638,6 +898,7 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
     )
     p.add_argument(
         "--budget-fraction",
+        action=_Given,
         type=_fraction,
         default=None,
         help="welfare only: the budget as a fraction of running every job at its largest option on remote IO "
@@ -645,19 +906,22 @@ def _generator_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
     )
     p.add_argument(
         "--gpu-options",
+        action=_Given,
         type=_gpu_counts,
         default=None,
         help=f"welfare only: every job's GPU counts (default: {_counts(WELFARE_ONLY['gpu_options'])})",
     )
     p.add_argument(
         "--gpu-fraction",
-        type=_fraction,
+        action=_Given,
+        type=_gpu_fraction,
         default=None,
         help="welfare only: cluster GPUs as a fraction of every job at its largest option "
         f"(default: {WELFARE_ONLY['gpu_fraction']:g})",
     )
     p.add_argument(
         "--alpha",
+        action=_Given,
         type=_fraction,
         default=None,
         help=f"welfare only: the α of α-fair utilities (default: {WELFARE_ONLY['alpha']:g})",
@@ -715,6 +979,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=_seconds, default=None, help="seconds for exact methods (default: no limit)")
     s.add_argument(
         "--out",
+        type=_out,
         help="also write the result document to this file, atomically; its folder must exist (default: stdout only)",
     )
     s.add_argument("--no-timing", action="store_true", help="leave out solve_seconds: identical runs, identical bytes")
@@ -722,7 +987,7 @@ def parser() -> argparse.ArgumentParser:
 
     g = _command(sub, "generate", "write a seeded synthetic instance")
     g.add_argument("--kind", required=True, choices=["cost", "welfare"], help="which problem the instance is for")
-    g.add_argument("--out", help="file to write (default: print the JSON to stdout)")
+    g.add_argument("--out", type=_out, help="file to write (default: print the JSON to stdout)")
     _generator_arguments(g, required=True)
     g.set_defaults(run=cmd_generate)
 
@@ -762,14 +1027,23 @@ def parser() -> argparse.ArgumentParser:
         "welfare: autocba, gavel-tput, gavel-fair, optimus, utility-greedy (and -tuned)",
     )
     m.add_argument(
-        "--out", help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)"
+        "--out",
+        type=_out,
+        help="directory for jobs.csv, timeseries.csv, summary.json (default: summary to stdout only)",
     )
     m.add_argument("--seed", type=_count, default=0, help="seeds the generator and the dataset assignment")
-    m.add_argument("--skew", type=_fraction, default=1.0, help="Zipf skew of dataset popularity (0 = uniform)")
+    m.add_argument(
+        "--skew", type=_skew, default=1.0, help=f"Zipf skew of dataset popularity, 0 (uniform) to {MAX_SKEW}"
+    )
     m.add_argument(
         "--datasets", dest="n_datasets", type=_count, default=48, help="number of datasets jobs are spread over"
     )
-    m.add_argument("--gpu-type", default=None, help="k80, p100, v100 or t4 (default: each model's measured type)")
+    m.add_argument(
+        "--gpu-type",
+        default=None,
+        help="k80, p100, v100 or t4: every job's model must be measured on it, so it needs a --trace whose jobs pin "
+        "such models (generated jobs mix models measured on different types) (default: each model's measured type)",
+    )
     m.add_argument("--gpus", type=_count, default=768, help="GPUs in the cluster (FIFO queue beyond)")
     m.add_argument("--cache-gb", type=_fraction, default=500.0, help="cache capacity C in GB")
     m.add_argument("--bandwidth-gbps", type=_fraction, default=None, help="remote-IO cap B in GB/s (default: none)")
@@ -804,6 +1078,7 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument(
         "--utility-mix",
+        type=_shares_once,
         default=None,
         help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1 "
         "(default: mixed)",
@@ -846,6 +1121,7 @@ def parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--out",
+        type=_out,
         default=None,
         help="output folder; a rerun with the same folder resumes (default: results; with --verify the committed "
         "paper/results, or paper/quick with --quick; with --stale paper/results)",

@@ -49,7 +49,7 @@ from cbalab.algorithms.online import OnlinePolicy, State
 from cbalab.experiments.replay import Report, SimResult, resolution
 from cbalab.experiments.replay import run as run_replay
 from cbalab.experiments.workload import DEFAULT_PRICES, Workload
-from cbalab.models.instance import InstanceError, aggregate
+from cbalab.models.instance import InstanceError, aggregate, setting
 from cbalab.models.types import SolveOptions
 
 if TYPE_CHECKING:
@@ -92,10 +92,8 @@ class SimConfig:
         if self.gpus < 1:
             raise InstanceError("gpus", self.gpus, "must be >= 1")
         for name, value in (("cache_gb", self.cache_gb), *zip(("p_g", "p_c", "p_b"), self.prices)):
-            if not (math.isfinite(value) and value >= 0):
-                raise InstanceError(name, value, "must be finite and >= 0")
-        if not (self.bandwidth_gbps >= 0):
-            raise InstanceError("bandwidth_gbps", self.bandwidth_gbps, "must be >= 0")
+            setting(name, value)
+        setting("bandwidth_gbps", self.bandwidth_gbps, unlimited=True)
         if self.period_s is not None and not (math.isfinite(self.period_s) and self.period_s > 0):
             raise InstanceError("period_s", self.period_s, "must be finite and > 0")
 

@@ -299,6 +299,15 @@ def _number(
     return x
 
 
+def setting(path: str, value: float, *, unlimited: bool = False) -> float:
+    """A replay's setting ``value`` under the rule of an instance file's numbers (:func:`_number`): finite, ≥ 0,
+    and 0 or at least :data:`MIN_MAGNITUDE`; +inf too when ``unlimited`` (no cap).  InstanceError naming ``path``
+    otherwise, so a value a file may not hold cannot reach a replay through an option either."""
+    if unlimited and value == math.inf:
+        return value
+    return _required_number(value, path)
+
+
 def _required_number(v: Any, path: str) -> float:
     """A finite number >= 0 that may not be null (:func:`_number` without ``allow_null``)."""
     x = _number(v, path)
