@@ -219,3 +219,22 @@ def test_make_workload_needs_exactly_one_source() -> None:
         make_workload(trace="t.csv", n_jobs=3)
     w = make_workload(n_jobs=20, seed=5, n_datasets=4)
     assert w.jobs.equals(assign(generate_trace(20, 5), 5, n_datasets=4).jobs)
+
+
+@pytest.mark.parametrize(
+    ("field", "settings"),
+    [
+        ("bandwidth_gbps", {"bandwidth_gbps": 1e-40}),
+        ("cache_gb", {"cache_gb": 1e-35}),
+        ("p_b", {"prices": (2.5, 1e-4, 1e-31)}),
+        ("cache_gb", {"cache_gb": math.inf}),
+        ("bandwidth_gbps", {"bandwidth_gbps": -1.0}),
+    ],
+)
+def test_a_replay_setting_an_instance_file_may_not_hold_is_refused(field: str, settings: dict) -> None:
+    """A replay's C, prices and B follow the number rule of an instance file (models/instance.py, ``setting``):
+    finite (B may be inf, no cap), ≥ 0, and 0 or at least 1e-30.  B = 1e-40 GB/s was accepted and replayed to a
+    1e42 s makespan, while the same B in a file is refused."""
+    with pytest.raises(InstanceError, match=field):
+        SimConfig(**settings).check()
+    SimConfig(bandwidth_gbps=math.inf).check()
