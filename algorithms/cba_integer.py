@@ -422,28 +422,30 @@ def _tiers(
 
 
 def _tiers_up(x: float, step: float) -> float:
-    """⌈x/β⌉ up to :func:`_tol`: the fewest whole tiers of β GB/s that provision x GB/s, never -0.
+    """⌈x/β⌉ up to a relative slack on x: the fewest whole tiers of β GB/s that provision x GB/s, never -0.
 
-    The slack is taken on x, in GB/s, before dividing: taken on x/β it is an absolute 1e-10 tier, which at
-    β = 3.6e9 GB/s is more than 0.2 GB/s of remote IO, so ⌈x/β - slack⌉ came out -0 tiers (defect 2).
+    The slack is the share :data:`_TOL_SHARE` of the referee's relative one, taken on x itself: a fixed part of a
+    tier (1e-10 of β) was more than all of x once β passed 10¹⁰ x, and ⌈x/β − slack⌉ came out −0 tiers; a fixed
+    part of a GB/s (:func:`_tol` below 1 GB/s) was all of x in small units (rates of 1e-8 GB/s), where it let a
+    tier too few through.  Relative to x it is neither, in any unit (docs/model.md §8).
     """
-    return max(0.0, float(np.ceil((x - _tol(x)) / step)))
+    return max(0.0, float(np.ceil(x * (1.0 - _TOL_SHARE * RTOL) / step)))
 
 
 def _tiers_down(x: float, step: float) -> float:
-    """⌊x/β⌋ up to :func:`_tol` (taken on x in GB/s, as in :func:`_tiers_up`): the most whole tiers within x."""
-    return float(np.floor((x + _tol(x)) / step))
+    """⌊x/β⌋ up to the relative slack of :func:`_tiers_up`: the most whole tiers within x."""
+    return float(np.floor(x * (1.0 + _TOL_SHARE * RTOL) / step))
 
 
 def _tier_range(s: _Setting, step: float, best: float) -> tuple[int, int]:
     """The tier counts m that can cost less than ``best``: m·β at least the least remote IO any cache within C
     leaves (ρ-ordered fill of C), m·β ≤ B̃ (or ≤ ⌈Σ R/β⌉·β, enough for everything, when B is unlimited), and
-    p_b·m·β ≤ best (Theorem I4 (ii)).  Each slack is taken in the unit of its quantity (GB/s, $/h), not in tiers."""
+    p_b·m·β ≤ best (Theorem I4 (ii)).  Each slack is relative to its quantity (GB/s, $/h), never a part of a tier."""
     fill = prefix_fill(s.d, s.order, s.cap_c)[s.order]
     lo = int(_tiers_up(s.total - float(np.dot(s.rho[s.order], fill)), step))
     top = float(np.rint(s.cap_b / step)) if np.isfinite(s.cap_b) else float(np.ceil(s.total / step))
     if s.p_b > 0:
-        top = min(top, float(np.floor((best + _tol(best)) / (s.p_b * step))))
+        top = min(top, float(np.floor(best * (1.0 + _TOL_SHARE * RTOL) / (s.p_b * step))))
     return lo, int(top)
 
 

@@ -124,16 +124,15 @@ def _positive_count(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
-    """Seconds of a limit or a period: finite and > 0.  Leaving the option out is what means none (no limit, no
-    period), so ``inf`` is refused as not finite rather than taken as a second spelling of that."""
+    """Seconds of a limit or a period: finite and > 0.  ``inf`` is refused as not finite: where an option may be
+    left without a limit (``solve --time-limit``, ``simulate --period``) leaving it out says so, and a benchmark's
+    limit is its own default when left out, so no one message about leaving it out fits every command."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number of seconds; leave the option out for none (got {text!r})"
-        )
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds (got {text!r})")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text!r})")
     return value
@@ -241,40 +240,43 @@ GENERATOR_OPTIONS = {
 }
 
 
-#: The generator option behind each field of a generated instance that the instance rules may refuse
+#: The generator options behind each field of a generated instance that the instance rules may refuse
 #: (models/instance.py: a capacity, price, budget or utility that is not finite or is below MIN_MAGNITUDE, more
-#: GPUs than MAX_COUNT); ``utility`` stands for any job's ``options[i].utility``, which ``--alpha`` shapes.
+#: GPUs than MAX_COUNT); ``utility`` stands for any job's ``options[i].utility``.
 GENERATED_FIELDS = {
-    "cluster.gpus": "--gpu-fraction",
-    "cluster.cache_gb": "--cache-fraction",
-    "cluster.bandwidth_gbps": "--bandwidth-fraction",
-    "cluster.bandwidth_step_gbps": "--tier-fraction",
-    "cluster.cache_granularity.block_gb": "--block-gb",
-    "budget_per_hour": "--budget-fraction",
-    "prices.gpu_per_hour": "--price-gpu",
-    "prices.cache_gb_per_hour": "--price-cache",
-    "prices.bandwidth_gbps_per_hour": "--price-bandwidth",
-    "utility": "--alpha",
+    "cluster.gpus": ("--gpu-fraction", "--gpu-options"),
+    "cluster.cache_gb": ("--cache-fraction",),
+    "cluster.bandwidth_gbps": ("--bandwidth-fraction",),
+    "cluster.bandwidth_step_gbps": ("--tier-fraction",),
+    "cluster.cache_granularity.block_gb": ("--block-gb",),
+    "budget_per_hour": ("--budget-fraction",),
+    "prices.gpu_per_hour": ("--price-gpu",),
+    "prices.cache_gb_per_hour": ("--price-cache",),
+    "prices.bandwidth_gbps_per_hour": ("--price-bandwidth",),
+    "utility": ("--alpha", "--utility", "--gpu-options"),
 }
 
 
 @contextmanager
 def _field_named(args: argparse.Namespace) -> Iterator[None]:
-    """Rename an InstanceError of a generated instance's field to the generator option that set it, with the
-    option's value: ``--bandwidth-fraction 1e-40`` makes a cap of 3.6e-41 GB/s, which no instance file may hold.
+    """Rename an InstanceError of a generated instance's field to the generator options behind it, with their
+    values: ``--bandwidth-fraction 1e-40`` makes a cap of 3.6e-41 GB/s, which no instance file may hold.
 
-    An error of a field that no given option sets (the option left at None) passes unchanged.
+    The options given are named (all of them when the field depends on several); when none of them was given, the
+    refusal comes from their defaults and all of them are named.  A field no option sets passes unchanged.
     """
     try:
         yield
     except InstanceError as e:
-        option = GENERATED_FIELDS.get("utility" if e.path.endswith(".utility") else e.path)
-        value = None if option is None else getattr(args, option[2:].replace("-", "_"))
-        if option is None or value is None:
+        options = GENERATED_FIELDS.get("utility" if e.path.endswith(".utility") else e.path)
+        if options is None:
             raise
+        values = {o: getattr(args, o[2:].replace("-", "_")) for o in options}
+        given = {o: v for o, v in values.items() if v is not None} or values
         shown = f"{e.value:.6g}" if isinstance(e.value, int | float) else e.value
+        value = next(iter(given.values())) if len(given) == 1 else tuple(given.values())
         raise InstanceError(
-            option, value, f"makes {e.path} {shown}, which an instance may not hold: {e.problem}"
+            "/".join(given), value, f"makes {e.path} {shown}, which an instance may not hold: {e.problem}"
         ) from None
 
 
@@ -760,16 +762,6 @@ def _delay(text: str) -> float:
     return value
 
 
-def _shares_once(text: str) -> str:
-    """``text`` unless it is shares (``shape=share,...``) that give one shape twice: a mix holds one share per
-    shape, and the parsers (models.options.parse_shares) would keep the last one without a word."""
-    names = [part.partition("=")[0].strip() for part in text.split(",")] if "=" in text else []
-    repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
-    if repeated is not None:
-        raise argparse.ArgumentTypeError(f"gives {repeated!r} two shares; give each shape once (got {text!r})")
-    return text
-
-
 def _utility_mix(text: str) -> str | dict[str, float]:
     """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``), each shape
     once."""
@@ -777,12 +769,11 @@ def _utility_mix(text: str) -> str | dict[str, float]:
 
     if text == "mixed" or text in SHAPES:
         return text
-    _shares_once(text)
-    hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1 (got {text!r})"
+    hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1"
     try:
         return parse_shares(text, "utility_mix", hint)
-    except InstanceError:
-        raise argparse.ArgumentTypeError(hint) from None
+    except InstanceError as e:
+        raise argparse.ArgumentTypeError(f"{e.problem} (got {text!r})") from None
 
 
 def _gpu_counts(text: str) -> list[int]:
@@ -1078,7 +1069,6 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument(
         "--utility-mix",
-        type=_shares_once,
         default=None,
         help="welfare: mixed, linear, concave, sigmoid, deadline, or shares such as linear=3,deadline=1 "
         "(default: mixed)",

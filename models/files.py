@@ -84,8 +84,8 @@ def _first_repeated(doc: Any) -> RepeatedKeyError:
     raise AssertionError("every marked object hangs below the root")
 
 
-#: Why a path that is neither a file nor a folder (a device, a pipe, a socket) cannot take an output file.
-NOT_REGULAR = "is not a regular file (a device, pipe or socket): outputs are written whole and renamed into place"
+#: Why a path that is neither a file nor a folder (a device, a pipe, a socket, a link loop) cannot take an output.
+NOT_REGULAR = "is not a regular file (a device, pipe, socket or link loop): outputs are written whole, then renamed"
 
 
 class NotARegularFileError(OSError):
@@ -99,12 +99,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file in the same folder, fsync, rename).
 
     A symbolic link is written through: the file it points to is replaced and the link kept.  Anything else
-    that is not a regular file (a device such as /dev/null, a pipe, a socket) is refused with
-    :class:`NotARegularFileError`, as a rename would put a regular file in its place.
+    that is not a regular file (a device such as /dev/null, a pipe, a socket, a link that resolves to no path)
+    is refused with :class:`NotARegularFileError` (a folder with IsADirectoryError), as a rename would put a
+    regular file in its place.  Returns ``path`` as given.
     """
-    target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_file():
-        raise NotARegularFileError(str(path))
+    target = _written(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -116,6 +115,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(path)
+
+
+def _written(path: str | Path) -> Path:
+    """The file an output at ``path`` replaces: ``path`` with its links resolved; errors as atomic_write_bytes."""
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder, not a file")
+    if target.is_symlink() or (target.exists() and not target.is_file()):  # a link left is a loop
+        raise NotARegularFileError(str(path))
     return target
 
 
@@ -166,7 +175,7 @@ def unwritable_file(path: str | Path) -> str | None:
     folder = target.parent
     if target.is_dir():
         return "is a folder, not a file"
-    if target.exists() and not target.is_file():
+    if target.is_symlink() or (target.exists() and not target.is_file()):
         return NOT_REGULAR
     if not folder.is_dir():
         return f"no such folder {str(folder)!r}"

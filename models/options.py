@@ -41,10 +41,13 @@ SHAPES = ("linear", "log", "sqrt", "alpha", "sigmoid", "deadline")
 def parse_shares(text: str, field: str, hint: str) -> dict[str, float]:
     """The shares of ``shape=share,...`` (e.g. ``linear=3,deadline=1``) as a dict; which shapes exist, and whether the
     shares may be used, is the caller's to check.  A part without a number is an InstanceError on ``field`` that
-    says ``hint`` (what the caller accepts)."""
+    says ``hint`` (what the caller accepts); a shape given twice is one too (a mix holds one share per shape, and
+    keeping the last would run another mix than the one asked for)."""
     shares: dict[str, float] = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
+        if name.strip() in shares:
+            raise InstanceError(field, text, f"gives {name.strip()!r} two shares; give each shape once")
         try:
             shares[name.strip()] = float(value)
         except ValueError:

@@ -52,7 +52,7 @@ from cbalab.models.certify import certify
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.exact_bounds import DualValue, lp_dual_value, safe_float
 from cbalab.models.instance import Instance
-from cbalab.models.milp.cost import cost_statement
+from cbalab.models.milp.cost import cost_statement, tier_cover
 from cbalab.models.milp.statement import Arrays, solution
 from cbalab.models.milp.welfare import build_welfare_arrays, build_welfare_model, start_point, with_slice
 from cbalab.models.result import BandwidthRepair, MilpFacts
@@ -249,12 +249,13 @@ def _interruptible(solver: Highs, solve: Callable[[], Any]) -> Any:
     return box["result"]
 
 
-def beyond_highs(inst: Instance, problem: str) -> str | None:
+def beyond_highs(inst: Instance, problem: str, relax: bool = True) -> str | None:
     """Why HiGHS cannot take ``inst`` as it is (naming the field and the value), or None when it can.
 
     The coefficients of the models/milp models come from the instance: P1
     (docs/model.md §4) has the rates r_j and the sizes d_k (and the block and
-    tier sizes) in its matrix and p_c d_k, p_b (p_b β) in its objective; P2
+    tier sizes) in its matrix and p_c d_k, p_b (p_b β) in its objective — the tier size β in its LP relaxation
+    (``relax``), min(β, Σ_j r_j) in the integer model's tier row (models/milp/cost.py, ``tier_cover``); P2
     (§5) has r_o, g_o, d_k and, in its budget row, p_g g_o, p_c d_k, p_b in
     its matrix and U_o in its objective.  A matrix entry of at least
     :data:`HIGHS_LARGE_MATRIX_VALUE` or a cost of at least
@@ -273,7 +274,8 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
             matrix.append(("size", np.array([block]), lambda _: f"cluster.cache_granularity.block_gb = {block:.6g}"))
         if inst.bandwidth_step_gbps is not None:
             beta = inst.bandwidth_step_gbps
-            matrix.append(("size", np.array([beta]), lambda _: f"cluster.bandwidth_step_gbps = {beta:.6g}"))
+            entry = beta if relax else tier_cover(inst, beta)
+            matrix.append(("size", np.array([entry]), lambda _: f"cluster.bandwidth_step_gbps = {beta:.6g}"))
         p_c, p_b = inst.price_cache, inst.price_bandwidth
         costs.append(("cache cost", p_c * d, lambda k: f"prices.cache_gb_per_hour = {p_c:.6g} (× {d[k]:.6g} GB)"))
         costs.append(("bandwidth price", np.array([p_b]), lambda _: f"prices.bandwidth_gbps_per_hour = {p_b:.6g}"))
@@ -309,8 +311,11 @@ def beyond_highs(inst: Instance, problem: str) -> str | None:
     return None
 
 
-def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[..., Allocation]) -> Allocation:
-    """Run one exact method under this module's rules: clock started, magnitudes checked, answer certified.
+def _exact(
+    inst: Instance, problem: str, options: SolveOptions, solve: Callable[..., Allocation], relax: bool = False
+) -> Allocation:
+    """Run one exact method under this module's rules: clock started, magnitudes checked (``relax``: of the LP
+    relaxation, :func:`beyond_highs`), answer certified.
 
     ``solve`` certifies its own answer (:func:`cbalab.models.certify.certify`).  A claim of ``optimal``
     that the certification refused is solved once more without HiGHS's presolve (on the same clock, at
@@ -318,7 +323,7 @@ def _exact(inst: Instance, problem: str, options: SolveOptions, solve: Callable[
     the first one.
     """
     options = budgeted(options)
-    refused = beyond_highs(inst, problem)
+    refused = beyond_highs(inst, problem, relax)
     if refused is not None:
         return Allocation.none(Status.ERROR, refused)
     if inst.n_jobs == 0:
@@ -482,7 +487,7 @@ def _fractional(relaxed: Allocation, violations: list[str]) -> Allocation:
 
 def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the cost problem: the continuous relaxation of P1, solved by HiGHS."""
-    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=True, options=options))
+    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=True, options=options), relax=True)
 
 
 def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
@@ -903,7 +908,9 @@ def _bandwidth_within(inst: Instance, gpus: np.ndarray, cache: np.ndarray, bw: n
 
 def welfare_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the welfare problem: the LP relaxation's optimum as ``bound``, rounded down."""
-    return _exact(inst, "welfare", options, lambda i, options: solve_welfare(i, relax=True, options=options))
+    return _exact(
+        inst, "welfare", options, lambda i, options: solve_welfare(i, relax=True, options=options), relax=True
+    )
 
 
 def welfare_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:

@@ -11,6 +11,7 @@ that fails at once, so that the test fails rather than hangs without the check.
 from __future__ import annotations
 
 import argparse
+import math
 import warnings
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,6 +23,7 @@ from cbalab import api
 from cbalab.cli import MAX_SKEW, parser
 from cbalab.experiments import runner
 from cbalab.experiments.workload import generate_cost
+from cbalab.models.instance import MAX_COUNT
 
 
 @pytest.fixture
@@ -62,8 +64,12 @@ def test_a_skew_whose_zipf_weights_overflow_is_refused(argv: list[str], capsys: 
 
 
 def test_the_largest_skew_is_computed_at_any_dataset_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Defect 1: the bound is the largest skew whose weights stay finite at 2^31 - 1 datasets, and it runs."""
+    """Defect 1: the bound is the largest skew whose weights stay finite at 2^31 - 1 datasets (the rank^skew of the
+    last dataset is finite at 33 and overflows at 34), and it runs."""
     assert MAX_SKEW == 33
+    assert math.isfinite(float(MAX_COUNT) ** MAX_SKEW)
+    with pytest.raises(OverflowError):
+        float(MAX_COUNT) ** (MAX_SKEW + 1)
     out = tmp_path / "replay"
     code, _, err = run_cli(capsys, "generate", "--kind", "cost", "--jobs", "5", "--datasets", "3", "--skew", "33")
     assert code == 0, err
@@ -112,11 +118,12 @@ def test_compare_refuses_a_generated_instance_the_loader_would_refuse(capsys: py
 
 def test_an_alpha_that_overflows_the_utilities_is_named_without_warnings(capsys: pytest.CaptureFixture[str]) -> None:
     """Defect 3: --alpha 1e308 printed numpy RuntimeWarnings, then named ``options[0].utility``; it is one line
-    naming --alpha (a RuntimeWarning is made an error here, so one that escapes fails the test)."""
+    naming the options given that shape the utilities, --alpha and --utility, with their values (a RuntimeWarning
+    is made an error here, so one that escapes fails the test)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         argv = ["generate", "--kind", "welfare", "--jobs", "4", "--datasets", "2", "--utility", "alpha"]
-        refused(capsys, "--alpha", "(got 1e+308)", *argv, "--alpha", "1e308")
+        refused(capsys, "--alpha/--utility", '(got [1e+308, "alpha"])', *argv, "--alpha", "1e308")
 
 
 @pytest.mark.parametrize(
@@ -199,11 +206,11 @@ def test_a_sane_period_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
 def test_an_infinite_time_limit_or_period_is_refused_as_not_finite(
     option: str, argv: list[str], instance_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Defect 7: ``--time-limit inf`` said "must be > 0"; it says the value must be finite and that leaving the
-    option out means none (argparse names an option with two spellings by both)."""
+    """Defect 7: ``--time-limit inf`` said "must be > 0"; it says the value must be a finite number of seconds
+    (argparse names an option with two spellings by both)."""
     argv = [str(instance_file) if a == "INSTANCE" else a for a in argv]
     err = refused(capsys, option, "(got 'inf')", *argv)
-    assert "finite" in err and "leave the option out" in err
+    assert "must be a finite number of seconds" in err
 
 
 @pytest.mark.parametrize(
@@ -266,3 +273,12 @@ def test_gpu_type_says_it_needs_a_trace_of_models_measured_on_it(capsys: pytest.
     commands = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
     (action,) = [a for a in commands.choices["simulate"]._actions if "--gpu-type" in a.option_strings]
     assert "--trace" in (action.help or "")
+
+
+def test_a_refused_field_of_several_options_names_the_ones_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """A generated cluster's GPU count comes from --gpu-options and --gpu-fraction: a refusal of it named the bare
+    field ``cluster.gpus`` when only --gpu-options was given, and blamed --gpu-fraction alone when both were.  It
+    names the options given among those behind the field, with their values."""
+    argv = ["generate", "--kind", "welfare", "--jobs", "10", "--datasets", "2", "--gpu-options", "2000000000"]
+    refused(capsys, "--gpu-options", "(got [2000000000])", *argv)
+    refused(capsys, "--gpu-fraction/--gpu-options", "(got [0.5, [2000000000]])", *argv, "--gpu-fraction", "0.5")

@@ -307,6 +307,8 @@ def test_utility_mix_parsing_and_errors() -> None:
     assert UtilityMix.parse("linear=3,deadline=1").normalised()["linear"] == 0.75
     with pytest.raises(InstanceError, match=r"utility_mix\.cubic"):
         UtilityMix.parse("cubic=1")
+    with pytest.raises(InstanceError, match=r"utility_mix: gives 'linear' two shares"):  # not the last one kept
+        UtilityMix.parse("linear=1,linear=2")
     with pytest.raises(InstanceError, match="deadline_slack"):
         UtilityMix(deadline_slack=(0.5, 2.0))
 

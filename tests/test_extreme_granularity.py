@@ -105,14 +105,19 @@ def test_cba_provisions_one_whole_tier_when_a_tier_dwarfs_the_demand(variant: st
 @pytest.mark.parametrize("tier_fraction", [1e20, 1e300])
 def test_cba_answers_every_finite_tier_and_milp_names_the_step_it_refuses(tier_fraction: float) -> None:
     """Defect 2 up to 1e300 × Σ r_j: CBA is ``optimal`` at one tier (Theorem I2 of proofs/cba_integer_gap.md);
-    the MILP refuses a tier of 1e15 GB/s or more as ``error`` naming cluster.bandwidth_step_gbps (``beyond_highs``).
+    the MILP claims nothing there.  At 1e300 × Σ r_j the tier's price p_b·β passes 1e20 $/h, an objective
+    coefficient beyond HiGHS, and it refuses the instance as ``error`` naming cluster.bandwidth_step_gbps
+    (``beyond_highs``); at 1e20 × Σ r_j the price, 3.3e19 $/h, is just within that range and HiGHS itself gives up
+    (``error``, its status named), never a status it has not proven.
     """
     inst = _cost_instance("tiers", tier_fraction=tier_fraction)
     doc, ev = _run(inst, "cba")
     assert doc["status"] == Status.OPTIMAL, doc.get("reason")
     assert ev is not None and ev.feasible and ev.provisioned_gbps == inst.tier_gbps
     milp, _ = _run(inst, "milp")
-    assert milp["status"] == Status.ERROR and "cluster.bandwidth_step_gbps" in milp["reason"]
+    refused = inst.price_bandwidth * inst.tier_gbps >= 1e20
+    named = "cluster.bandwidth_step_gbps" if refused else "HiGHS"
+    assert milp["status"] == Status.ERROR and named in milp["reason"], milp["reason"]
 
 
 def test_a_block_size_beyond_the_block_range_is_refused_on_load(
@@ -147,3 +152,32 @@ def test_cba_and_milp_agree_at_the_most_blocks_allowed() -> None:
     _assert_agree(inst, _accepted_optimum(inst, "cba"), _accepted_optimum(inst, "milp"))
     with pytest.raises(InstanceError, match=r"cluster\.cache_granularity\.block_gb"):
         _cost_instance("block", block_gb=float(np.nextafter(u, 0.0)))
+
+
+@pytest.mark.parametrize(("rate_factor", "cache_gb"), [(1e-8, 160.0), (1e-9, None), (1e-6, 160.0)])
+def test_cba_and_milp_agree_on_tiers_in_small_units(rate_factor: float, cache_gb: float | None) -> None:
+    """The tier roundings of CBA take their slack relative to the bandwidth, so the answer does not depend on the
+    unit (docs/model.md §8): the repro's instance (seed 1) with its rates times 1e-8 or 1e-9 GB/s and p_b divided by
+    as much, a tier of 5% of the whole demand.  With a slack of 1e-10 GB/s (a fixed part of a GB/s below 1), CBA
+    provisioned a tier too few there and called a cost below the MILP's proven optimum optimal; Theorem I2 of
+    proofs/cba_integer_gap.md: CBA is exact under tiers with a continuous cache, so both must agree."""
+    base = generate_instance("cost", 5, 2, 1)  # type: ignore[arg-type]
+    rates = base.job_io_gbps * rate_factor
+    inst = base.replace(
+        job_io_gbps=rates,
+        price_bandwidth=base.price_bandwidth / rate_factor,
+        bandwidth_step_gbps=0.05 * float(rates.sum()),
+        **({} if cache_gb is None else {"cache_gb": cache_gb}),
+    )
+    _assert_agree(inst, _accepted_optimum(inst, "cba"), _accepted_optimum(inst, "milp"))
+
+
+def test_the_milp_solves_a_tier_only_its_lp_relaxation_cannot_hold() -> None:
+    """A tier of 3.6e15 GB/s (1e16 × Σ r_j) is a matrix entry of 1e15 or more only in the LP relaxation, which keeps
+    β in its row; the integer model's row holds min(β, Σ_j r_j) (Lemma I0 (d) of proofs/cba_integer_gap.md), and
+    the tier's price, 3.3e15 $/h, is an objective coefficient HiGHS holds.  So ``lp`` refuses it naming
+    cluster.bandwidth_step_gbps and ``milp`` answers it, at CBA's one tier."""
+    inst = _cost_instance("tiers", tier_fraction=1e16)
+    _assert_agree(inst, _accepted_optimum(inst, "cba"), _accepted_optimum(inst, "milp"))
+    lp, _ = _run(inst, "lp")
+    assert lp["status"] == Status.ERROR and "cluster.bandwidth_step_gbps" in lp["reason"]

@@ -51,8 +51,8 @@ def test_csv_round_trip_and_checksum(tmp_path: Path) -> None:
 def test_a_pipe_is_refused_and_kept_a_symbolic_link_is_written_through(tmp_path: Path) -> None:
     """An output path that is not a regular file (here a pipe; /dev/null alike) is refused by the check the
     commands run first and by the writer itself, and stays what it was: a rename would have replaced it by a
-    regular file (as root, /dev/null).  A symbolic link is written through: the file it points to gets the
-    content and the link stays a link."""
+    regular file (as root, /dev/null); so is a loop of links.  A symbolic link is written through: the file it
+    points to gets the content, the link stays a link, and the path returned is the one given."""
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
     assert unwritable_file(pipe) == NOT_REGULAR
@@ -63,9 +63,16 @@ def test_a_pipe_is_refused_and_kept_a_symbolic_link_is_written_through(tmp_path:
     target.write_text("old\n")
     link.symlink_to(target.name)
     assert unwritable_file(link) is None
-    atomic_write_text(link, "new\n")
+    assert atomic_write_text(link, "new\n") == link  # the path as given, not the file it resolves to
     assert link.is_symlink() and target.read_text() == "new\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "pipe", "target.json"]
+    loop_a, loop_b = tmp_path / "loop_a", tmp_path / "loop_b"
+    loop_a.symlink_to(loop_b.name)
+    loop_b.symlink_to(loop_a.name)
+    assert unwritable_file(loop_a) == NOT_REGULAR
+    with pytest.raises(NotARegularFileError):
+        atomic_write_text(loop_a, "x\n")
+    assert loop_a.is_symlink() and loop_b.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "loop_a", "loop_b", "pipe", "target.json"]
 
 
 def test_solve_refuses_an_out_that_is_a_pipe_with_exit_2(tmp_path: Path) -> None:

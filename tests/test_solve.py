@@ -15,7 +15,7 @@ from hostile import doc, set_field
 from cbalab.algorithms import registry
 from cbalab.models import solve as solve_module
 from cbalab.models.evaluate import Allocation, evaluate
-from cbalab.models.instance import Instance, from_dict
+from cbalab.models.instance import Instance, build, from_dict
 from cbalab.models.solve import Budget, cost_milp, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
 
@@ -190,3 +190,31 @@ def test_an_lp_highs_calls_optimal_without_a_feasible_point_is_an_error_not_an_o
     else:
         assert alloc.status == "error" and not alloc.has_allocation, alloc
         assert alloc.reason and "HiGHS" in alloc.reason
+
+
+def test_highs_optimal_with_no_feasible_point_is_an_error_whatever_the_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The branch itself, on any LP: HiGHS made to report its optimum with no feasible primal point (as it did on
+    the instance above) gives ``error`` with its reason, and no allocation, never ``optimal`` without one."""
+    import highspy
+    import numpy as np
+
+    class NoPoint(highspy.Highs):  # type: ignore[misc]
+        def getInfo(self) -> highspy.HighsInfo:  # noqa: N802 (HiGHS's name, overridden)
+            info = super().getInfo()
+            info.primal_solution_status = 0  # kSolutionStatusNone
+            return info
+
+    monkeypatch.setattr(solve_module.highspy, "Highs", NoPoint)
+    inst = build(
+        dataset_size_gb=np.array([10.0]),
+        job_dataset=np.array([0]),
+        job_gpus=np.array([1]),
+        job_io_gbps=np.array([1.0]),
+        cache_gb=5.0,
+        prices=(1.0, 0.01, 1.0),
+    )
+    alloc = cost_milp(inst)
+    assert alloc.status == "error" and not alloc.has_allocation
+    assert alloc.reason == "HiGHS reported optimal without a feasible solution: nothing is proven"

@@ -356,11 +356,15 @@ class Arrays:
         return replace(self, row_lo=row_lo, row_hi=row_hi)
 
     def pass_to(self, h: highspy.Highs, cost_scale: float = 1.0) -> None:
-        """Pass the model to ``h`` (row-wise matrix, ±inf as HiGHS's infinity), its costs divided by ``cost_scale``.
+        """Pass the model to ``h`` (row-wise matrix, ±inf as HiGHS's infinity), its objective (costs and offset)
+        divided by ``cost_scale``.
 
         Through passModel's array form, which takes each array whole: a HighsLp's setters convert element by element,
-        9 of the 10 ms that passing one 2,000-pair chunk of P3 took.  Dividing by ``cost_scale`` = 1 keeps the costs.
+        9 of the 10 ms that passing one 2,000-pair chunk of P3 took.  Dividing by ``cost_scale`` = 1 keeps the
+        objective.  Its indices are 32-bit: a model with 2^31 entries or more is refused (ValueError), not wrapped.
         """
+        if self.index.size >= 2**31 or self.n_cols >= 2**31 or self.n_rows >= 2**31:
+            raise ValueError(f"a model of {self.index.size} entries is beyond HiGHS's 32-bit indices")
         inf = highspy.kHighsInf
         h.passModel(
             self.n_cols,
@@ -368,7 +372,7 @@ class Arrays:
             int(self.index.size),
             int(highspy.MatrixFormat.kRowwise),
             int(highspy.ObjSense.kMaximize if self.maximize else highspy.ObjSense.kMinimize),
-            float(self.offset),
+            float(self.offset / cost_scale),
             np.asarray(self.cost / cost_scale, dtype=float),
             np.asarray(self.col_lo, dtype=float),
             np.minimum(self.col_hi, inf),
