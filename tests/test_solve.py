@@ -15,7 +15,7 @@ from hostile import doc, set_field
 from cbalab.algorithms import registry
 from cbalab.models import solve as solve_module
 from cbalab.models.evaluate import Allocation, evaluate
-from cbalab.models.instance import Instance, build, from_dict
+from cbalab.models.instance import Instance, InstanceError, build, from_dict
 from cbalab.models.solve import Budget, cost_milp, solve_welfare, welfare_milp
 from cbalab.models.types import SolveOptions
 
@@ -218,3 +218,30 @@ def test_highs_optimal_with_no_feasible_point_is_an_error_whatever_the_instance(
     alloc = cost_milp(inst)
     assert alloc.status == "error" and not alloc.has_allocation
     assert alloc.reason == "HiGHS reported optimal without a feasible solution: nothing is proven"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("time_limit", 0.0),
+        ("time_limit", -1.0),
+        ("time_limit", float("nan")),
+        ("time_limit", float("inf")),
+        ("mip_gap", float("nan")),
+        ("mip_gap", -1.0),
+        ("threads", 0),
+        ("threads", 1.5),
+        ("threads", True),
+    ],
+)
+def test_solve_options_no_method_could_honour_are_refused_by_name(field: str, value: object) -> None:
+    """A time limit of 0, -1 or NaN gave ``time_limit`` answers ("the time limit of nan s ran out"), a NaN gap let
+    the exact method still say ``optimal``, and 0 or 1.5 threads passed silently: every one is an InstanceError
+    naming the field, through the options and through the API's ``solve``."""
+    from cbalab import api
+    from cbalab.experiments.workload import generate_cost
+
+    with pytest.raises(InstanceError, match=f"^{field}: "):
+        SolveOptions(**{field: value})  # type: ignore[arg-type]
+    with pytest.raises(InstanceError, match=f"^{field}: "):
+        api.solve(generate_cost(5, 2, 0), "milp", **{field: value})  # type: ignore[arg-type]
