@@ -8,8 +8,13 @@ as tidy pandas frames.  Every answer is scored by the one referee
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
 import math
 import numbers
+import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,38 +39,79 @@ if TYPE_CHECKING:
 
     from cbalab.experiments.replay import SimResult
     from cbalab.experiments.workload import Workload
+    from cbalab.experiments.workload.traces import TraceError
     from cbalab.models.solve import Outcome
+
+
+def _shown(value: Any) -> Any:
+    """``value`` as a one-line error message shows it: plain Python and numpy values as themselves, any other
+    object by its type's name (a DataFrame's repr spans many lines)."""
+    plain = _plain(value)
+    if plain is None or isinstance(plain, str | int | float | list | tuple | dict):
+        return plain
+    return f"<{type(value).__name__}>"
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], name: str, what: str) -> None:
+    """InstanceError naming argument ``name`` and its value unless ``value`` is a ``kind`` (``what`` in words), so
+    that a wrong type fails here, not as an AttributeError or TypeError deep inside the call."""
+    if not isinstance(value, kind):
+        raise InstanceError(name, _shown(value), f"must be {what}")
+
+
+#: What an instance argument must be, in the words of the messages.
+AN_INSTANCE = "an Instance (from cbalab.load, cbalab.build_instance or cbalab.generate; a file: cbalab.load(path))"
+
+#: What a file path argument must be, in the words of the messages.
+A_PATH = "a file path (str or pathlib.Path)"
 
 
 def load(path: str | Path) -> Instance:
     """Read and validate a ``cbalab/instance@1`` JSON file; InstanceError names the bad field and value."""
+    _expect(path, (str, os.PathLike), "path", A_PATH)
     return _load(path)
 
 
 def loads(text: str) -> Instance:
     """Parse and validate ``cbalab/instance@1`` JSON text."""
+    _expect(text, str, "text", "JSON text (a str)")
     return _loads(text)
 
 
 def save(instance: Instance, path: str | Path) -> Path:
     """Write ``instance`` as ``cbalab/instance@1`` JSON, atomically (temp file in the same folder, then rename)."""
+    _expect(instance, Instance, "instance", AN_INSTANCE)
+    _expect(path, (str, os.PathLike), "path", A_PATH)
     return atomic_write_text(path, instance.dumps() + "\n")
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-like Python value for a cell of a dict or DataFrame row (numpy scalars unwrapped, NaN dropped)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
+    """``value`` with numpy unwrapped to plain Python, at any depth (dicts, lists, tuples, arrays), so that the
+    checks that accept Python numbers accept numpy's too (np.int64(16) is 16; np.bool_ stays a bool, refused
+    where a number is due); any other value is returned as it is, for the checks to judge."""
+    if isinstance(value, np.generic | np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
     return value
 
 
-def _records(table: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as dicts; a cell that is a missing scalar (NaN/None) is left out, so the field takes its default."""
-    rows = table.to_dict("records") if isinstance(table, pd.DataFrame) else [dict(r) for r in table]
+def _records(table: pd.DataFrame | Iterable[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
+    """Rows as dicts; a cell that is a missing scalar (NaN/None) is left out, so the field takes its default.
+
+    InstanceError names ``name`` when ``table`` is neither a DataFrame nor an iterable of dicts, or
+    ``name[i]`` when its row ``i`` is not a dict.
+    """
+    if isinstance(table, str | bytes | Mapping) or not isinstance(table, pd.DataFrame | Iterable):
+        raise InstanceError(name, _shown(table), "must be a DataFrame or a list of dicts, one per row")
+    rows = table.to_dict("records") if isinstance(table, pd.DataFrame) else list(table)
     out = []
-    for row in rows:
+    for i, row in enumerate(rows):
+        _expect(row, Mapping, f"{name}[{i}]", "a dict of the row's fields")
         clean = {}
         for key, value in row.items():
             v = _plain(value)
@@ -96,17 +142,25 @@ def build_instance(
     carry ``id`` and ``size_gb``.  ``prices`` is ``(gpu, cache, bandwidth)``
     per hour or the dict of the JSON format.  A bad value raises
     InstanceError naming the field, e.g. ``jobs[3].io_gbps``.
+
+    numpy numbers count as Python ones, in the arguments and in the rows; a GPU count may be a float with a
+    whole value (16.0, as a pandas column with a missing cell holds it), as in an instance file.  ``prices`` as
+    a triple (a numpy array too) follows the rule of :func:`generate` and :func:`simulate`
+    (``experiments.workload.synthetic.price_triple``: finite, >= 0, at most MAX_PRICE); as a dict, the file's.
     """
-    if isinstance(prices, Mapping):
-        price_doc = {k: _plain(v) for k, v in prices.items()}
+    from cbalab.experiments.workload.synthetic import price_triple
+
+    plain_prices = _plain(prices)
+    if isinstance(plain_prices, Mapping):
+        price_doc = dict(plain_prices)
     else:
-        p_g, p_c, p_b = prices
+        p_g, p_c, p_b = price_triple(plain_prices)
         price_doc = {"gpu_per_hour": p_g, "cache_gb_per_hour": p_c, "bandwidth_gbps_per_hour": p_b}
     cluster: dict[str, Any] = {
-        "gpus": gpus,
+        "gpus": _plain(gpus),
         "cache_gb": _plain(cache_gb),
         "bandwidth_gbps": _plain(bandwidth_gbps),
-        "cache_granularity": dict(cache_granularity) if isinstance(cache_granularity, Mapping) else cache_granularity,
+        "cache_granularity": _plain(cache_granularity),
         "bandwidth_step_gbps": _plain(bandwidth_step_gbps),
     }
     doc = {
@@ -114,8 +168,8 @@ def build_instance(
         "cluster": cluster,
         "prices": price_doc,
         "budget_per_hour": _plain(budget_per_hour),
-        "datasets": _records(datasets),
-        "jobs": _records(jobs),
+        "datasets": _records(datasets, "datasets"),
+        "jobs": _records(jobs, "jobs"),
     }
     return from_dict(doc)
 
@@ -171,13 +225,13 @@ def generate(
         skew=skew,
         cache_fraction=cache_fraction,
         bandwidth_fraction=bandwidth_fraction,
-        prices=DEFAULT_PRICES if prices is None else prices,
+        prices=DEFAULT_PRICES if prices is None else _plain(prices),
         variant=variant,
         block_gb=block_gb,
         tier_fraction=tier_fraction,
         utility_mix=utility_mix,
         budget_fraction=budget_fraction,
-        gpu_options=gpu_options,
+        gpu_options=_plain(gpu_options),
         gpu_fraction=gpu_fraction,
         alpha=alpha,
     )
@@ -205,8 +259,11 @@ def methods(problem: str | None = None) -> pd.DataFrame:
     ``name``, ``kind``; ``exact``, True for the methods solved by HiGHS at MIP gap 0 (their ``optimal`` is
     the solver's proof for the model they build; for ``lp`` that is the relaxation); ``optimal_on``, the
     instances on which a method is proven optimal (``cba``: continuous P1, Theorem 1, so it is optimal
-    there although it is not ``exact``); ``aggregable``, ``takes_cache_policy`` and ``summary``.
+    there although it is not ``exact``); ``aggregable``, ``takes_cache_policy`` and ``summary``.  A
+    ``problem`` other than cost or welfare is InstanceError, not an empty table.
     """
+    if problem is not None:
+        problem = parse_problem(problem)
     rows = [
         {
             "problem": str(m.problem),
@@ -470,8 +527,11 @@ def solve(
     instance that poses both needs it.  ``options`` are fields of
     SolveOptions (``mip_gap``, ``threads``, ``cache_policy``); exact methods
     use them, fast ones may not.  A misspelt method, a method of the other
-    problem or a bad ``problem`` raises InstanceError naming the argument.
+    problem or a bad ``problem`` raises InstanceError naming the argument, as does an ``instance`` that is
+    not an Instance or a ``method`` that is not a name.
     """
+    _expect(instance, Instance, "instance", AN_INSTANCE)
+    _expect(method, str, "method", "a method's name (cbalab.methods() lists them)")
     prob = choose_problem(instance, method, problem)
     entry = registry.get(prob, method)
     opts = SolveOptions(time_limit=time_limit, **options)
@@ -482,8 +542,13 @@ def solve(
 
 
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
-    """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``."""
-    return _referee(instance, allocation, Problem(problem))
+    """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``.
+
+    InstanceError names the argument that is not an Instance, an Allocation, or cost or welfare.
+    """
+    _expect(instance, Instance, "instance", AN_INSTANCE)
+    _expect(allocation, Allocation, "allocation", "an Allocation (a Result's .allocation)")
+    return _referee(instance, allocation, parse_problem(problem))
 
 
 def build_model(instance: Instance, problem: str, relax: bool = False, scaled: bool = False) -> Any:
@@ -500,9 +565,11 @@ def build_model(instance: Instance, problem: str, relax: bool = False, scaled: b
     models/milp/statement.py), the default the model as docs/model.md writes it.  ``model.pprint()`` prints
     every variable and constraint, one named block per group, e.g. P2's McCormick rows ``w_below_y``,
     ``w_below_h`` and ``w_above`` (proofs/mccormick_exact.md); a group's rows are numbered from 1.  Pyomo is
-    imported here, so ``import cbalab`` stays light.
+    imported here, so ``import cbalab`` stays light.  InstanceError names an ``instance`` that is not an
+    Instance or a ``problem`` other than cost or welfare.
     """
-    prob = Problem(problem)
+    _expect(instance, Instance, "instance", AN_INSTANCE)
+    prob = parse_problem(problem)
     if prob == Problem.COST:
         from cbalab.models.milp.cost import build_cost_model
 
@@ -551,6 +618,7 @@ def compare(instance: Instance, problem: str | None = None, time_limit: float | 
     """
     from cbalab.algorithms.resolve import posed_problem
 
+    _expect(instance, Instance, "instance", AN_INSTANCE)
     prob = posed_problem(instance, problem)
     docs = [registry.run(instance, prob, name, time_limit=time_limit)[0] for name in registry.names(prob)]
     exact = [d for d in docs if d["method"] == "milp" and d["status"] == "optimal"]
@@ -735,7 +803,7 @@ def replay(spec: ReplaySpec) -> ReplayResult:
     does not have, raises InstanceError naming the field (``seed=-1``, a misspelt ``policy`` with the closest
     names, ``offline_optimum`` on the welfare problem, ``cache_policy`` on the cost problem).
     """
-    problem = check_replay(spec)
+    problem, spec = _checked(spec)
     workload, notes = _workload(spec)
     out = _replay_cost(spec, workload) if problem == Problem.COST else _replay_welfare(spec, workload)
     if not spec.timing:
@@ -745,21 +813,34 @@ def replay(spec: ReplaySpec) -> ReplayResult:
     return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy(), notes)
 
 
+#: The settings of :class:`ReplaySpec` that are switches: True or False, nothing else (not "no", not 1).
+SWITCHES = ("warmup", "offline_optimum", "timing", "progress")
+
+
 def check_replay(spec: ReplaySpec) -> Problem:
     """The problem of ``spec`` once every setting is checked; InstanceError names the first bad one.
 
     ``trace`` must be a file, a DataFrame or a whole number of jobs; ``policy`` a policy of the problem's
-    replay; counts whole numbers (``n_datasets`` at least 1); amounts finite and >= 0 (``period_s`` and
-    ``time_limit`` > 0, ``restart_delay_s`` at most the longest trace time); ``window`` finite START < END;
-    ``prices`` None or three such numbers; ``out`` a folder that can be written, with no folder in the place of
-    one of its files (experiments.replay.unwritable_outputs).  A setting of the other
+    replay; counts whole numbers (``n_datasets`` at least 1; ``gpus`` may be a float with a whole value, as
+    in :func:`build_instance`); amounts finite and >= 0 (``period_s`` and ``time_limit`` > 0,
+    ``restart_delay_s`` at most the longest trace time); ``window`` two finite numbers START < END;
+    ``prices`` None or three such numbers (a numpy array too); the :data:`SWITCHES` True or False; ``out`` a
+    folder that can be written, with no folder in the place of one of its files
+    (experiments.replay.unwritable_outputs).  numpy numbers count as Python ones.  A setting of the other
     problem is refused rather than ignored: the offline optimum and its ``time_limit`` belong to the cost
     replay, :data:`WELFARE_SETTINGS` to the welfare replay, and ``time_limit`` needs ``offline_optimum``.
     """
+    return _checked(spec)[0]
+
+
+def _checked(spec: ReplaySpec) -> tuple[Problem, ReplaySpec]:
+    """:func:`check_replay`'s problem, with ``spec`` as the replay runs it: numpy values as Python ones, a
+    whole ``gpus`` as an int, ``window`` and ``prices`` as tuples of numbers."""
     from cbalab.experiments.replay import unwritable_outputs
     from cbalab.experiments.workload.synthetic import finite, price_triple, whole
     from cbalab.experiments.workload.traces import MAX_TRACE_SECONDS
 
+    spec = dataclasses.replace(spec, **{f.name: _plain(getattr(spec, f.name)) for f in dataclasses.fields(spec)})
     prob = parse_problem(spec.problem)
     check_policy(spec.policy, prob, registry.names(prob))
     trace = spec.trace
@@ -767,7 +848,7 @@ def check_replay(spec: ReplaySpec) -> Problem:
         raise InstanceError("trace", repr(trace), "a trace file, a DataFrame or a number of jobs (a whole number)")
     if isinstance(trace, numbers.Integral):
         whole(trace, "trace")
-    whole(spec.gpus, "gpus")
+    gpus = whole(_whole_float(spec.gpus), "gpus")
     whole(spec.seed, "seed", maximum=2**63 - 1)
     whole(spec.n_datasets, "n_datasets", minimum=1)
     for name in ("cache_gb", "skew", "bandwidth_gbps", "budget_per_hour", "budget_fraction", "restart_delay_s"):
@@ -779,12 +860,10 @@ def check_replay(spec: ReplaySpec) -> Problem:
             finite(getattr(spec, name), name, positive=True)
     if spec.restart_delay_s is not None and spec.restart_delay_s > MAX_TRACE_SECONDS:
         raise InstanceError("restart_delay_s", spec.restart_delay_s, f"must be at most {MAX_TRACE_SECONDS:g} s")
-    if spec.window is not None:
-        start, end = spec.window
-        if not (math.isfinite(start) and math.isfinite(end) and start < end):
-            raise InstanceError("window", _span(spec.window), "needs finite START < END (seconds)")
-    if spec.prices is not None:
-        price_triple(spec.prices)
+    window = None if spec.window is None else _window(spec.window)
+    prices = None if spec.prices is None else price_triple(spec.prices)
+    for name in SWITCHES:
+        _expect(getattr(spec, name), bool, name, "True or False")
     _check_problem_settings(spec, prob)
     if spec.utility_mix is not None:
         from cbalab.experiments.workload.elastic import UtilityMix
@@ -793,7 +872,25 @@ def check_replay(spec: ReplaySpec) -> Problem:
     refused = None if spec.out is None else unwritable_outputs(spec.out)
     if refused is not None:
         raise InstanceError("out", str(spec.out), refused)
-    return prob
+    return prob, dataclasses.replace(spec, gpus=gpus, window=window, prices=prices)
+
+
+def _whole_float(value: Any) -> Any:
+    """A float with a whole value (4.0) as that int, the instance file's rule for GPU counts
+    (models.instance); any other value unchanged, for :func:`whole` to judge."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _window(window: Any) -> tuple[float, float]:
+    """``window`` as (START, END): two finite numbers of seconds (any sign, as trace times) with START < END;
+    InstanceError naming ``window`` otherwise (a bare number, a string, three numbers, END <= START)."""
+    pair = window if isinstance(window, list | tuple) else ()
+    if len(pair) != 2 or not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in pair):
+        raise InstanceError("window", _shown(window), "must be (START, END): two numbers of seconds")
+    start, end = pair
+    if not (math.isfinite(start) and math.isfinite(end) and start < end):
+        raise InstanceError("window", _span((start, end)), "needs finite START < END (seconds)")
+    return start, end
 
 
 def _check_problem_settings(spec: ReplaySpec, problem: Problem) -> None:
@@ -845,8 +942,6 @@ def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
     A window that selects no job is InstanceError and one that selects fewer than WINDOW_FEW a note, both
     with the trace's span, so that a window in the wrong units or place is seen at once.
     """
-    import tempfile
-
     from cbalab.experiments.simulate import window
     from cbalab.experiments.workload import make_workload
 
@@ -854,11 +949,7 @@ def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
     kw["gpu_type"] = spec.gpu_type
     trace = spec.trace
     if isinstance(trace, pd.DataFrame):
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "trace.csv"
-            trace.to_csv(path, index=False)
-            workload = make_workload(trace=path, **kw)
-        workload.jobs.attrs["source"] = "DataFrame"
+        workload = _frame_workload(trace, kw)
     elif isinstance(trace, str | Path):
         workload = make_workload(trace=trace, **kw)
     else:  # a whole number of jobs (numpy's too), as check_replay checked
@@ -876,18 +967,62 @@ def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
     return window(workload, start, end), notes
 
 
+def _frame_workload(trace: pd.DataFrame, kw: dict[str, Any]) -> Workload:
+    """The workload of a DataFrame trace, read exactly as its rows written to a CSV file would be
+    (experiments.workload.make_workload with keywords ``kw``).
+
+    The file is temporary, so a bad cell is named as the DataFrame's: its row (index label) and column, not
+    the file's line, which is gone once the call returns.
+    """
+    import tempfile
+
+    from cbalab.experiments.workload import make_workload
+    from cbalab.experiments.workload.traces import TraceError
+
+    text = trace.to_csv(index=False)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.csv"
+        path.write_text(text, encoding="utf-8", newline="")
+        try:
+            workload = make_workload(trace=path, **kw)
+        except TraceError as e:
+            raise _frame_error(trace, text, e) from None
+    workload.jobs.attrs["source"] = "DataFrame"
+    return workload
+
+
+def _frame_error(trace: pd.DataFrame, text: str, error: TraceError) -> InstanceError:
+    """``error``, about a line of ``text`` (``trace`` as CSV), as an InstanceError about ``trace``: the header
+    line is the DataFrame's columns, record i its i-th row, named by its index label with the cell's value;
+    a line cited in the message (a duplicate's first) becomes its row too."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    ends = [reader.line_num for _ in reader]  # the line on which each record ends, as the trace reader counts
+
+    def row(line: int) -> Any:
+        """The index label of the DataFrame row written as the record that ends on ``line``."""
+        return _plain(trace.index[ends.index(line) - 1])
+
+    column = error.column
+    if error.line not in ends[1:]:  # the header: the DataFrame's columns
+        return InstanceError(f"trace column {column!r}", error.value, error.problem)
+    cells = trace[column] if column in trace.columns else None
+    value = error.value if cells is None else _shown(cells.iloc[ends.index(error.line) - 1])
+    problem = re.sub(r"line (\d+)", lambda m: f"row {row(int(m.group(1)))!r}", error.problem)
+    return InstanceError(f"trace row {row(error.line)!r}, column {column!r}", value, problem)
+
+
 def _cluster(spec: ReplaySpec, n_jobs: int) -> dict[str, Any]:
-    """The settings both replays' configs share: the cluster (G, C, B; B = inf when None), the prices (the
-    package's when None), warm-up, the period, the seed, and a progress bar on PROGRESS_JOBS jobs or more."""
+    """The settings both replays' configs share, from a spec :func:`_checked` returned: the cluster (G, C, B;
+    B = inf when None), the prices (the package's when None), warm-up, the period, the seed, and a progress
+    bar on PROGRESS_JOBS jobs or more."""
     from cbalab.experiments.workload import DEFAULT_PRICES
-    from cbalab.experiments.workload.synthetic import price_triple
 
     return {
         "policy": spec.policy,
         "gpus": spec.gpus,
         "cache_gb": spec.cache_gb,
         "bandwidth_gbps": math.inf if spec.bandwidth_gbps is None else spec.bandwidth_gbps,
-        "prices": DEFAULT_PRICES if spec.prices is None else price_triple(spec.prices),
+        "prices": DEFAULT_PRICES if spec.prices is None else spec.prices,
         "warmup": spec.warmup,
         "period_s": spec.period_s,
         "seed": spec.seed,

@@ -119,7 +119,8 @@ def _count(text: str) -> int:
 
 
 def _positive_count(text: str) -> int:
-    """A whole number from 1 to 2^31 - 1: a count of the work a benchmark repeats, where 0 would measure nothing."""
+    """A whole number from 1 to 2^31 - 1: a count of what a benchmark works on or repeats, where 0 would measure
+    nothing."""
     return _whole(text, 1, MAX_COUNT, str(MAX_COUNT))
 
 
@@ -624,30 +625,57 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_FAILED if found.get("ok") is False else EXIT_OK
 
 
-#: The benchmark options, by name, that count the work a measure repeats: at least 1, as 0 would measure nothing
-#: (``autocba-hard --candidates 0`` printed that it wrote a file it never wrote).
-BENCH_REPEATS = ("candidates", "repeats", "sweeps")
+#: The benchmark options, by name, that count what a measure works on or repeats: at least 1, as 0 would measure
+#: nothing or break the measure (``autocba-hard --candidates 0`` printed that it wrote a file it never wrote,
+#: ``integer-milp --datasets 0`` and ``replay-speed --jobs 0`` failed as internal errors).
+BENCH_FROM_ONE = ("candidates", "repeats", "sweeps", "jobs", "datasets", "n_datasets", "chunk_pairs")
 
 #: The benchmark options, by name, besides those of type Path, that name a file the measure reads.
 BENCH_INPUTS = ("reuse",)
 
+#: The benchmark options, by name, that hold names of registered methods (cbalab.algorithms.registry), and the
+#: problem whose methods they are: a benchmark's ``policies`` are those of the cost replay (replay-speed).
+BENCH_METHODS = {"policy": Problem.COST, "policies": Problem.COST}
+
 
 def _bench_type(option: Option) -> Callable[[str], Any]:
     """The converter of a benchmark option's text, chosen by its name and type, whatever the benchmark: the same
-    range as the other commands' options (a count, a seed, a ``--skew``, seconds, an ``--out``), so that no
-    measure runs on a value they refuse.  Whole numbers are counts from 0 (BENCH_REPEATS from 1; ``seed``
-    and ``seeds`` up to 2^63 - 1); a ``time_limit`` or a number whose name ends ``_s`` is seconds."""
+    range as the other commands' options (a count, a seed, a ``--skew``, seconds, a fraction, an ``--out``, a
+    policy), so that no measure runs on a value they refuse.  Whole numbers are counts from 0 (BENCH_FROM_ONE
+    from 1; ``seed`` and ``seeds`` up to 2^63 - 1); a ``time_limit`` or a number whose name ends ``_s`` is
+    seconds, one whose name holds ``share`` a share from 0 to 1 and one whose name holds ``fraction`` a finite
+    number >= 0; a name of BENCH_METHODS is a method of its problem."""
     if option.kind is int:
-        if option.name in BENCH_REPEATS:
+        if option.name in BENCH_FROM_ONE:
             return _positive_count
         return _seed if option.name in ("seed", "seeds") else _count
     if option.kind is float:
         if option.name == "time_limit" or option.name.endswith("_s"):
             return _seconds
+        if "share" in option.name:
+            return _share
+        if "fraction" in option.name:
+            return _fraction
         return _skew if option.name == "skew" else _number
     if option.name == "out":
         return _out
+    if option.name in BENCH_METHODS:
+        return _bench_method(BENCH_METHODS[option.name])
     return option.kind
+
+
+def _bench_method(problem: Problem) -> Callable[[str], str]:
+    """The converter of a benchmark option that holds a method of ``problem`` (BENCH_METHODS): the name when the
+    registry has it, else ArgumentTypeError listing the known ones, before the measure starts any work (an
+    unknown policy of replay-speed failed in a child process, with its traceback)."""
+    known = registry.names(problem)
+
+    def method(text: str) -> str:
+        if text not in known:
+            raise argparse.ArgumentTypeError(f"must be a {problem} policy, one of {', '.join(known)} (got {text!r})")
+        return text
+
+    return method
 
 
 def _bench_paths(option: Option, value: Any) -> None:
@@ -697,6 +725,15 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be finite (got {text!r})")
+    return value
+
+
+def _share(text: str) -> float:
+    """A share of a whole (a benchmark's ``*share*`` option: p3-trace's ``--exact-share`` of the cache): a number
+    from 0 to 1."""
+    value = _number(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a share from 0 to 1 (got {text!r})")
     return value
 
 

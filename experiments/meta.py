@@ -27,13 +27,23 @@ def rows_commits(sessions: list[dict]) -> list[dict]:
     return out
 
 
+#: The schema of every meta.json the runner writes (experiments/runner.py).
+SCHEMA = "cbalab/experiment@1"
+
+#: The keys a meta.json must have to be one: those its readers take the sweep's settings and counts from
+#: (``config``: quick, seed; ``runs``), written by every version of the runner.
+REQUIRED = ("config", "runs")
+
+
 def read_meta(path: str | Path) -> dict | None:
     """The meta.json at ``path`` (None when there is none), checked to be one: ExperimentError naming the
-    file otherwise (exit 2).
+    file, and the key at fault, otherwise (exit 2).
 
-    The fields that readers use must have their types: ``config`` and ``runs`` objects, ``sessions`` a
-    list of objects, ``git`` an object or null, ``wall_seconds`` a number or null.  ``cbalab paper`` checks
-    every experiment's meta.json through here before it reads any.
+    A meta.json is a JSON object with the keys of :data:`REQUIRED` and, when it names a schema, :data:`SCHEMA`:
+    one without them would pass every check of what it does not say (``--verify`` took a missing ``config`` for
+    full rows, a resumed sweep kept ``{}``).  The fields that readers use must have their types: ``config`` and
+    ``runs`` objects, ``sessions`` a list of objects, ``git`` an object or null, ``wall_seconds`` a number or
+    null.  ``cbalab paper`` checks every experiment's meta.json through here before it reads any.
     """
     p = Path(path)
     if not p.exists():
@@ -46,6 +56,11 @@ def read_meta(path: str | Path) -> dict | None:
         raise ExperimentError(f"{p}: not JSON ({e}); rerun the experiment or remove the file") from None
     if not isinstance(doc, dict):
         raise ExperimentError(f"{p}: holds {type(doc).__name__}, not a meta.json object; rerun the experiment")
+    if doc.get("schema", SCHEMA) != SCHEMA:
+        raise ExperimentError(f"{p}: 'schema' is {doc['schema']!r}, not {SCHEMA!r}; not a meta.json of cbalab")
+    for key in REQUIRED:
+        if key not in doc:
+            raise ExperimentError(f"{p}: has no {key!r}; not a whole meta.json (rerun the experiment)")
     checks = (
         ("config", dict, False),
         ("sessions", list, False),
@@ -71,8 +86,8 @@ def earlier_sessions(path: Path) -> list[dict]:
     keys = ("started", "ended", "wall_seconds", "git")
     if not all(k in old for k in keys):
         return []
-    done = old.get("runs", {}).get("done_now")
-    return [{k: old[k] for k in keys} | {"done": done, "workers": old.get("config", {}).get("workers")}]
+    done = old["runs"].get("done_now")
+    return [{k: old[k] for k in keys} | {"done": done, "workers": old["config"].get("workers")}]
 
 
 def now() -> str:

@@ -733,6 +733,14 @@ def solve_sliced(
     return Outcome(Status.OPTIMAL, best, max(proven, best), message, True), best_x, facts
 
 
+def _magnitude(value: float | int | Fraction, exponent: int = 0) -> float:
+    """|value|·2**exponent as a double, inf when it is beyond the largest one (an exact int or Fraction may be)."""
+    try:
+        return math.ldexp(abs(float(value)), exponent)
+    except OverflowError:
+        return math.inf
+
+
 def neighbourhood(arrays: Arrays, x_lp: np.ndarray, dual: DualValue, free: int) -> Arrays | None:
     """``arrays`` with every whole column fixed at its value in the LP point ``x_lp`` except the ``free`` ones of
     least reduced cost, or None when that fixes nothing (proofs/welfare_milp_forms.md, Lemma F6).
@@ -746,11 +754,12 @@ def neighbourhood(arrays: Arrays, x_lp: np.ndarray, dual: DualValue, free: int) 
     lo, hi = arrays.col_lo, arrays.col_hi
     value = np.rint(x_lp)
     fix = arrays.integral & (np.abs(x_lp - value) <= 1e-9) & (lo <= value) & (value <= hi)
-    # |r_j| in the units of ``dual.reduced`` (r_j = reduced_j · 2**low); a repaired column's r_j is exact.
-    cost = np.where(arrays.integral, np.abs(dual.reduced.astype(float)), np.inf)
+    # |r_j| in the units of ``dual.reduced`` (r_j = reduced_j · 2**low); a repaired column's r_j is exact.  Only
+    # the order matters: an exact value beyond a double (a cache of 3e302 GB makes one) is taken as inf.
+    cost = np.where(arrays.integral, [_magnitude(v) for v in dual.reduced], np.inf)
     for j, r in dual.moved.items():
         if arrays.integral[j]:
-            cost[j] = math.ldexp(abs(float(r)), -dual.low)
+            cost[j] = _magnitude(r, -dual.low)
     fix[np.argsort(cost, kind="stable")[:free]] = False
     if not fix.any():
         return None

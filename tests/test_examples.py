@@ -215,10 +215,11 @@ def test_build_model_cost_solves_to_the_known_optimum() -> None:
 
 
 def test_simulate_bad_trace_row_names_line_and_column() -> None:
-    """A DataFrame trace is validated like a file: a negative GPU count names the CSV line and the column."""
+    """A DataFrame trace is validated like a file: a negative GPU count names the DataFrame's row (its index, not
+    the line of a temporary file the user never sees) and the column."""
     trace = examples.small_trace()
     trace.loc[1, "gpus"] = -1
-    with pytest.raises(cbalab.InstanceError, match=r"line 3, column 'gpus'"):
+    with pytest.raises(cbalab.InstanceError, match=r"trace row 1, column 'gpus'"):
         cbalab.simulate(trace, "cba", gpus=32)
 
 

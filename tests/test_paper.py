@@ -99,7 +99,7 @@ def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
 def test_missing_experiment_is_said_not_invented(paper_copy: Path, tmp_path: Path) -> None:
     """Without an experiment's results the switch is false, the reason is printed and its claims say 'not yet run'."""
     shutil.rmtree(paper_copy / "results" / "welfare")
-    built = paper.build_paper(paper_copy / "results", tmp_path / "gen", compile=False, paper_dir=paper_copy)
+    built = paper.build_paper(paper_copy / "results", tmp_path / "gen", compile=False)
     numbers = (tmp_path / "gen" / "numbers.tex").read_text()
     assert "\\HaveWelfarefalse" in numbers
     assert "\\newcommand{\\WelfareMissing}{no welfare/runs.csv in the results}" in numbers

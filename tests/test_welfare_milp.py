@@ -539,6 +539,36 @@ def test_lemma_f6_neighbourhood_ranks_a_repaired_column_by_its_exact_reduced_cos
     assert list(hood.col_hi) == [1.0, 1.0, 0.0]
 
 
+def test_lemma_f6_neighbourhood_ranks_an_exact_reduced_cost_beyond_a_double_last() -> None:
+    """Lemma F6, proofs/welfare_milp_forms.md: only the order of |r_j| matters, so an exact r_j beyond the largest
+    double (a cache of 3e302 GB made one; float() raised OverflowError) ranks as inf, behind every finite one.
+    Here column 1's r_1 = 10**400 and column 2's repaired r_2 = 2**1100 · 2**3: with one free column, column 0
+    (r_0 = 0) is freed and the other two are fixed."""
+    one = np.ones(3)
+    arrays = Arrays(
+        cost=one.copy(),
+        col_lo=np.zeros(3),
+        col_hi=one.copy(),
+        integral=np.ones(3, dtype=bool),
+        start=np.array([0, 3], dtype=np.int32),
+        index=np.array([0, 1, 2], dtype=np.int32),
+        value=one.copy(),
+        row_lo=np.array([-np.inf]),
+        row_hi=np.array([3.0]),
+        maximize=False,
+        offset=0.0,
+        objective_scale=1.0,
+        unit=one.copy(),
+        blocks={"x": slice(0, 3)},
+        rows={"r": slice(0, 1)},
+    )
+    reduced = np.array([0, 10**400, 1], dtype=object)
+    dual = DualValue(Fraction(0), reduced, 3, {2: Fraction(2**1103)}, np.zeros(3))
+    hood = neighbourhood(arrays, np.zeros(3), dual, 1)
+    assert hood is not None
+    assert list(hood.col_hi) == [1.0, 0.0, 0.0]
+
+
 @pytest.mark.slow
 @given(inst=st.one_of(tiny_welfare(), small_generated()), free=st.integers(0, 3))
 def test_lemma_f6_probes_change_no_optimum(inst: Instance, free: int) -> None:

@@ -149,14 +149,13 @@ def inputs_tex(digest: str) -> str:
     )
 
 
-def build_paper(
-    results_dir: Path, out_dir: Path, compile: bool, claims_path: Path | None = None, paper_dir: Path | None = None
-) -> Built:
+def build_paper(results_dir: Path, out_dir: Path, compile: bool, claims_path: Path | None = None) -> Built:
     """Write the generated files into ``out_dir`` (stale ones removed), claims.md to ``claims_path``, and compile.
 
     Compiling runs latexmk on ``out_dir.parent / "paper.tex"`` (build files under ``out_dir.parent/build``)
-    and copies the PDF to ``out_dir.parent / "paper.pdf"``; without latexmk the message says so.  claims.md
-    names the results folder relative to ``paper_dir`` (default ``out_dir.parent``; :func:`shown_results`).
+    and copies the PDF to ``out_dir.parent / "paper.pdf"``; without latexmk the message says so.  No generated
+    file depends on where ``results_dir`` is (claims.md names the paper's own, claims.RESULTS), so that a copy
+    of the results checks in step.
     """
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     files, sections, missing = generate(results_dir)
@@ -169,19 +168,13 @@ def build_paper(
         if not target.exists() or target.read_bytes() != content:
             atomic_write_bytes(target, content)
     atomic_write_text(out_dir / INPUTS_TEX, inputs_tex(inputs_sha256(out_dir.parent)))
-    claims = claims_markdown(sections, missing, shown_results(results_dir, paper_dir or out_dir.parent))
+    claims = claims_markdown(sections, missing)
     if claims_path is not None:
         atomic_write_text(claims_path, claims)
     built = Built(out_dir, sorted(files), missing, claims, sections)
     if compile:
         built.pdf, built.message = compile_pdf(out_dir.parent)
     return built
-
-
-def shown_results(results_dir: Path, paper_dir: Path) -> str:
-    """The results folder as claims.md names it: ``paper/results`` for the paper's own, else as given."""
-    own = (Path(paper_dir) / "results").resolve()
-    return "paper/results" if Path(results_dir).resolve() == own else Path(results_dir).as_posix()
 
 
 def compile_pdf(paper_dir: Path) -> tuple[Path | None, str]:

@@ -6,7 +6,7 @@ and on FreeType, which a fresh clone's pip may resolve differently, so the check
 exist.  What else it verifies, so that the paper cannot drift from its results unnoticed:
 
 * every runs.csv against the sha256 that numbers.tex stores (a changed row, quoted or not, is found) and
-  against the one its meta.json recorded when the runner wrote it;
+  against the one its meta.json recorded when the runner wrote it (a meta.json that records none is a problem);
 * the abstract, the introduction and the evaluation for numbers typed by hand (experiments/paper/lint.py),
   and that the numbers of a claim of the seed paper appear only in the sentence generated for it
   (``\\Claim<key>Text``, with its verdict and conditions);
@@ -53,7 +53,7 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool =
     committed = paper_dir / "generated"
     with tempfile.TemporaryDirectory() as tmp:
         gen, claims_md = Path(tmp) / "generated", Path(tmp) / "claims.md"
-        built = build_paper(results_dir, gen, compile=False, claims_path=claims_md, paper_dir=paper_dir)
+        built = build_paper(results_dir, gen, compile=False, claims_path=claims_md)
         fresh = {p.name: p for p in (Path(tmp) / "generated").iterdir() if p.name != INPUTS_TEX}
         old = {p.name: p for p in committed.iterdir() if p.name != INPUTS_TEX} if committed.is_dir() else {}
         for name in sorted(set(fresh) | set(old)):
@@ -82,12 +82,20 @@ def check_paper(paper_dir: Path, results_dir: Path | None = None, strict: bool =
 
 
 def recorded_hashes(results_dir: Path) -> list[str]:
-    """Each runs.csv whose sha256 differs from the one its meta.json recorded (``runs_sha256``), if it did."""
+    """Each runs.csv whose sha256 is not the one its meta.json recorded (``runs_sha256``), or of which no meta.json
+    records one: the runner records it with every sweep, so a missing record would switch the check off unseen."""
     out = []
     for name in experiments():
         csv, meta = results_dir / name / "runs.csv", read_meta(results_dir / name / "meta.json")
-        recorded = (meta or {}).get("runs_sha256")
-        if recorded and csv.is_file() and sha256_file(csv) != recorded:
+        if not csv.is_file():
+            continue
+        if meta is None:
+            out.append(f"{name}/meta.json: missing beside runs.csv, so the sha256 of runs.csv cannot be checked")
+            continue
+        recorded = meta.get("runs_sha256")
+        if not isinstance(recorded, str) or not recorded:
+            out.append(f"{name}/meta.json: no runs_sha256, so the sha256 of runs.csv cannot be checked (rerun)")
+        elif sha256_file(csv) != recorded:
             out.append(f"{name}/runs.csv: its sha256 is not the one meta.json recorded (edited after the run?)")
     return out
 
