@@ -805,6 +805,8 @@ def replay(spec: ReplaySpec) -> ReplayResult:
     """
     problem, spec = _checked(spec)
     workload, notes = _workload(spec)
+    if problem == Problem.COST:
+        _fits(spec, workload)
     out = _replay_cost(spec, workload) if problem == Problem.COST else _replay_welfare(spec, workload)
     if not spec.timing:
         out.drop_timing()
@@ -965,6 +967,28 @@ def _workload(spec: ReplaySpec) -> tuple[Workload, tuple[tuple[str, str], ...]]:
         raise InstanceError("window", _span(spec.window), f"selects none of {span}")
     notes = (("window", f"{_span(spec.window)} selects {chosen} of {span}"),) if chosen < WINDOW_FEW else ()
     return window(workload, start, end), notes
+
+
+def _fits(spec: ReplaySpec, workload: Workload) -> None:
+    """InstanceError naming the file and line (a DataFrame's row) and the GPU column of the first job of a given
+    trace that the cost replay would run and that asks for more GPUs than the cluster has: a cost job runs on
+    its trace's count (docs/model.md §6), so it could never start.  Generated jobs are left to the replay, which
+    names them by id; the welfare replay gives a job one of its options that fit."""
+    from cbalab.experiments.workload.traces import TraceError
+
+    jobs = workload.jobs
+    big = np.flatnonzero(jobs["gpus"].to_numpy() > spec.gpus)
+    if not big.size or not isinstance(spec.trace, str | Path | pd.DataFrame):
+        return
+    j = int(big[0])
+    column = str(jobs.attrs.get("gpus_column", "gpus"))
+    given = int(jobs["gpus"].iloc[j])
+    error = TraceError(
+        str(spec.trace), int(jobs["line"].iloc[j]), column, given, f"exceeds the cluster's {spec.gpus} GPUs"
+    )
+    if isinstance(spec.trace, pd.DataFrame):
+        raise _frame_error(spec.trace, spec.trace.to_csv(index=False), error)
+    raise error
 
 
 def _frame_workload(trace: pd.DataFrame, kw: dict[str, Any]) -> Workload:

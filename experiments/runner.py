@@ -70,7 +70,7 @@ import pandas as pd
 from cbalab.experiments.about import ABOUT, console_table
 from cbalab.experiments.backends import dask_runs, local_runs, overwritten_parameter, scheduler_address
 from cbalab.experiments.errors import ExperimentError
-from cbalab.experiments.meta import earlier_sessions, git_commit, now, rows_commits, versions
+from cbalab.experiments.meta import SCHEMA, earlier_sessions, git_commit, now, rows_commits, versions
 from cbalab.experiments.provenance import grid_digest, record
 from cbalab.models import __version__
 from cbalab.models.files import (
@@ -416,7 +416,7 @@ def run_sweep(
         except Exception as e:  # the runs are safe on disk; the figure step is reported and can be redone
             sweep.figure_error = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
     meta: dict[str, Any] = {
-        "schema": "cbalab/experiment@1",
+        "schema": SCHEMA,
         "sessions": sessions,
         "experiment": name,
         "module": mod.__name__,

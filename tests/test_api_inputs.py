@@ -187,12 +187,38 @@ def test_simulate_names_the_dataframe_row_and_column_of_a_bad_cell(
     _refused(lambda: cbalab.simulate(trace, "cba", gpus=8, cache_gb=10.0), f"trace row {row}, column {column!r}", shown)
 
 
+def test_simulate_names_a_dataframe_row_that_is_all_missing() -> None:
+    """A row of NaN is written as a line of empty fields, which the trace reader once skipped as blank: the job
+    was dropped without a word.  It is now a row like any other, refused by its first required cell."""
+    trace = _trace(submit_time_s=[0.0, np.nan, 20.0], duration_s=[100.0, np.nan, 100.0], gpus=[1, np.nan, 4])
+    _refused(lambda: cbalab.simulate(trace, "cba", gpus=8, cache_gb=10.0), "trace row 1, column 'submit_time_s'", "nan")
+
+
 def test_simulate_names_a_duplicate_id_by_dataframe_rows() -> None:
     """A job_id given twice names both rows by index label, the first inside the message (it cited a line)."""
     trace = _trace(job_id=["a", "b", "a"]).set_axis(["x", "y", "z"])
     with pytest.raises(InstanceError) as err:
         cbalab.simulate(trace, "cba", gpus=8, cache_gb=10.0)
     assert str(err.value) == "trace row 'z', column 'job_id': duplicate id (first on row 'x') (got \"a\")"
+
+
+def test_simulate_names_the_file_line_or_row_of_a_job_larger_than_the_cluster(tmp_path: Path) -> None:
+    """A cost job runs on its trace's GPU count, so one above the cluster's is named where it was written: the
+    file, its line and the column as the file spells it (``num_gpus`` in the Philly form), or the DataFrame's
+    row; a job the window leaves out is not replayed and not refused (it named only ``jobs[philly-3].gpus``)."""
+    philly = tmp_path / "philly.csv"
+    philly.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 07:01:55,66.0,1,66.0,a\n"
+        "2017-10-09 07:02:55,66.0,100,6600.0,a\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InstanceError) as err:
+        cbalab.simulate(str(philly), "cba", gpus=64)
+    assert str(err.value) == f"{philly}: line 3, column 'num_gpus': exceeds the cluster's 64 GPUs (got 100)"
+    assert len(cbalab.simulate(str(philly), "cba", gpus=64, window=(0.0, 60.0), progress=False).jobs) == 1
+    trace = _trace(gpus=[1, 99, 4]).set_axis(["x", "y", "z"])
+    _refused(lambda: cbalab.simulate(trace, "cba", gpus=8, cache_gb=10.0), "trace row 'y', column 'gpus'", "99")
 
 
 def test_simulate_takes_prices_and_gpus_as_build_instance_does() -> None:

@@ -116,6 +116,7 @@ def test_generic_trace_loads_sorted_with_pins_and_skips_blank_lines(tmp_path) ->
     [
         ("submit_time_s,duration_s,gpus\n0,10,1\n5,abc,1\n", 3, "duration_s"),
         ("submit_time_s,duration_s,gpus\n0,10,1\n\n5,10,0\n", 4, "gpus"),
+        ("submit_time_s,duration_s,gpus\n0,10,1\n,,\n", 3, "submit_time_s"),
         ("submit_time_s,duration_s,gpus\n0,10,1.5\n", 2, "gpus"),
         ("submit_time_s,duration_s,gpus\n1e308,10,1\n", 2, "submit_time_s"),
         ("submit_time_s,duration_s,gpus\n0,nan,1\n", 2, "duration_s"),

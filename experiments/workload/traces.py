@@ -55,7 +55,8 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     ``duration_s``, ``gpus``, ``model`` and ``dataset`` ("" when not pinned).
     A path ending in ``.gz`` is read through gzip (the shipped Philly trace is
     ``philly_jobs.csv.gz``, cbalab.experiments.data).  Blank lines are skipped
-    (the Philly file ends with one).  Every bad value raises
+    (the Philly file ends with one); a line of empty fields (``,,,``, a DataFrame row of NaN) is a row like
+    any other, so its first required cell is refused rather than the job dropped.  Every bad value raises
     :class:`TraceError` naming the line and the column: GPU counts
     must be whole numbers in [1, MAX_COUNT] (the instance loader's cap, so no
     count wraps in int64), durations in [MIN_DURATION_S, MAX_TRACE_SECONDS],
@@ -73,7 +74,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
             rows: list[list[str]] = []
             lines: list[int] = []
             for row in reader:
-                if not row or all(not x.strip() for x in row):
+                if len(row) <= 1 and not "".join(row).strip():  # a blank line; a row of empty fields is refused
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
@@ -154,4 +155,5 @@ def load_trace(path: str | Path) -> pd.DataFrame:
         }
     )
     frame.attrs["source"] = source
+    frame.attrs["gpus_column"] = "num_gpus" if philly else "gpus"
     return frame.sort_values("submit_s", kind="stable").reset_index(drop=True)
