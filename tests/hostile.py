@@ -52,3 +52,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def one_line_naming(err: str, option: str) -> bool:
     """Whether ``err`` is one line, ``cbalab: error: OPTION: ...``, and no traceback."""
     return err.startswith(f"cbalab: error: {option}: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def refused(capsys: pytest.CaptureFixture[str], option: str, value: str, *argv: str) -> str:
+    """Run ``cbalab argv``; assert exit 2 with one line naming ``option`` and showing ``value``; return the line."""
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2, err
+    assert one_line_naming(err, option), err
+    assert value in err, err
+    return err

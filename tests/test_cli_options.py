@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from hostile import one_line_naming, run_cli
+from hostile import refused, run_cli
 
 from cbalab import api
 from cbalab.cli import MAX_SKEW, parser
@@ -37,15 +37,6 @@ def instance_file(tmp_path: Path) -> Path:
 def _never(*args: Any, **kwargs: Any) -> NoReturn:
     """Stands in for a long step that a refused option must never reach."""
     raise AssertionError("the option was not refused before the work started")
-
-
-def refused(capsys: pytest.CaptureFixture[str], option: str, value: str, *argv: str) -> str:
-    """Run ``cbalab argv``; assert exit 2 with one line naming ``option`` and showing ``value``; return the line."""
-    code, _, err = run_cli(capsys, *argv)
-    assert code == 2, err
-    assert one_line_naming(err, option), err
-    assert value in err, err
-    return err
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from hostile import one_line_naming, run_cli
+from hostile import refused, run_cli
 
 from cbalab import cli
 from cbalab.algorithms import registry
@@ -45,15 +45,6 @@ def measured(monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict[str, Any]]
 
     monkeypatch.setattr(module, "measure", record)
     return calls
-
-
-def refused(capsys: pytest.CaptureFixture[str], option: str, value: str, *argv: str) -> str:
-    """Run ``cbalab argv``; assert exit 2 with one line naming ``option`` and showing ``value``; return the line."""
-    code, _, err = run_cli(capsys, *argv)
-    assert code == 2, err
-    assert one_line_naming(err, option), err
-    assert value in err, err
-    return err
 
 
 # ------------------------------------------------------------------------------------------ bench options

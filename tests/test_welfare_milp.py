@@ -509,13 +509,11 @@ def test_lemma_f6_neighbourhood_is_a_restriction_of_the_slice(inst: Instance, fr
             assert out.objective <= brute[t] + 1e-6 * max(1.0, abs(brute[t]))
 
 
-def test_lemma_f6_neighbourhood_ranks_a_repaired_column_by_its_exact_reduced_cost() -> None:
-    """Lemma F6, proofs/welfare_milp_forms.md: the probe frees the columns of least |r_j|, with r_j =
-    reduced_j · 2**low and a repaired column's r_j exact (exact_bounds.DualValue).  Here r = (16, 8, 24): the
-    repaired column 0 (r_0 = 16, two units of 2**3) ranks between the others, so with two free columns
-    column 2 is the one fixed; compared in mixed units (16 against 1 and 3) column 0 would be."""
+def _three_binaries() -> Arrays:
+    """Three binary columns of cost 1 in one row x_0 + x_1 + x_2 <= 3: a probe's model whose columns differ only
+    by the reduced costs a test gives them (Lemma F6)."""
     one = np.ones(3)
-    arrays = Arrays(
+    return Arrays(
         cost=one.copy(),
         col_lo=np.zeros(3),
         col_hi=one.copy(),
@@ -532,6 +530,14 @@ def test_lemma_f6_neighbourhood_ranks_a_repaired_column_by_its_exact_reduced_cos
         blocks={"x": slice(0, 3)},
         rows={"r": slice(0, 1)},
     )
+
+
+def test_lemma_f6_neighbourhood_ranks_a_repaired_column_by_its_exact_reduced_cost() -> None:
+    """Lemma F6, proofs/welfare_milp_forms.md: the probe frees the columns of least |r_j|, with r_j =
+    reduced_j · 2**low and a repaired column's r_j exact (exact_bounds.DualValue).  Here r = (16, 8, 24): the
+    repaired column 0 (r_0 = 16, two units of 2**3) ranks between the others, so with two free columns
+    column 2 is the one fixed; compared in mixed units (16 against 1 and 3) column 0 would be."""
+    arrays = _three_binaries()
     reduced = np.array([0, 1, 3], dtype=object)
     dual = DualValue(Fraction(0), reduced, 3, {0: Fraction(16)}, np.zeros(3))
     hood = neighbourhood(arrays, np.zeros(3), dual, 2)
@@ -544,24 +550,7 @@ def test_lemma_f6_neighbourhood_ranks_an_exact_reduced_cost_beyond_a_double_last
     double (a cache of 3e302 GB made one; float() raised OverflowError) ranks as inf, behind every finite one.
     Here column 1's r_1 = 10**400 and column 2's repaired r_2 = 2**1100 · 2**3: with one free column, column 0
     (r_0 = 0) is freed and the other two are fixed."""
-    one = np.ones(3)
-    arrays = Arrays(
-        cost=one.copy(),
-        col_lo=np.zeros(3),
-        col_hi=one.copy(),
-        integral=np.ones(3, dtype=bool),
-        start=np.array([0, 3], dtype=np.int32),
-        index=np.array([0, 1, 2], dtype=np.int32),
-        value=one.copy(),
-        row_lo=np.array([-np.inf]),
-        row_hi=np.array([3.0]),
-        maximize=False,
-        offset=0.0,
-        objective_scale=1.0,
-        unit=one.copy(),
-        blocks={"x": slice(0, 3)},
-        rows={"r": slice(0, 1)},
-    )
+    arrays = _three_binaries()
     reduced = np.array([0, 10**400, 1], dtype=object)
     dual = DualValue(Fraction(0), reduced, 3, {2: Fraction(2**1103)}, np.zeros(3))
     hood = neighbourhood(arrays, np.zeros(3), dual, 1)
