@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 import re
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from cbalab.algorithms.resolve import check_policy, choose_problem, parse_proble
 from cbalab.models.evaluate import Allocation, Evaluation, Scored, score
 from cbalab.models.evaluate import evaluate as _referee
 from cbalab.models.files import atomic_write_text
-from cbalab.models.instance import SCHEMA, Instance, InstanceError, from_dict
+from cbalab.models.instance import MAX_COUNT, SCHEMA, Instance, InstanceError, from_dict
 from cbalab.models.instance import load as _load
 from cbalab.models.instance import loads as _loads
 from cbalab.models.types import Problem, SolveOptions, Status
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
     from cbalab.experiments.replay import SimResult
     from cbalab.experiments.workload import Workload
+    from cbalab.experiments.workload.elastic import UtilityMix
     from cbalab.experiments.workload.traces import TraceError
     from cbalab.models.solve import Outcome
 
@@ -66,9 +68,18 @@ AN_INSTANCE = "an Instance (from cbalab.load, cbalab.build_instance or cbalab.ge
 A_PATH = "a file path (str or pathlib.Path)"
 
 
+def check_path(path: Any, name: str, what: str = A_PATH) -> None:
+    """InstanceError naming argument ``name`` unless ``path`` is a str or os.PathLike (``what`` in words) that is
+    not empty: an empty path would read or write the current folder, or be taken for no path at all (the rule
+    of the command line's ``--out``)."""
+    _expect(path, (str, os.PathLike), name, what)
+    if not os.fspath(path):
+        raise InstanceError(name, _shown(path), "empty path: give a file or folder name")
+
+
 def load(path: str | Path) -> Instance:
     """Read and validate a ``cbalab/instance@1`` JSON file; InstanceError names the bad field and value."""
-    _expect(path, (str, os.PathLike), "path", A_PATH)
+    check_path(path, "path")
     return _load(path)
 
 
@@ -81,7 +92,7 @@ def loads(text: str) -> Instance:
 def save(instance: Instance, path: str | Path) -> Path:
     """Write ``instance`` as ``cbalab/instance@1`` JSON, atomically (temp file in the same folder, then rename)."""
     _expect(instance, Instance, "instance", AN_INSTANCE)
-    _expect(path, (str, os.PathLike), "path", A_PATH)
+    check_path(path, "path")
     return atomic_write_text(path, instance.dumps() + "\n")
 
 
@@ -103,11 +114,16 @@ def _plain(value: Any) -> Any:
 def _records(table: pd.DataFrame | Iterable[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
     """Rows as dicts; a cell that is a missing scalar (NaN/None) is left out, so the field takes its default.
 
-    InstanceError names ``name`` when ``table`` is neither a DataFrame nor an iterable of dicts, or
-    ``name[i]`` when its row ``i`` is not a dict.
+    InstanceError names ``name`` when ``table`` is neither a DataFrame nor an iterable of dicts, ``name[i]``
+    when its row ``i`` is not a dict, or ``name.COLUMN`` when a DataFrame has two columns of that name.
     """
     if isinstance(table, str | bytes | Mapping) or not isinstance(table, pd.DataFrame | Iterable):
         raise InstanceError(name, _shown(table), "must be a DataFrame or a list of dicts, one per row")
+    if isinstance(table, pd.DataFrame):
+        names = [str(c) for c in table.columns]
+        twice = next((c for i, c in enumerate(names) if c in names[:i]), None)
+        if twice is not None:  # to_dict would keep one of the two silently
+            raise InstanceError(f"{name}.{twice}", twice, "is a column twice; give each column once")
     rows = table.to_dict("records") if isinstance(table, pd.DataFrame) else list(table)
     out = []
     for i, row in enumerate(rows):
@@ -174,6 +190,43 @@ def build_instance(
     return from_dict(doc)
 
 
+#: The largest Zipf skew of dataset popularity.  The weights are 1 / rank^skew, and rank^skew overflows a double
+#: once skew × ln(rank) passes ln(DBL_MAX) ≈ 709.8: at the most datasets there can be (MAX_COUNT, ln ≈ 21.5) that
+#: is past skew 33.03.  So every skew up to 33 is computed at every dataset count; a larger one overflows with more
+#: than e^(709.8 / skew) datasets (3 at skew 700), and no skew that large differs from 33 in practice: the most
+#: popular dataset already takes all but about 2^-33 of the jobs.
+MAX_SKEW = math.floor(math.log(sys.float_info.max) / math.log(MAX_COUNT))
+
+
+def check_skew(skew: Any) -> float:
+    """``skew`` as a float from 0 to MAX_SKEW; InstanceError naming ``skew`` otherwise (the rule of ``--skew``),
+    so that a larger one is refused by name, not an OverflowError of the Zipf weights."""
+    from cbalab.experiments.workload.synthetic import finite
+
+    value = finite(skew, "skew")
+    if value > MAX_SKEW:
+        raise InstanceError(
+            "skew", value, f"must be at most {MAX_SKEW}: a larger skew overflows the Zipf weights 1 / rank^skew"
+        )
+    return value
+
+
+def generator_mix(text: Any) -> str | Mapping[str, float]:
+    """A generator's ``utility_mix`` as :func:`generate` takes it: a dict of shares stays one, and a text that is
+    neither ``mixed`` nor a shape of models.options.SHAPES is read as shares ``shape=share,...``
+    (``linear=3,deadline=1``, each shape once, as ``--utility`` reads them); InstanceError naming
+    ``utility_mix`` for a value of any other type."""
+    from cbalab.models.options import SHAPES, parse_shares
+
+    if isinstance(text, Mapping):
+        return text
+    _expect(text, str, "utility_mix", "mixed, a utility shape, shares such as linear=3,deadline=1, or a dict")
+    if text == "mixed" or text in SHAPES:
+        return text
+    hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1"
+    return parse_shares(text, "utility_mix", hint)
+
+
 def generate(
     kind: str = "cost",
     *,
@@ -207,34 +260,39 @@ def generate(
       ``block+tiers``, ``dataset+tiers``), with ``block_gb`` the block size (default 8) and
       ``tier_fraction`` the bandwidth tier as a fraction of the total demand (default 0.1);
     - welfare only (None: the generator's default): ``utility_mix`` ("mixed", one shape such as
-      "linear", or {shape: share}), ``budget_fraction`` of running every job at its largest option on
-      remote IO (0.5), ``gpu_options`` every job's GPU counts ((1, 2, 4, 8)), ``gpu_fraction`` the cluster's
-      GPUs as a fraction of every job at its largest option (0.5) and ``alpha`` of α-fair utilities (2).
+      "linear", shares "linear=3,deadline=1" or {shape: share}), ``budget_fraction`` of running every job at its
+      largest option on remote IO (0.5), ``gpu_options`` every job's GPU counts ((1, 2, 4, 8)), ``gpu_fraction``
+      the cluster's GPUs as a fraction of every job at its largest option (0.5) and ``alpha`` of α-fair
+      utilities (2).
 
     Implemented by ``cbalab.experiments.workload.synthetic.generate_instance`` (Philly GPU shares,
-    log-normal rates and dataset sizes; see generate_cost and generate_welfare for the distributions).
+    log-normal rates and dataset sizes; see generate_cost and generate_welfare for the distributions).  The
+    instance is held to the loader's rules (models.instance.from_dict), so that :func:`save` never writes a file
+    that :func:`load` refuses: a field they refuse (a bandwidth cap below 1e-30 GB/s) is InstanceError naming it.
     """
     from cbalab.experiments.workload import DEFAULT_PRICES
     from cbalab.experiments.workload.synthetic import generate_instance
 
-    return generate_instance(
+    instance = generate_instance(
         kind,
         jobs,
         datasets,
         seed,
-        skew=skew,
+        skew=check_skew(_plain(skew)),
         cache_fraction=cache_fraction,
         bandwidth_fraction=bandwidth_fraction,
         prices=DEFAULT_PRICES if prices is None else _plain(prices),
         variant=variant,
         block_gb=block_gb,
         tier_fraction=tier_fraction,
-        utility_mix=utility_mix,
+        utility_mix=None if utility_mix is None else generator_mix(_plain(utility_mix)),
         budget_fraction=budget_fraction,
         gpu_options=_plain(gpu_options),
         gpu_fraction=gpu_fraction,
         alpha=alpha,
     )
+    from_dict(instance.to_dict())
+    return instance
 
 
 #: The columns of :func:`methods`, each with what it means (the table's ``attrs["columns"]``).
@@ -544,10 +602,15 @@ def solve(
 def evaluate(instance: Instance, allocation: Allocation, problem: str) -> Evaluation:
     """The referee (docs/model.md §3–§5): feasibility, costs, hit ratios, stalls and welfare of ``allocation``.
 
-    InstanceError names the argument that is not an Instance, an Allocation, or cost or welfare.
+    InstanceError names the argument that is not an Instance, an Allocation, or cost or welfare, and an
+    allocation array that does not hold numbers (``allocation.gpus``).
     """
     _expect(instance, Instance, "instance", AN_INSTANCE)
     _expect(allocation, Allocation, "allocation", "an Allocation (a Result's .allocation)")
+    for name in ("gpus", "cache_gb", "bandwidth_gbps", "time_share"):
+        array = getattr(allocation, name)
+        if array is not None and np.asarray(array).dtype.kind not in "iuf":
+            raise InstanceError(f"allocation.{name}", _shown(array), "must be an array of numbers")
     return _referee(instance, allocation, parse_problem(problem))
 
 
@@ -596,7 +659,7 @@ COMPARE_COLUMNS = {
     "method": "the registered method",
     "status": "its status, as the referee leaves it (demoted to infeasible on a violation)",
     "value": "the headline, as the referee scores it: the IO cost cache + bandwidth in $/h (cost; the GPU bill "
-    "is the same for all) or the welfare (welfare); NaN when infeasible",
+    "is the same for all) or the welfare (welfare); NaN when infeasible or without an allocation",
     "vs_milp": "(value - milp's) / |milp's| against the proven optimum (NaN without one)",
     "bound": "the method's proven bound in the headline's units: lower on the IO cost, upper on the welfare",
     "total_per_hour": "the whole spend in $/h, GPUs included",
@@ -628,8 +691,8 @@ def compare(instance: Instance, problem: str | None = None, time_limit: float | 
     def value(doc: dict[str, Any]) -> float:
         if doc["status"] == "infeasible":
             return math.nan
-        if not cost_problem:
-            return float(doc["welfare"])
+        if not cost_problem:  # null when the method found no allocation (a time limit with no incumbent)
+            return math.nan if doc["welfare"] is None else float(doc["welfare"])
         cost = doc["cost_per_hour"]
         return math.nan if cost is None else float(cost["cache"] + cost["bandwidth"])
 
@@ -764,7 +827,7 @@ class ReplaySpec:
     offline_optimum: bool = False
     time_limit: float | None = None
     cache_policy: str | None = None
-    utility_mix: str | None = None
+    utility_mix: str | Mapping[str, float] | None = None
     budget_per_hour: float | None = None
     budget_fraction: float | None = None
     restart_delay_s: float | None = None
@@ -801,10 +864,12 @@ def replay(spec: ReplaySpec) -> ReplayResult:
 
     Every setting is checked before any work (:func:`check_replay`): a bad one, or one the chosen problem
     does not have, raises InstanceError naming the field (``seed=-1``, a misspelt ``policy`` with the closest
-    names, ``offline_optimum`` on the welfare problem, ``cache_policy`` on the cost problem).
+    names, ``offline_optimum`` on the welfare problem, ``cache_policy`` on the cost problem); once the trace is
+    read, so is a ``period_s`` that would re-decide more than MAX_TICKS times over it (:func:`check_ticks`).
     """
     problem, spec = _checked(spec)
     workload, notes = _workload(spec)
+    check_ticks(spec.period_s, workload.jobs, problem)
     if problem == Problem.COST:
         _fits(spec, workload)
     out = _replay_cost(spec, workload) if problem == Problem.COST else _replay_welfare(spec, workload)
@@ -813,6 +878,37 @@ def replay(spec: ReplaySpec) -> ReplayResult:
     if spec.out is not None:
         out.write(spec.out)
     return ReplayResult(out.jobs, out.timeseries, out.summary, workload.datasets.copy(), notes)
+
+
+#: The most periodic re-decisions (ticks) a replay's ``period_s`` may ask for: 10^7, hours of policy calls even
+#: for the fastest policies, and more than 100 a second over a day-long replay.
+MAX_TICKS = 10_000_000
+
+
+def check_ticks(period_s: float | None, jobs: pd.DataFrame, problem: Problem) -> None:
+    """InstanceError naming ``period_s`` when a replay of ``jobs`` (``submit_s``, ``duration_s``) would re-decide
+    more than MAX_TICKS times, so that a tiny period is refused at once rather than replayed for days.
+
+    The span is a lower bound on the replay's length: from the first submission to the last one, and on the cost
+    problem to the last ``submit_s + duration_s``, before which a cost job never ends (an elastic job may run
+    faster than its trace duration).  A period below the clock's resolution is refused first, as the replay
+    would (experiments.replay.check_period); this refuses those above it that would still tick for hours.
+    """
+    if period_s is None:
+        return
+    from cbalab.experiments.replay import check_period
+
+    submit = jobs["submit_s"].to_numpy(dtype=float)
+    end = submit + jobs["duration_s"].to_numpy(dtype=float) if problem == Problem.COST else submit
+    check_period(period_s, submit)
+    span = float(end.max() - submit.min()) if submit.size else 0.0
+    if span > MAX_TICKS * period_s:
+        raise InstanceError(
+            "period_s",
+            period_s,
+            f"gives {span / period_s:.3g} re-decisions over the {span:.6g} s the replay lasts at least, more "
+            f"than {MAX_TICKS:,}: give at least {span / MAX_TICKS:.3g} s",
+        )
 
 
 #: The settings of :class:`ReplaySpec` that are switches: True or False, nothing else (not "no", not 1).
@@ -844,6 +940,7 @@ def _checked(spec: ReplaySpec) -> tuple[Problem, ReplaySpec]:
 
     spec = dataclasses.replace(spec, **{f.name: _plain(getattr(spec, f.name)) for f in dataclasses.fields(spec)})
     prob = parse_problem(spec.problem)
+    _expect(spec.policy, str, "policy", "a policy's name (cbalab.methods() lists them)")
     check_policy(spec.policy, prob, registry.names(prob))
     trace = spec.trace
     if isinstance(trace, bool) or not isinstance(trace, str | Path | pd.DataFrame | numbers.Integral):
@@ -853,10 +950,11 @@ def _checked(spec: ReplaySpec) -> tuple[Problem, ReplaySpec]:
     gpus = whole(_whole_float(spec.gpus), "gpus")
     whole(spec.seed, "seed", maximum=2**63 - 1)
     whole(spec.n_datasets, "n_datasets", minimum=1)
-    for name in ("cache_gb", "skew", "bandwidth_gbps", "budget_per_hour", "budget_fraction", "restart_delay_s"):
+    for name in ("cache_gb", "bandwidth_gbps", "budget_per_hour", "budget_fraction", "restart_delay_s"):
         value = getattr(spec, name)
         if value is not None:
             finite(value, name)
+    check_skew(spec.skew)
     for name in ("period_s", "time_limit"):
         if getattr(spec, name) is not None:
             finite(getattr(spec, name), name, positive=True)
@@ -868,13 +966,26 @@ def _checked(spec: ReplaySpec) -> tuple[Problem, ReplaySpec]:
         _expect(getattr(spec, name), bool, name, "True or False")
     _check_problem_settings(spec, prob)
     if spec.utility_mix is not None:
-        from cbalab.experiments.workload.elastic import UtilityMix
-
-        UtilityMix.parse(spec.utility_mix)
-    refused = None if spec.out is None else unwritable_outputs(spec.out)
-    if refused is not None:
-        raise InstanceError("out", str(spec.out), refused)
+        _replay_mix(spec.utility_mix)
+    if spec.out is not None:
+        check_path(spec.out, "out", "a folder path (str or pathlib.Path)")
+        refused = unwritable_outputs(spec.out)
+        if refused is not None:
+            raise InstanceError("out", str(spec.out), refused)
     return prob, dataclasses.replace(spec, gpus=gpus, window=window, prices=prices)
+
+
+def _replay_mix(mix: Any) -> UtilityMix:
+    """The elastic replay's utility mix of ``utility_mix``: a text as ``--utility-mix`` reads it
+    (UtilityMix.parse: ``mixed``, a shape, or ``shape=share,...``) or, as :func:`generate` takes it, a dict
+    {shape: share}; InstanceError naming ``utility_mix`` (or ``utility_mix.SHAPE``) otherwise."""
+    from cbalab.experiments.workload.elastic import UtilityMix
+    from cbalab.experiments.workload.synthetic import finite
+
+    if isinstance(mix, Mapping):
+        return UtilityMix(shares={str(k): finite(v, f"utility_mix.{k}") for k, v in mix.items()})
+    _expect(mix, str, "utility_mix", "mixed, a utility shape, shares such as linear=3,deadline=1, or a dict")
+    return UtilityMix.parse(mix)
 
 
 def _whole_float(value: Any) -> Any:
@@ -1069,9 +1180,9 @@ def _replay_welfare(spec: ReplaySpec, workload: Workload) -> SimResult:
     """The elastic replay under a budget (docs/model.md §6b): every job gets a seeded utility table."""
     from cbalab.experiments.elastic import ElasticConfig
     from cbalab.experiments.elastic import replay as elastic_replay
-    from cbalab.experiments.workload.elastic import UtilityMix, elastic
+    from cbalab.experiments.workload.elastic import elastic
 
-    mix = UtilityMix.parse("mixed" if spec.utility_mix is None else spec.utility_mix)
+    mix = _replay_mix("mixed" if spec.utility_mix is None else spec.utility_mix)
     elastic_workload = elastic(workload, spec.seed, mix, gpu_type=spec.gpu_type)
     cfg = ElasticConfig(
         **_cluster(spec, elastic_workload.n),

@@ -39,11 +39,12 @@ import numpy as np
 from cbalab import api
 from cbalab.algorithms import registry
 from cbalab.algorithms.resolve import method_problems
+from cbalab.api import MAX_SKEW
 from cbalab.experiments import about, runner
 from cbalab.experiments.runner import ExperimentError
 from cbalab.models import __version__
-from cbalab.models.files import atomic_write_text, unreadable, unwritable_file, unwritable_folder
-from cbalab.models.instance import MAX_COUNT, Instance, InstanceError, from_dict, load
+from cbalab.models.files import atomic_write_text, same_file, unreadable, unwritable_file, unwritable_folder
+from cbalab.models.instance import MAX_COUNT, Instance, InstanceError, load
 from cbalab.models.types import Problem, Status
 
 if TYPE_CHECKING:
@@ -139,14 +140,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-#: The largest Zipf skew of dataset popularity.  The weights are 1 / rank^skew, and rank^skew overflows a double
-#: once skew × ln(rank) passes ln(DBL_MAX) ≈ 709.8: at the most datasets there can be (MAX_COUNT, ln ≈ 21.5) that
-#: is past skew 33.03.  So every skew up to 33 is computed at every dataset count; a larger one overflows with more
-#: than e^(709.8 / skew) datasets (3 at skew 700), and no skew that large differs from 33 in practice: the most
-#: popular dataset already takes all but about 2^-33 of the jobs.
-MAX_SKEW = math.floor(math.log(sys.float_info.max) / math.log(MAX_COUNT))
-
-
 def _skew(text: str) -> float:
     """A Zipf skew: a finite number from 0 to MAX_SKEW (33)."""
     value = _fraction(text)
@@ -201,6 +194,18 @@ def _writable_file(option: str, path: str | None) -> None:
         raise InstanceError(option, path, problem)
 
 
+def _not_the_input(out: str | None, source: str, path: str | None, files: Sequence[str] = ()) -> None:
+    """InstanceError naming ``--out`` when a file it writes (``out`` itself, or each of ``files`` in the folder
+    ``out``) is the input file ``path`` that ``source`` names: the output would replace the input it is computed
+    from (a result document where the instance was)."""
+    if out is None or path is None:
+        return
+    for name in files or ("",):
+        if same_file(Path(out) / name, path):
+            its = f"its {name} " if name else ""
+            raise InstanceError("--out", out, f"{its}is the input file {source} ({path!r}); writing would replace it")
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     """``cbalab solve INSTANCE --method M [--problem P]``: one scored result document (:func:`cbalab.solve`).
 
@@ -210,6 +215,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """
     method_problems(args.method, "--method")
     _writable_file("--out", args.out)
+    _not_the_input(args.out, "INSTANCE", args.instance)
     inst = load(args.instance)
     with _named(SOLVE_OPTIONS):
         doc = api.solve(inst, args.method, args.problem, time_limit=args.time_limit).to_dict()
@@ -309,7 +315,6 @@ def _generated(args: argparse.Namespace, kind: str) -> Instance:
                 gpu_fraction=args.gpu_fraction,
                 alpha=args.alpha,
             )
-            from_dict(inst.to_dict())
             return inst
     except MemoryError:
         raise BadInputError(f"--jobs: {args.jobs} jobs do not fit in memory") from None
@@ -353,7 +358,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     A generator option next to an instance file is refused, naming it: the file is compared as it is, so the
     option would be ignored.
     """
-    if args.instance:
+    if args.instance is not None:
         if args.given:
             dest, option = next(iter(args.given.items()))
             raise InstanceError(option, getattr(args, dest), "only with a generated instance (not with a file)")
@@ -453,6 +458,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     problem does not have, a bad ``--policy`` and an ``--out`` that cannot be written.
     """
     source = "--trace" if args.trace is not None else "--generate"
+    if args.out is not None:
+        from cbalab.experiments.replay import OUTPUT_FILES
+
+        _not_the_input(args.out, "--trace", args.trace, OUTPUT_FILES)
     spec = api.ReplaySpec(
         trace=args.trace if args.trace is not None else args.generate,
         prices=_given_prices(args),
@@ -464,49 +473,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     prices = {"prices[0]": "--price-gpu", "prices[1]": "--price-cache", "prices[2]": "--price-bandwidth"}
     with _named({**args.options, **prices, "trace": source}), _gpu_type_hint():
         api.check_replay(spec)
-        _check_ticks(args)
         result = api.simulate(spec)
     for setting, remark in result.notes:
         print(f"cbalab: note: {args.options.get(setting, setting)} {remark}", file=sys.stderr)
     _emit(result.summary, None)
     return EXIT_OK
-
-
-#: The most periodic re-decisions (ticks) ``simulate --period`` may ask for: 10^7, hours of policy calls even
-#: for the fastest policies, and more than 100 a second over a day-long replay.
-MAX_TICKS = 10_000_000
-
-
-def _check_ticks(args: argparse.Namespace) -> None:
-    """InstanceError naming ``--period`` when the replay would re-decide more than MAX_TICKS times.
-
-    The span is a lower bound on the replay's length, read from the trace (or the generated one, seeded by
-    ``--seed``) kept to ``--window``: from the first submission to the last one, and on the cost problem to the
-    last ``submit_s + duration_s``, before which a cost job never ends (an elastic job may run faster than its
-    trace duration).  A period below the clock's resolution is refused first, as the replay would
-    (experiments.replay.check_period); this refuses those above it that would still tick for hours.
-    """
-    if args.period_s is None:
-        return
-    from cbalab.experiments.replay import check_period
-    from cbalab.experiments.workload import generate_trace
-    from cbalab.experiments.workload.traces import load_trace
-
-    jobs = load_trace(args.trace) if args.trace is not None else generate_trace(args.generate, args.seed)
-    submit = jobs["submit_s"].to_numpy(dtype=float)
-    end = submit + jobs["duration_s"].to_numpy(dtype=float) if args.problem == Problem.COST else submit
-    if args.window is not None:
-        kept = (submit >= args.window[0]) & (submit < args.window[1])
-        submit, end = submit[kept], end[kept]
-    check_period(args.period_s, submit)
-    span = float(end.max() - submit.min()) if submit.size else 0.0
-    if span > MAX_TICKS * args.period_s:
-        raise InstanceError(
-            "--period",
-            args.period_s,
-            f"gives {span / args.period_s:.3g} re-decisions over the {span:.6g} s the replay lasts at least, more "
-            f"than {MAX_TICKS:,}: give at least {span / MAX_TICKS:.3g} s",
-        )
 
 
 @contextmanager
@@ -747,6 +718,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from cbalab.experiments.paper import main_paper
 
     for option, folder in (("--paper", args.paper), ("--results", args.results)):
+        if folder == "":
+            raise InstanceError(option, folder, "empty path")
         if folder is not None and not os.path.isdir(folder):
             raise InstanceError(
                 option, folder, "is a file, not a folder" if os.path.exists(folder) else "no such folder"
@@ -799,16 +772,11 @@ def _delay(text: str) -> float:
     return value
 
 
-def _utility_mix(text: str) -> str | dict[str, float]:
+def _utility_mix(text: str) -> str | Mapping[str, float]:
     """``mixed``, one utility shape, or shares ``shape=share,...`` (e.g. ``linear=3,deadline=1``), each shape
-    once."""
-    from cbalab.models.options import SHAPES, parse_shares
-
-    if text == "mixed" or text in SHAPES:
-        return text
-    hint = f"must be mixed, one of {', '.join(SHAPES)}, or shares such as linear=3,deadline=1"
+    once: the API's reading (api.generator_mix), its refusal as argparse's."""
     try:
-        return parse_shares(text, "utility_mix", hint)
+        return api.generator_mix(text)
     except InstanceError as e:
         raise argparse.ArgumentTypeError(f"{e.problem} (got {text!r})") from None
 

@@ -219,6 +219,13 @@ def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     room = inst.gpus if alloc.time_share is None or inst.gpus is None else inst.gpus + _slack(inst.gpus)
     if problem == "welfare" and room is not None and total_g > room:
         v.append(f"total GPUs {total_g:.9g} exceed the cluster's G = {inst.gpus}")
+    if problem == "welfare" and inst.gpus is not None:
+        # A time-shared job holds all g_j of its GPUs in each of its rounds (§5, "Time sharing"): its average
+        # s_j g_j may fit G while g_j never does.  Whole jobs meet this through the total above.
+        over = np.flatnonzero((share > 0) & (g > inst.gpus))
+        if over.size:
+            j = int(over[0])
+            v.append(f"gpus[{inst.job_ids[j]}] = {g[j]} exceed the cluster's G = {inst.gpus} ({over.size} jobs)")
 
     cost_gpu = inst.price_gpu * total_g
     cost_cache = inst.price_cache * total_c

@@ -182,6 +182,16 @@ def unwritable_file(path: str | Path) -> str | None:
     return _refused(folder)
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` are one existing file (os.path.samefile: through links, hard links and spellings
+    such as ``./x``), so that an output is never written over the input it is computed from; False when either
+    does not exist."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def unwritable_folder(path: str | Path) -> str | None:
     """Why ``path`` cannot be, or be made, a writable folder (None if it can): it is a file, a file stands on
     its path, or the nearest existing folder refuses a new file (tried for real, as in unwritable_file)."""

@@ -60,6 +60,13 @@ MIN_MAGNITUDE = 1e-30
 #: smallest matrix entry (1e-9, below which it dropped the blocks row and called a no-cache answer optimal).
 MAX_BLOCKS = 2**28
 
+#: Most bandwidth tiers in the whole demand, Σ_j r_j / β (each job at its largest rate): 2^28, the bound of
+#: :data:`MAX_BLOCKS`.  The MILP's tier row holds r_j / β per job (models/milp/cost.py, ``within_tiers``): past
+#: about 2^30 tiers HiGHS's answer on the seed-0 repro left its exact optimum (at 2^33 a ``feasible`` cost 50%
+#: above CBA's proven optimum, with a bound of 0), and at 10^20 both ``lp`` and ``milp`` stopped with
+#: "HiGHS stopped: kNotset", while tiers that fine are continuous bandwidth to every price that can be stated.
+MAX_TIERS = 2**28
+
 #: Deepest nesting reported as such; the schema itself nests 4 levels (jobs[].options[]).
 MAX_DEPTH = 64
 
@@ -295,7 +302,8 @@ def _number(
     if x < 0:
         raise InstanceError(path, v, "must be >= 0")
     if 0 < x < MIN_MAGNITUDE and not tiny_ok:
-        raise InstanceError(path, v, f"must be 0 or at least {MIN_MAGNITUDE:g} (smaller values underflow in products)")
+        least = "be" if positive else "be 0 or"
+        raise InstanceError(path, v, f"must {least} at least {MIN_MAGNITUDE:g} (smaller values underflow in products)")
     return x
 
 
@@ -385,9 +393,9 @@ def from_dict(data: Any) -> Instance:
 
     Raises InstanceError naming the field and the value on any bad input.
     """
+    if isinstance(data, dict) and "schema" in data and data["schema"] != SCHEMA:
+        raise InstanceError("schema", data["schema"], f"unknown schema, expected {SCHEMA!r} (not an instance)")
     data = _object(data, "", _TOP_KEYS, {"schema", "cluster", "prices", "datasets", "jobs"})
-    if data["schema"] != SCHEMA:
-        raise InstanceError("schema", data["schema"], f"unknown schema, expected {SCHEMA!r}")
     cl = _object(data["cluster"], "cluster", _CLUSTER_KEYS, {"cache_gb"})
     gpus = _integer(cl.get("gpus"), "cluster.gpus", allow_null=True)
     cache_gb = _required_number(cl["cache_gb"], "cluster.cache_gb")
@@ -505,7 +513,7 @@ def from_dict(data: Any) -> Instance:
         option_utility=opt_u,
         job_work=job_work,
     )
-    return check_magnitudes(_check_block_count(inst))
+    return _check_tier_count(check_magnitudes(_check_block_count(inst)))
 
 
 def _check_block_count(inst: Instance) -> Instance:
@@ -522,6 +530,34 @@ def _check_block_count(inst: Instance) -> Instance:
             '(2^28) per dataset, where whole blocks are continuous within the referee\'s slack (use "continuous")',
         )
     return inst
+
+
+def _check_tier_count(inst: Instance) -> Instance:
+    """Refuse a tier β that cuts the whole demand into more than :data:`MAX_TIERS` tiers; return ``inst``."""
+    if inst.bandwidth_step_gbps is None:
+        return inst
+    total = float(_largest(inst)[1].sum())
+    if total > MAX_TIERS * inst.bandwidth_step_gbps:
+        raise InstanceError(
+            "cluster.bandwidth_step_gbps",
+            inst.bandwidth_step_gbps,
+            f"too small: the whole demand of {total:g} GB/s (each job at its largest rate) is "
+            f"{total / inst.bandwidth_step_gbps:.3g} tiers, more than {MAX_TIERS} (2^28), past which HiGHS does "
+            "not solve the tiers exactly (use null for continuous bandwidth)",
+        )
+    return inst
+
+
+def _largest(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's largest GPU count and largest rate r_j: its fixed ones, or the largest among its options."""
+    fixed = inst.job_gpus >= 0
+    most_gpus = np.zeros(inst.n_jobs)
+    most_rate = np.where(fixed, inst.job_io_gbps, 0.0)
+    most_gpus[fixed] = inst.job_gpus[fixed]
+    if inst.option_gpus.size:
+        np.maximum.at(most_gpus, inst.option_job(), inst.option_gpus.astype(float))
+        np.maximum.at(most_rate, inst.option_job(), inst.option_io_gbps)
+    return most_gpus, most_rate
 
 
 def _work(jobs: list[dict]) -> np.ndarray | None:
@@ -566,12 +602,7 @@ def check_magnitudes(inst: Instance) -> Instance:
             if values.size and not math.isfinite(float(values.sum())):
                 i = int(np.argmax(values))
                 raise InstanceError(path(i), float(values[i]), f"too large: {what} overflows a double")
-        most_gpus = np.zeros(n)
-        most_rate = np.where(fixed, inst.job_io_gbps, 0.0)
-        most_gpus[fixed] = inst.job_gpus[fixed]
-        if inst.option_gpus.size:
-            np.maximum.at(most_gpus, opt_job, inst.option_gpus.astype(float))
-            np.maximum.at(most_rate, opt_job, inst.option_io_gbps)
+        most_gpus, most_rate = _largest(inst)
         gpus = float(most_gpus.sum()) if inst.gpus is None else min(float(inst.gpus), float(most_gpus.sum()))
         blocks = K * inst.block_gb if inst.cache_granularity == "block" and inst.block_gb else 0.0
         cache = min(inst.cache_gb, float(inst.dataset_size_gb.sum()) + blocks)
@@ -697,8 +728,11 @@ def load(path: str | Path) -> Instance:
     A file that cannot be read, is larger than :data:`MAX_FILE_BYTES`, holds a
     NUL byte (binary, or UTF-16/32), is not UTF-8, or does not fit in memory
     is an InstanceError naming the file; ``/dev/zero`` fails on its first
-    block instead of filling memory.
+    block instead of filling memory.  An empty path is refused as such (Path
+    reads it as the current folder).
     """
+    if not str(path):
+        raise InstanceError("INSTANCE", str(path), "empty path")
     p = Path(path)
     try:
         data = _read_limited(p)
@@ -849,7 +883,7 @@ def check(inst: Instance) -> Instance:
         raise InstanceError("datasets[].id", None, "duplicate id")
     if len(set(inst.job_ids)) != inst.n_jobs:
         raise InstanceError("jobs[].id", None, "duplicate id")
-    return check_magnitudes(_check_block_count(inst))
+    return _check_tier_count(check_magnitudes(_check_block_count(inst)))
 
 
 def aggregate(

@@ -54,7 +54,14 @@ from cbalab.models.exact_bounds import DualValue, lp_dual_value, safe_float
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement, tier_cover
 from cbalab.models.milp.statement import Arrays, solution
-from cbalab.models.milp.welfare import build_welfare_arrays, build_welfare_model, start_point, with_slice
+from cbalab.models.milp.welfare import (
+    build_welfare_arrays,
+    build_welfare_model,
+    share_fits,
+    standalone_fits,
+    start_point,
+    with_slice,
+)
 from cbalab.models.result import BandwidthRepair, MilpFacts
 from cbalab.models.types import SolveOptions, Status
 
@@ -876,8 +883,8 @@ def solve_welfare(
         fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
         n_frac = int(fractional.sum())
         alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
-        alloc.bound = out.bound if out.status == Status.OPTIMAL else None
-        alloc.reason = "LP relaxation: bound is the relaxation optimum; " + (
+        alloc.bound, of = _shares_bound(inst, out, options)
+        alloc.reason = f"LP relaxation: bound is the relaxation optimum{of}; " + (
             f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
             if n_frac == 0
             else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
@@ -887,6 +894,20 @@ def solve_welfare(
     return certify(
         inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
     )
+
+
+def _shares_bound(inst: Instance, out: Outcome, options: SolveOptions) -> tuple[float | None, str]:
+    """The LP relaxation's bound, with a remark for the reason when it is not P2's LP ``out`` itself: when some
+    option within G cannot run alone (Lemma F2), the LP of shares, which keeps those options (a time share or a
+    stall may pay for part of one), so that the bound is above time-shared and stalled answers too
+    (proofs/welfare_milp_forms.md, Lemma F2, the LP relaxation).  None when the LP solved is not optimal."""
+    if out.status != Status.OPTIMAL:
+        return None, ""
+    if not (share_fits(inst) & ~standalone_fits(inst)).any():
+        return out.bound, ""
+    wide, _, _ = solve_arrays(build_welfare_arrays(inst, relax=True, shares=True), options)
+    remark = " with every option within G (a share may pay for one that cannot run alone)"
+    return (wide.bound if wide.status == Status.OPTIMAL else None), remark
 
 
 def _fed_within_limits(inst: Instance, gpus: np.ndarray, rates: np.ndarray, hit: np.ndarray) -> Allocation:

@@ -249,3 +249,103 @@ def test_simulate_refuses_a_switch_that_is_not_a_bool(name: str) -> None:
     _refused(lambda: cbalab.simulate(_trace(), "cba", gpus=8, cache_gb=10.0, **{name: "no"}), name, '"no"')
     result = cbalab.simulate(_trace(), "cba", gpus=8, cache_gb=10.0, **{name: np.bool_(False)})
     assert result.summary["jobs"] == 3
+
+
+# ---------------------------------------------------------------- 6: what the CLI refuses, the API refuses too
+
+
+def test_compare_shows_no_value_for_a_welfare_method_without_an_allocation() -> None:
+    """compare(inst, "welfare", time_limit=1e-4): milp, milp-stall and lp answer time_limit with welfare null;
+    their rows show NaN (as the cost problem's do) instead of a TypeError from float(None)."""
+    inst = cbalab.generate("welfare", jobs=50, datasets=10)
+    table = cbalab.compare(inst, "welfare", time_limit=1e-4)
+    assert len(table) == len(cbalab.methods("welfare"))
+    stopped = table["status"] == "time_limit"
+    assert table.loc[stopped, "value"].isna().any()
+    assert table.loc[~stopped & (table["status"] != "infeasible"), "value"].notna().all()
+
+
+def test_simulate_refuses_a_period_that_ticks_too_often() -> None:
+    """simulate(10, "cba", period_s=1e-9) would re-decide 10^13 times (it hung); like ``--period`` on the command
+    line it is refused at once naming period_s, and a period of ticks a replay can afford still runs."""
+    _refused(lambda: cbalab.simulate(10, "cba", period_s=1e-9), "period_s", "1e-09")
+    assert cbalab.simulate(10, "cba", period_s=600.0, progress=False).summary["jobs"] == 10
+
+
+@pytest.mark.parametrize(("out", "shown"), [("", '""'), (5, "5")])
+def test_simulate_names_an_out_that_is_not_a_folder_path(
+    out: Any, shown: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """out="" wrote jobs.csv and the rest into the current folder, and out=5 was a raw TypeError: both are
+    InstanceError naming ``out``, before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    _refused(lambda: cbalab.simulate(5, "cba", out=out), "out", shown)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_and_simulate_refuse_a_skew_above_max_skew() -> None:
+    """A skew above MAX_SKEW (33, ``--skew``'s limit) overflowed the Zipf weights (OverflowError at 700 and 1000)
+    or was silently taken (40); both calls name ``skew``, and 33 itself is still accepted."""
+    _refused(lambda: cbalab.generate("cost", jobs=5, datasets=3, skew=700), "skew", "700.0")
+    _refused(lambda: cbalab.generate("cost", jobs=5, datasets=3, skew=40), "skew", "40.0")
+    _refused(lambda: cbalab.simulate(10, "cba", skew=1000, n_datasets=3), "skew", "1000.0")
+    assert cbalab.api.MAX_SKEW == 33
+    assert cbalab.generate("cost", jobs=5, datasets=3, skew=33).n_jobs == 5
+
+
+def test_generate_refuses_an_instance_that_load_would_refuse(tmp_path: Path) -> None:
+    """bandwidth_fraction=1e-40 made a cap of 3.6e-41 GB/s that save wrote and load then refused; generate holds
+    its instance to the loader's rules and names the field at once."""
+    with pytest.raises(InstanceError, match=r"^cluster\.bandwidth_gbps: must be 0 or at least 1e-30"):
+        cbalab.generate("cost", jobs=5, datasets=2, bandwidth_fraction=1e-40)
+    inst = cbalab.generate("cost", jobs=5, datasets=2, bandwidth_fraction=0.5)
+    assert cbalab.load(cbalab.save(inst, tmp_path / "g.json")).to_dict() == inst.to_dict()
+
+
+def test_build_instance_refuses_a_column_given_twice() -> None:
+    """A DataFrame with two ``io_gbps`` columns silently gave the last one; it is refused naming the column."""
+    jobs = pd.DataFrame([["a", "d", 2, 0.1, 0.2]], columns=["id", "dataset", "gpus", "io_gbps", "io_gbps"])
+    call = lambda: cbalab.build_instance(jobs, [{"id": "d", "size_gb": 10}], cache_gb=5, prices=(1, 1, 1))  # noqa: E731
+    _refused(call, "jobs.io_gbps", '"io_gbps"')
+
+
+def test_simulate_names_a_policy_that_is_not_a_name() -> None:
+    """simulate(10, 3): InstanceError naming ``policy`` (it was "TypeError: 'int' object is not iterable")."""
+    _refused(lambda: cbalab.simulate(10, 3), "policy", "3")
+
+
+def test_simulate_takes_a_utility_mix_dict_as_generate_does() -> None:
+    """utility_mix={"linear": 1} was an AttributeError (.strip); a dict of shares is taken as generate takes it,
+    the same replay as the text "linear", and a bad share or shape is named."""
+    kw: dict[str, Any] = {"problem": "welfare", "timing": False}
+    as_dict = cbalab.simulate(10, "autocba", utility_mix={"linear": 1}, **kw)
+    assert as_dict.summary == cbalab.simulate(10, "autocba", utility_mix="linear", **kw).summary
+    _refused(lambda: cbalab.simulate(10, "autocba", utility_mix={"linear": "x"}, **kw), "utility_mix.linear", '"x"')
+    _refused(lambda: cbalab.simulate(10, "autocba", utility_mix=5, **kw), "utility_mix", "5")
+
+
+def test_evaluate_names_an_allocation_array_that_is_not_numbers() -> None:
+    """An Allocation whose gpus are strings was a numpy isfinite TypeError; it names ``allocation.gpus``."""
+    inst = _instance()
+    alloc = cbalab.Allocation(np.array(["a", "b"]), np.zeros(1), np.ones(2))
+    _refused(lambda: cbalab.evaluate(inst, alloc, "cost"), "allocation.gpus", '["a", "b"]')
+
+
+def test_generate_reads_utility_shares_as_the_cli_does() -> None:
+    """utility_mix="linear=1,linear=2" said only "must be 'mixed' or one of ..."; shares text is read as
+    ``--utility`` reads it, so a shape given twice says to give each shape once and "linear=3,log=1" is the mix
+    of the dict {"linear": 3, "log": 1}."""
+    with pytest.raises(InstanceError, match=r"^utility_mix: .*give each shape once"):
+        cbalab.generate("welfare", jobs=5, datasets=2, utility_mix="linear=1,linear=2")
+    text = cbalab.generate("welfare", jobs=5, datasets=2, utility_mix="linear=3,log=1")
+    shares = cbalab.generate("welfare", jobs=5, datasets=2, utility_mix={"linear": 3, "log": 1})
+    assert text.to_dict() == shares.to_dict()
+
+
+def test_save_and_load_name_an_empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """save(inst, "") said ": is a folder"; save and load name ``path`` as an empty path."""
+    monkeypatch.chdir(tmp_path)
+    _refused(lambda: cbalab.save(_instance(), ""), "path", '""')
+    _refused(lambda: cbalab.load(""), "path", '""')
+    with pytest.raises(InstanceError, match="empty path"):
+        cbalab.save(_instance(), "")

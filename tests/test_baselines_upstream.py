@@ -83,7 +83,7 @@ def test_gavel_fair_matches_gavel_max_min_fairness(case: dict) -> None:
     GPU-time share min_j s_j x_j as upstream's, min(G/n, min_j s_j); where that optimum is unique (G/n ≤ min s,
     every job held at G/n exactly), the shares are upstream's; and both of Gavel's policies agree."""
     inst = _gavel_instance(case)
-    sched = gavel_fair.allocate(inst, int(case["gpus"]))
+    sched = gavel_fair.allocate(inst, int(case["gpus"]), placed=False)
     assert sched.share is not None
     s = inst.option_gpus
     assert sched.gpus.tolist() == s.tolist()

@@ -171,8 +171,10 @@ def test_a_period_that_would_tick_for_hours_is_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Defect 6: ``--period 1e-6`` on 10 generated jobs ran for many minutes (10^10 ticks); it is exit 2 naming
-    --period with the smallest period allowed, before the replay (which here fails at once if reached)."""
-    monkeypatch.setattr(api, "simulate", _never)
+    --period with the smallest period allowed, before the replay (which here fails at once if reached).  The rule
+    is the API's (api.check_ticks), which the command line names by its option."""
+    monkeypatch.setattr(api, "_replay_cost", _never)
+    monkeypatch.setattr(api, "_replay_welfare", _never)
     for problem, policy in (("cost", "cba"), ("welfare", "autocba")):
         argv = ["simulate", "--generate", "10", "--problem", problem, "--policy", policy, "--no-progress"]
         err = refused(capsys, "--period", "(got 1e-06)", *argv, "--period", "1e-6")
@@ -273,3 +275,41 @@ def test_a_refused_field_of_several_options_names_the_ones_given(capsys: pytest.
     argv = ["generate", "--kind", "welfare", "--jobs", "10", "--datasets", "2", "--gpu-options", "2000000000"]
     refused(capsys, "--gpu-options", "(got [2000000000])", *argv)
     refused(capsys, "--gpu-fraction/--gpu-options", "(got [0.5, [2000000000]])", *argv, "--gpu-fraction", "0.5")
+
+
+def test_solve_refuses_an_out_that_is_its_instance(capsys: pytest.CaptureFixture[str], instance_file: Path) -> None:
+    """``solve inst.json --out inst.json`` exited 0 and replaced the instance with the result document.  An --out
+    that is the input file (by any spelling or link) is refused naming --out, and the instance is kept."""
+    before = instance_file.read_bytes()
+    link = instance_file.parent / "link.json"
+    link.symlink_to(instance_file.name)
+    for out in (str(instance_file), str(link), f"{instance_file.parent}/./{instance_file.name}"):
+        err = refused(capsys, "--out", out, "solve", str(instance_file), "--method", "cba", "--out", out)
+        assert "INSTANCE" in err
+    assert instance_file.read_bytes() == before
+    code, _, err = run_cli(capsys, "solve", str(instance_file), "--method", "cba", "--out", str(link.parent / "r.json"))
+    assert code == 0, err
+
+
+def test_simulate_refuses_an_out_folder_that_holds_its_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``simulate --trace DIR/jobs.csv --out DIR`` would write its jobs.csv over the trace it replays: refused
+    naming --out and the file, and the trace is kept."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("submit_time_s,duration_s,gpus\n0,60,1\n")
+    before = trace.read_bytes()
+    err = refused(
+        capsys, "--out", str(tmp_path), "simulate", "--trace", str(trace), "--policy", "cba", "--out", str(tmp_path)
+    )
+    assert "jobs.csv" in err and "--trace" in err
+    assert trace.read_bytes() == before
+
+
+def test_an_empty_instance_or_paper_path_is_named_as_empty(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``solve ""`` said "is a folder, not a file", ``compare ""`` silently compared a generated instance, and
+    ``paper --paper ""`` said "no such folder": each names the empty path."""
+    refused(capsys, "INSTANCE", "empty path", "solve", "", "--method", "cba")
+    refused(capsys, "INSTANCE", "empty path", "compare", "")
+    refused(capsys, "--paper", "empty path", "paper", "--paper", "")
+    refused(capsys, "--results", "empty path", "paper", "--paper", str(tmp_path), "--results", "")

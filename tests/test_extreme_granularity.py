@@ -19,7 +19,7 @@ from cbalab.cli import main
 from cbalab.experiments.workload.synthetic import generate_instance
 from cbalab.models.certify import instance_tolerance
 from cbalab.models.evaluate import Evaluation
-from cbalab.models.instance import MAX_BLOCKS, Instance, InstanceError, build, loads
+from cbalab.models.instance import MAX_BLOCKS, MAX_TIERS, Instance, InstanceError, build, loads
 from cbalab.models.types import Status
 
 
@@ -181,3 +181,37 @@ def test_the_milp_solves_a_tier_only_its_lp_relaxation_cannot_hold() -> None:
     _assert_agree(inst, _accepted_optimum(inst, "cba"), _accepted_optimum(inst, "milp"))
     lp, _ = _run(inst, "lp")
     assert lp["status"] == Status.ERROR and "cluster.bandwidth_step_gbps" in lp["reason"]
+
+
+def test_cba_and_milp_agree_at_the_most_tiers_allowed() -> None:
+    """The tiers' rule, at its edge: a tier of Σ_j r_j / 2^28 is allowed, and there CBA and the MILP are both
+    ``optimal`` at one cost; one ulp smaller is refused naming cluster.bandwidth_step_gbps.  Past it the MILP
+    answered ``feasible`` 50% above CBA's proven optimum (a tier of 1e-12 × Σ r_j), or ``error`` "HiGHS stopped:
+    kNotset" (1e-20 × Σ r_j)."""
+    edge = 1.0 / MAX_TIERS
+    inst = _cost_instance("tiers", tier_fraction=edge)
+    _assert_agree(inst, _accepted_optimum(inst, "cba"), _accepted_optimum(inst, "milp"))
+    with pytest.raises(InstanceError, match=r"cluster\.bandwidth_step_gbps"):
+        _cost_instance("tiers", tier_fraction=float(np.nextafter(edge, 0.0)))
+
+
+def test_a_tier_too_fine_for_highs_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``bandwidth_step_gbps`` of 1e-20 GB/s was accepted, and ``lp`` and ``milp`` then answered ``error``
+    "HiGHS stopped: kNotset" where CBA said ``optimal``.  The loader refuses it, naming the field, the value and
+    the limit; the generator's --tier-fraction (generate and compare) is refused by that name."""
+    doc = _cost_instance("tiers").to_dict()
+    doc["cluster"]["bandwidth_step_gbps"] = 1e-20
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    for method in ("milp", "lp", "cba"):
+        assert main(["solve", str(path), "--method", method, "--problem", "cost"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith("cbalab: error: cluster.bandwidth_step_gbps: ") and "1e-20" in err
+        assert str(MAX_TIERS) in err
+    for fraction in ("1e-20", "1e-12"):
+        for command in (["compare"], ["generate", "--kind", "cost"]):
+            argv = [*command, "--jobs", "5", "--datasets", "2", "--variant", "tiers", "--tier-fraction", fraction]
+            assert main(argv) == 2
+            err = capsys.readouterr().err.strip()
+            assert "\n" not in err and err.startswith("cbalab: error: --tier-fraction: ") and fraction in err

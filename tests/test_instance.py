@@ -460,3 +460,32 @@ def test_regression_issue9_2_subnormal_magnitudes_are_refused(path: str, value: 
     assert e.value.path == path
     set_field(d, path, 0.0)
     from_dict(d)
+
+
+def test_a_size_below_the_least_magnitude_states_the_rule_of_a_positive_field() -> None:
+    """A ``size_gb`` of 1e-31 was refused as "must be 0 or at least 1e-30" although 0 is refused too: a field
+    that must be > 0 states its true rule, at least 1e-30."""
+    d = doc()
+    set_field(d, "datasets[0].size_gb", 1e-31)
+    with pytest.raises(InstanceError) as e:
+        from_dict(d)
+    assert e.value.path == "datasets[0].size_gb"
+    assert e.value.problem.startswith("must be at least 1e-30")
+
+
+def test_a_result_document_is_refused_for_its_schema_first(tmp_path: Path) -> None:
+    """A result document (``cbalab/result@1``) passed as an instance was refused as ``bandwidth_gbps: is not a
+    known field``; the loader names the schema mismatch before looking at any other key."""
+    result = {"schema": "cbalab/result@1", "problem": "cost", "bandwidth_gbps": {"j0": 1.0}, "status": "optimal"}
+    with pytest.raises(InstanceError) as e:
+        load(write(tmp_path, result))
+    assert e.value.path == "schema" and e.value.value == "cbalab/result@1"
+    assert "cbalab/instance@1" in e.value.problem
+
+
+def test_an_empty_instance_path_is_named_as_empty() -> None:
+    """``load("")`` said ``INSTANCE: is a folder, not a file`` (Path("") is the current folder): it names the
+    empty path."""
+    with pytest.raises(InstanceError) as e:
+        load("")
+    assert (e.value.path, e.value.value, e.value.problem) == ("INSTANCE", "", "empty path")

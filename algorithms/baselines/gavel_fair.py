@@ -14,8 +14,11 @@ t* = min(G / n, min_j s_j).
 cbalab realises that optimum by water-filling, the max-min fair point that
 also gives the slack left by capped jobs to the others: every job gets the
 GPU-time t_j = min(t, s_j^max), the level t set so that Σ_j t_j = G (or every
-job at its largest option when they all fit).  Every job with options gets a
-share above 0: none is starved.  A job then runs a share x_j = t_j / g_j of the
+job at its largest option when they all fit).  Every job with an option the
+cluster can hold gets a share above 0: none is starved.  A job whose every
+option needs more GPUs than the cluster has gets none: Gavel's LP would give it
+a share, but its rounds place a job on its whole scale factor, so such a job
+never runs and the other jobs use that GPU time (:func:`allocate`).  A job then runs a share x_j = t_j / g_j of the
 time at g_j, the smallest of its options that can hold t_j.
 
 Where it departs from upstream: Gavel's jobs have one scale factor, cbalab's
@@ -50,20 +53,28 @@ def level(caps: np.ndarray, cap: float) -> float:
     return float(share[i])
 
 
-def allocate(inst: Instance, cap: int) -> Schedule:
-    """Equal GPU-time shares within ``cap`` GPUs by water-filling (module docstring): GPUs and time share per job."""
+def allocate(inst: Instance, cap: int, placed: bool = True) -> Schedule:
+    """Equal GPU-time shares within ``cap`` GPUs by water-filling (module docstring): GPUs and time share per job.
+
+    ``placed`` keeps to the options the cluster's G can hold: Gavel's rounds place a job on its whole scale
+    factor, so one above G never runs and its GPU time goes to the others (and the referee refuses a
+    time-shared g_j > G, docs/model.md §5).  ``placed=False`` is Gavel's LP as such, which gives such a job a
+    share too (tests/test_baselines_upstream.py compares it with upstream's answers).
+    """
     n = inst.n_jobs
     ptr, g_opt = inst.option_ptr, inst.option_gpus
-    has = np.diff(ptr) > 0
+    fit = g_opt <= (inst.gpus if placed and inst.gpus is not None else g_opt.max(initial=0))
+    fitting = np.r_[0, np.cumsum(fit)]
+    has = fitting[ptr[1:]] > fitting[ptr[:-1]]
     gpus = np.zeros(n, dtype=np.int64)
     share = np.zeros(n)
     if cap <= 0 or not has.any():
         return Schedule(gpus, share)
     jobs = np.flatnonzero(has)
-    top = np.maximum.reduceat(g_opt, ptr[:-1][has])
+    top = np.maximum.reduceat(np.where(fit, g_opt, 0), ptr[:-1][has])
     t = np.minimum(level(top, float(cap)), top)
     for j, tj in zip(jobs.tolist(), t.tolist()):
-        counts = g_opt[ptr[j] : ptr[j + 1]]
+        counts = g_opt[ptr[j] : ptr[j + 1]][fit[ptr[j] : ptr[j + 1]]]
         g = int(counts[counts >= tj * (1 - 1e-12)].min())
         gpus[j] = g
         share[j] = min(1.0, tj / g)

@@ -19,7 +19,9 @@ bound) for every option that cannot run even alone (:func:`standalone_fits`, pro
 Lemma F2).
 
 ``relax=True`` makes y continuous in [0, 1]: the LP relaxation, an upper bound on the welfare (McCormick is then
-no longer exact, but every integer solution with w = y h satisfies it).  ``rows_kept`` may drop three groups, each
+no longer exact, but every integer solution with w = y h satisfies it).  With ``shares`` it is the LP of shares,
+with only the options above G fixed (:func:`share_fits`): it bounds time-shared and stalled answers as well,
+which may hold a share of an option that cannot run alone.  ``rows_kept`` may drop three groups, each
 implied at an optimum or redundant (proofs/welfare_milp_forms.md, Theorem F1: the optimum is the same for every
 choice): the bandwidth b_j (it enters P2 only through Σ_j b_j, so Σ_o r_o (y_o − w_o) may be substituted),
 ``w_above`` (raising w to min(y, h) never hurts) and ``w_below_h`` (implied by the per-job cut and w ≥ 0).  All
@@ -106,10 +108,26 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     return ok
 
 
+def share_fits(inst: Instance) -> np.ndarray:
+    """Per option, for the LP of shares: its GPUs fit G.  That LP bounds time-shared and stalled answers
+    (docs/model.md §5, "Time sharing"), and a share of an option that cannot run alone, unstalled or within the
+    budget, may still be paid for; only g_o > G can never run, in any round (proofs/welfare_milp_forms.md, F2)."""
+    g = inst.option_gpus
+    return np.ones(g.size, dtype=bool) if inst.gpus is None else g <= inst.gpus
+
+
 def welfare_statement(
-    inst: Instance, *, stall: bool = False, relax: bool = False, rows_kept: frozenset[str] = DEFAULT_ROWS
+    inst: Instance,
+    *,
+    stall: bool = False,
+    relax: bool = False,
+    shares: bool = False,
+    rows_kept: frozenset[str] = DEFAULT_ROWS,
 ) -> Statement:
-    """P2 of docs/model.md §5 (or its stall relaxation) for ``inst`` (every job needs options); module docstring."""
+    """P2 of docs/model.md §5 (or its stall relaxation) for ``inst`` (every job needs options); module docstring.
+
+    ``shares`` (with ``relax``) is the LP of shares: y_o fixed only where :func:`share_fits` fails, the bound of
+    every scored answer, time-shared and stalled ones too (proofs/welfare_milp_forms.md, Lemma F2)."""
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
     n_o, n_k, n_j = int(inst.option_ptr[-1]), inst.n_datasets, inst.n_jobs
@@ -117,7 +135,9 @@ def welfare_statement(
     top_rate = np.zeros(n_j)
     np.maximum.at(top_rate, o_job, inst.option_io_gbps.astype(float))
     s = Statement("cbalab-P2s" if stall else "cbalab-P2", "max", power_of_two(objective_unit(inst, "welfare")))
-    fits = _stall_fits(inst) if stall else standalone_fits(inst)
+    if shares and (stall or not relax):
+        raise ValueError("shares is a form of the LP relaxation of P2: relax=True, stall=False")
+    fits = share_fits(inst) if shares else _stall_fits(inst) if stall else standalone_fits(inst)
     utility = 0.0 if stall else inst.option_utility
     y = s.columns(
         "y",
@@ -160,10 +180,16 @@ def build_welfare_model(inst: Instance, *, relax: bool = False, scaled: bool = F
 
 
 def build_welfare_arrays(
-    inst: Instance, *, stall: bool = False, relax: bool = False, rows_kept: frozenset[str] = DEFAULT_ROWS
+    inst: Instance,
+    *,
+    stall: bool = False,
+    relax: bool = False,
+    shares: bool = False,
+    rows_kept: frozenset[str] = DEFAULT_ROWS,
 ) -> Arrays:
-    """P2 (or P2s) compiled, scaled, for highspy: what the registered welfare methods solve (Theorem F1)."""
-    return welfare_statement(inst, stall=stall, relax=relax, rows_kept=rows_kept).compile(scaled=True)
+    """P2 (or P2s, or the LP of shares) compiled, scaled, for highspy: what the registered welfare methods solve
+    (Theorem F1; :func:`welfare_statement`)."""
+    return welfare_statement(inst, stall=stall, relax=relax, shares=shares, rows_kept=rows_kept).compile(scaled=True)
 
 
 def _per_job(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
