@@ -141,13 +141,11 @@ def _seconds(text: str) -> float:
 
 
 def _skew(text: str) -> float:
-    """A Zipf skew: a finite number from 0 to MAX_SKEW (33)."""
-    value = _fraction(text)
-    if value > MAX_SKEW:
-        raise argparse.ArgumentTypeError(
-            f"must be at most {MAX_SKEW}: a larger skew overflows the Zipf weights 1 / rank^skew (got {text!r})"
-        )
-    return value
+    """A Zipf skew: a finite number from 0 to MAX_SKEW (33), the API's rule (api.check_skew)."""
+    try:
+        return api.check_skew(_fraction(text))
+    except InstanceError as e:
+        raise argparse.ArgumentTypeError(f"{e.problem} (got {text!r})") from None
 
 
 def _gpu_fraction(text: str) -> float:

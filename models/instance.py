@@ -555,8 +555,9 @@ def _largest(inst: Instance) -> tuple[np.ndarray, np.ndarray]:
     most_rate = np.where(fixed, inst.job_io_gbps, 0.0)
     most_gpus[fixed] = inst.job_gpus[fixed]
     if inst.option_gpus.size:
-        np.maximum.at(most_gpus, inst.option_job(), inst.option_gpus.astype(float))
-        np.maximum.at(most_rate, inst.option_job(), inst.option_io_gbps)
+        job = inst.option_job()
+        np.maximum.at(most_gpus, job, inst.option_gpus.astype(float))
+        np.maximum.at(most_rate, job, inst.option_io_gbps)
     return most_gpus, most_rate
 
 

@@ -18,8 +18,9 @@ job at its largest option when they all fit).  Every job with an option the
 cluster can hold gets a share above 0: none is starved.  A job whose every
 option needs more GPUs than the cluster has gets none: Gavel's LP would give it
 a share, but its rounds place a job on its whole scale factor, so such a job
-never runs and the other jobs use that GPU time (:func:`allocate`).  A job then runs a share x_j = t_j / g_j of the
-time at g_j, the smallest of its options that can hold t_j.
+never runs and the other jobs use that GPU time (:func:`allocate`).  A job then
+runs a share x_j = t_j / g_j of the time at g_j, the smallest of its options
+that can hold t_j.
 
 Where it departs from upstream: Gavel's jobs have one scale factor, cbalab's
 an option table; a job with one option is exactly Gavel's (the fixtures of
@@ -63,7 +64,7 @@ def allocate(inst: Instance, cap: int, placed: bool = True) -> Schedule:
     """
     n = inst.n_jobs
     ptr, g_opt = inst.option_ptr, inst.option_gpus
-    fit = g_opt <= (inst.gpus if placed and inst.gpus is not None else g_opt.max(initial=0))
+    fit = g_opt <= inst.gpus if placed and inst.gpus is not None else np.ones(g_opt.size, dtype=bool)
     fitting = np.r_[0, np.cumsum(fit)]
     has = fitting[ptr[1:]] > fitting[ptr[:-1]]
     gpus = np.zeros(n, dtype=np.int64)

@@ -65,6 +65,14 @@ DEFAULT_ROWS = frozenset({"feeding", "w_below_h", "w_above"})
 _INF = math.inf
 
 
+def share_fits(inst: Instance) -> np.ndarray:
+    """Per option, for the LP of shares: its GPUs fit G.  That LP bounds time-shared and stalled answers
+    (docs/model.md §5, "Time sharing"), and a share of an option that cannot run alone, unstalled or within the
+    budget, may still be paid for; only g_o > G can never run, in any round (proofs/welfare_milp_forms.md, F2)."""
+    g = inst.option_gpus
+    return np.ones(g.size, dtype=bool) if inst.gpus is None else g <= inst.gpus
+
+
 def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     """Per option: can it run alone, unstalled, within G, C, B and the budget? (proofs/welfare_milp_forms.md, F2).
 
@@ -92,28 +100,16 @@ def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
         cheapest = np.minimum(cheapest, cost)
     if math.isfinite(inst.budget_per_hour):
         ok &= cheapest <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
-    if inst.gpus is not None:
-        ok &= g <= inst.gpus
-    return ok
+    return ok & share_fits(inst)
 
 
 def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     """Per option, when stalls are allowed: its GPUs alone fit G and the budget (it may run fed at rate 0)."""
     g = inst.option_gpus.astype(float)
-    ok = np.ones(g.size, dtype=bool)
+    ok = share_fits(inst)
     if math.isfinite(inst.budget_per_hour):
         ok &= inst.price_gpu * g <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
-    if inst.gpus is not None:
-        ok &= g <= inst.gpus
     return ok
-
-
-def share_fits(inst: Instance) -> np.ndarray:
-    """Per option, for the LP of shares: its GPUs fit G.  That LP bounds time-shared and stalled answers
-    (docs/model.md §5, "Time sharing"), and a share of an option that cannot run alone, unstalled or within the
-    budget, may still be paid for; only g_o > G can never run, in any round (proofs/welfare_milp_forms.md, F2)."""
-    g = inst.option_gpus
-    return np.ones(g.size, dtype=bool) if inst.gpus is None else g <= inst.gpus
 
 
 def welfare_statement(
