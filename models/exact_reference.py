@@ -45,8 +45,12 @@ def _limit(x: float, limits: str) -> Fraction | None:
 
 
 def feeding_cost(
-    size: list[Fraction], demand: list[Fraction], cache: Fraction | None, cap: Fraction | None,
-    p_c: Fraction, p_b: Fraction,
+    size: list[Fraction],
+    demand: list[Fraction],
+    cache: Fraction | None,
+    cap: Fraction | None,
+    p_c: Fraction,
+    p_b: Fraction,
 ) -> Fraction | None:
     """F(R) of docs/model.md (5.9) exactly, or None if no cache within ``cache`` brings the remote IO within ``cap``.
 
