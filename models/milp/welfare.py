@@ -53,6 +53,7 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
+from cbalab.models.alone import share_fits, standalone_fits
 from cbalab.models.certify import objective_unit
 from cbalab.models.evaluate import MODEL_SHARE, tolerated
 from cbalab.models.instance import Instance
@@ -63,44 +64,6 @@ from cbalab.models.milp.statement import Arrays, Rows, Statement, group, limit_r
 DEFAULT_ROWS = frozenset({"feeding", "w_below_h", "w_above"})
 
 _INF = math.inf
-
-
-def share_fits(inst: Instance) -> np.ndarray:
-    """Per option, for the LP of shares: its GPUs fit G.  That LP bounds time-shared and stalled answers
-    (docs/model.md §5, "Time sharing"), and a share of an option that cannot run alone, unstalled or within the
-    budget, may still be paid for; only g_o > G can never run, in any round (proofs/welfare_milp_forms.md, F2)."""
-    g = inst.option_gpus
-    return np.ones(g.size, dtype=bool) if inst.gpus is None else g <= inst.gpus
-
-
-def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
-    """Per option: can it run alone, unstalled, within G, C, B and the budget? (proofs/welfare_milp_forms.md, F2).
-
-    Alone, option o pays p_g g_o + min over h ≤ min(1, C/d) with r_o(1 − h) ≤ B of p_c d h + p_b r_o (1 − h);
-    the minimum is at an end of the feasible h interval (linear cost).  C, B and the budget are taken as the
-    referee accepts them (``tolerated``, docs/model.md (8.1)), and ``slack`` is relative and on the side of
-    keeping on top: an option is dropped only if it misses a limit by more than it, so a rounding error can
-    never remove a feasible option (the AutoCBA bug of issue 12 was the opposite).
-    """
-    o_job = inst.option_job()
-    d = inst.dataset_size_gb[inst.job_dataset[o_job]]
-    r = inst.option_io_gbps
-    g = inst.option_gpus.astype(float)
-    h_top = np.minimum(1.0, tolerated(inst.cache_gb) / d)
-    h_low = np.zeros_like(r)
-    if math.isfinite(inst.bandwidth_gbps):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(r > 0, 1.0 - tolerated(inst.bandwidth_gbps) / r, 0.0)
-        h_low = np.clip(need, 0.0, None)
-    ok = h_low <= h_top + slack
-    cheapest = np.full(r.size, np.inf)
-    for h in (h_low, h_top):
-        h = np.minimum(h, h_top)
-        cost = inst.price_gpu * g + inst.price_cache * d * h + inst.price_bandwidth * r * (1 - h)
-        cheapest = np.minimum(cheapest, cost)
-    if math.isfinite(inst.budget_per_hour):
-        ok &= cheapest <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
-    return ok & share_fits(inst)
 
 
 def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
@@ -134,7 +97,8 @@ def welfare_statement(
     if shares and (stall or not relax):
         raise ValueError("shares is a form of the LP relaxation of P2: relax=True, stall=False")
     fits = share_fits(inst) if shares else _stall_fits(inst) if stall else standalone_fits(inst)
-    utility = 0.0 if stall else inst.option_utility
+    earns = np.where(fits, inst.option_utility, 0.0)  # a column fixed at 0 earns nothing: no huge dead costs
+    utility = 0.0 if stall else earns
     y = s.columns(
         "y",
         "O",
@@ -146,7 +110,7 @@ def welfare_statement(
     )
     w = s.columns("w", "O", n_o, upper=1.0, doc="z_o, the cache-served part of s_o" if stall else "w_o = y_o h_k(j(o))")
     h = s.columns("h", "K", n_k, upper=1.0, doc="h_k, the share of dataset k served from the cache")
-    fed = s.columns("s", "O", n_o, upper=1.0, cost=inst.option_utility, doc="s_o, the fed fraction") if stall else y
+    fed = s.columns("s", "O", n_o, upper=1.0, cost=earns, doc="s_o, the fed fraction") if stall else y
     s.add(one_option(inst, y))
     s.add(w_below_y(w, fed))
     if stall:
