@@ -43,7 +43,14 @@ from cbalab.api import MAX_SKEW
 from cbalab.experiments import about, runner
 from cbalab.experiments.runner import ExperimentError
 from cbalab.models import __version__
-from cbalab.models.files import atomic_write_text, same_file, unreadable, unwritable_file, unwritable_folder
+from cbalab.models.files import (
+    atomic_write_text,
+    same_file,
+    too_long,
+    unreadable,
+    unwritable_file,
+    unwritable_folder,
+)
 from cbalab.models.instance import MAX_COUNT, Instance, InstanceError, load
 from cbalab.models.types import Problem, Status
 
@@ -161,10 +168,19 @@ def _gpu_fraction(text: str) -> float:
 
 def _out(text: str) -> str:
     """The path of an ``--out`` (of every command): not empty, which would write into the current folder or be
-    taken for no path at all, depending on the command."""
+    taken for no path at all, depending on the command, and not too long for the file system
+    (models.files.too_long)."""
     if not text:
         raise argparse.ArgumentTypeError(f"empty path (got {text!r})")
+    long = too_long(text)
+    if long is not None:
+        raise argparse.ArgumentTypeError(f"{long} (got {_shown_path(text)})")
     return text
+
+
+def _shown_path(text: str) -> str:
+    """``text`` quoted for a message, its middle elided past 60 characters."""
+    return repr(text if len(text) <= 60 else f"{text[:40]}...{text[-17:]}")
 
 
 def _workers(text: str) -> int:

@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "autocba-hard": "cbalab.experiments.runs.autocba_hard",
     "integer-milp": "cbalab.experiments.runs.integer_milp_bench",
     "magnitude-fuzz": "cbalab.experiments.runs.magnitude_fuzz",
+    "exact-fuzz": "cbalab.experiments.runs.exact_fuzz",
     "trace-scale": "cbalab.experiments.runs.trace_scale",
     "p3-trace": "cbalab.experiments.runs.p3_trace",
     "p3-sides": "cbalab.experiments.runs.p3_sides",

@@ -166,11 +166,39 @@ def unreadable(error: OSError) -> str:
     return f"cannot be read ({type(error).__name__}: {error.strerror or error})"
 
 
+def too_long(path: str | Path) -> str | None:
+    """Why ``path`` is too long for the file system (None if it is not): a part of it longer than the folder's
+    longest name (``PC_NAME_MAX``, 255 bytes where the system does not say), or the whole longer than
+    ``PC_PATH_MAX`` (4,096 bytes).  Asked before anything looks at the path, as the system's own answer is an
+    OSError ("File name too long") from whichever call touches it first."""
+    whole = os.fsencode(os.path.abspath(path))
+    name_max, path_max = _limit("PC_NAME_MAX", 255), _limit("PC_PATH_MAX", 4096)
+    if len(whole) >= path_max:
+        return f"the path is {len(whole)} bytes long, and this system takes at most {path_max - 1}"
+    longest = max(whole.split(b"/"), key=len)
+    if len(longest) > name_max:
+        return f"a name on the path is {len(longest)} bytes long, and this system takes at most {name_max}"
+    return None
+
+
+def _limit(name: str, default: int) -> int:
+    """The system's path limit ``name`` for the root folder (os.pathconf), or ``default`` where it does not say."""
+    try:
+        value = os.pathconf("/", name)
+    except (OSError, ValueError):
+        return default
+    return value if value > 0 else default
+
+
 def unwritable_file(path: str | Path) -> str | None:
-    """Why a file cannot be written at ``path`` (None if it can): ``path`` is a folder or another thing that is
-    not a regular file (:func:`atomic_write_bytes` would replace it), or its folder is missing or refuses a new
-    file (tried for real, with a temporary file removed at once: permission bits do not bind root, a read-only
-    file system does).  A symbolic link is judged by what it points to, which is what gets written."""
+    """Why a file cannot be written at ``path`` (None if it can): ``path`` is too long (:func:`too_long`), a
+    folder or another thing that is not a regular file (:func:`atomic_write_bytes` would replace it), or its
+    folder is missing or refuses a new file (tried for real, with a temporary file removed at once: permission
+    bits do not bind root, a read-only file system does).  A symbolic link is judged by what it points to,
+    which is what gets written."""
+    long = too_long(path)
+    if long is not None:
+        return long
     target = Path(os.path.realpath(path))
     folder = target.parent
     if target.is_dir():
@@ -194,7 +222,11 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 def unwritable_folder(path: str | Path) -> str | None:
     """Why ``path`` cannot be, or be made, a writable folder (None if it can): it is a file, a file stands on
-    its path, or the nearest existing folder refuses a new file (tried for real, as in unwritable_file)."""
+    its path, or the nearest existing folder refuses a new file (tried for real, as in unwritable_file), or the
+    path is too long (:func:`too_long`)."""
+    long = too_long(path)
+    if long is not None:
+        return long
     target = Path(path)
     if target.exists() and not target.is_dir():
         return "is a file, not a folder"

@@ -206,16 +206,17 @@ def test_an_infinite_time_limit_or_period_is_refused_as_not_finite(
     assert "must be a finite number of seconds" in err
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["simulate", "--generate", "20", "--policy", "cba"],
-        ["generate", "--kind", "cost", "--jobs", "3", "--datasets", "1"],
-        ["solve", "INSTANCE", "--method", "cba"],
-        ["experiment", "optimality", "--quick"],
-        ["bench", "autocba-hard", "--candidates", "1"],
-    ],
-)
+#: One command line of every command that takes --out.
+OUT_COMMANDS = [
+    ["simulate", "--generate", "20", "--policy", "cba"],
+    ["generate", "--kind", "cost", "--jobs", "3", "--datasets", "1"],
+    ["solve", "INSTANCE", "--method", "cba"],
+    ["experiment", "optimality", "--quick"],
+    ["bench", "autocba-hard", "--candidates", "1"],
+]
+
+
+@pytest.mark.parametrize("argv", OUT_COMMANDS)
 def test_an_empty_out_is_refused_by_every_command(
     argv: list[str],
     instance_file: Path,
@@ -233,6 +234,28 @@ def test_an_empty_out_is_refused_by_every_command(
     err = refused(capsys, "--out", "(got '')", *argv, "--out", "")
     assert "empty path" in err
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["x" * 5000, "x/" * 2100 + "y", "x" * 300])
+@pytest.mark.parametrize("argv", OUT_COMMANDS)
+def test_an_out_too_long_for_the_file_system_is_refused_by_every_command(
+    argv: list[str],
+    name: str,
+    instance_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 5,000-character --out ended as "internal error: OSError File name too long" (exit 1); a path longer
+    than the system's PATH_MAX, or with a name longer than NAME_MAX, is refused by name (exit 2), nothing written
+    (models.files.too_long)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_experiment", _never)
+    argv = [str(instance_file) if a == "INSTANCE" else a for a in argv]
+    before = sorted(tmp_path.iterdir())
+    err = refused(capsys, "--out", name[:20], *argv, "--out", name)
+    assert "bytes long, and this system takes at most" in err
+    assert sorted(tmp_path.iterdir()) == before
 
 
 @pytest.mark.parametrize(

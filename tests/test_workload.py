@@ -128,6 +128,8 @@ def test_generic_trace_loads_sorted_with_pins_and_skips_blank_lines(tmp_path) ->
             "timestamp",
         ),
         ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,zero,66.0,c\n", 2, "num_gpus"),
+        ("submit_time_s,duration_s,gpus\n0,10,1\n5,\u00a0100,1\n", 3, "duration_s"),
+        ("submit_time_s,duration_s,gpus\n0,10,1\u2009\n", 2, "gpus"),
     ],
 )
 def test_bad_traces_name_the_line_and_the_column(tmp_path, text: str, line: int, column: str) -> None:

@@ -177,6 +177,20 @@ def toolchain_notes(results_dir: Path) -> list[str]:
     return out
 
 
+def verdict_line(problems: list[str], stale: list[str]) -> str:
+    """The last line of ``paper --check``: the problems counted, else in step, and then whether the results of
+    some experiments are stale at this code (``stale``: the lines of :func:`stale_results`, each "NAME ...")."""
+    if problems:
+        return f"{len(problems)} problem(s)"
+    names = sorted({line.split(" ", 1)[0].rstrip(":") for line in stale})
+    if not names:
+        return "in step with the results"
+    return (
+        f"the paper is in step with its results, but the results of {len(names)} experiment(s) are stale at this "
+        f"code ({', '.join(names)}): verify or rerun them (--strict makes this a problem)"
+    )
+
+
 def main_paper(
     paper: str, results: str | None, check: bool, echo: Callable[[str], None] = print, strict: bool = False
 ) -> int:
@@ -190,12 +204,12 @@ def main_paper(
         problems = check_paper(paper_dir, results_dir, strict=strict)
         for p in problems:
             echo(p)
-        if not strict:
-            for line in stale_results(results_dir):
-                echo(f"note (a problem under --strict): stale: {line}")
+        stale = [] if strict else stale_results(results_dir)
+        for line in stale:
+            echo(f"note (a problem under --strict): stale: {line}")
         for line in toolchain_notes(results_dir):
             echo(f"note: {line}")
-        echo(f"paper --check: {len(problems)} problem(s)" if problems else "paper --check: in step with the results")
+        echo(f"paper --check: {verdict_line(problems, stale)}")
         return 1 if problems else 0
     built = build_paper(results_dir, paper_dir / "generated", compile=True, claims_path=paper_dir / "claims.md")
     echo(f"wrote {len(built.files)} files to {built.out_dir} and {paper_dir / 'claims.md'}")

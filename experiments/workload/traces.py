@@ -19,6 +19,9 @@ PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 #: The generic trace's required and optional columns.
 TRACE_COLUMNS = ("submit_time_s", "duration_s", "gpus")
 TRACE_OPTIONAL = ("job_id", "model", "dataset")
+#: What is taken as padding around a field: ASCII blanks only.  A non-breaking or other Unicode space is part of
+#: the field, so that a number written with one is refused by name rather than read as if it were not there.
+PADDING = " \t\r\n\f\v"
 
 #: Largest submit time and duration accepted, in seconds (about 31,700 years).  Beyond it a duration added to a
 #: submit time loses its last second (doubles carry 53 bits: at 1e308, submit + 3600 == submit, a JCT of 0).
@@ -74,7 +77,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
             rows: list[list[str]] = []
             lines: list[int] = []
             for row in reader:
-                if len(row) <= 1 and not "".join(row).strip():  # a blank line; a row of empty fields is refused
+                if len(row) <= 1 and not "".join(row).strip(PADDING):  # a blank line; a row of empty fields is refused
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
@@ -86,7 +89,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
         raise InstanceError("trace", str(path), "out of memory while reading the file") from None
     if header is None:
         raise TraceError(source, 1, "header", None, "empty file: expected a header line")
-    header = [h.strip() for h in header]
+    header = [h.strip(PADDING) for h in header]
     named: set[str] = set()
     for name in header:
         if name in named:
@@ -101,7 +104,7 @@ def load_trace(path: str | Path) -> pd.DataFrame:
         if len(row) != len(header):
             raise TraceError(source, lines[i], "*", row, f"has {len(row)} fields, the header has {len(header)}")
     line = np.asarray(lines, dtype=np.int64)
-    cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
+    cols = {h: [r[i].strip(PADDING) for r in rows] for i, h in enumerate(header)}
 
     def number(col: str, *, low: float, integer: bool) -> np.ndarray:
         """The column as floats in [low, top], top MAX_COUNT for counts and MAX_TRACE_SECONDS for times."""
