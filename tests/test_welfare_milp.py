@@ -475,6 +475,34 @@ def test_theorem_f4_slice_lps_from_a_neighbours_basis_keep_their_optimum(inst: I
 
 
 @pytest.mark.slow
+@given(inst=st.one_of(tiny_welfare(), small_generated()), data=st.data())
+def test_theorem_f4_duals_close_a_side_and_rays_prove_it_empty(inst: Instance, data: st.DataObject) -> None:
+    """Theorem F4 (iii), proofs/welfare_milp_forms.md: the duals of any slice's LP, evaluated exactly on a range of
+    GPU counts, bound the brute force of every slice in that range, and so do random multipliers (weak duality
+    holds for every y); a Farkas ray proves empty a slice above Σ g_o, and no vector proves a range empty that
+    holds an allocation."""
+    full = build_welfare_arrays(inst)
+    top = int(inst.option_gpus.sum())
+    brute = brute_force_by_gpus(inst)
+    t = data.draw(st.integers(0, top))
+    a, b = sorted(data.draw(st.lists(st.integers(0, top), min_size=2, max_size=2)))
+    inside = [v for n, v in brute.items() if a <= n <= b]
+    out, _, facts = solve_arrays(with_slice(full, t, t, relax=True))
+    noise = np.array(data.draw(st.lists(st.floats(-4, 4), min_size=full.n_rows, max_size=full.n_rows)))
+    for y in ([facts["row_dual"]] if out.status == "optimal" else []) + [noise]:
+        bound = solve_module._dual_bound(full, y, a, b)
+        if bound is not None and inside:
+            assert bound >= max(inside)
+        if inside:
+            assert not solve_module._empty(full, y, a, b)
+    beyond = with_slice(full.with_rows("gpu_capacity", -math.inf, math.inf), top + 1, top + 1, relax=True)
+    empty, _, ray_facts = solve_arrays(beyond, solve_module.Budget(presolve=False))
+    assert empty.status == "infeasible"
+    free = full.with_rows("gpu_capacity", -math.inf, math.inf)
+    assert solve_module._empty(free, ray_facts.get("dual_ray"), top + 1, top + 1)
+
+
+@pytest.mark.slow
 @given(inst=small_generated(), stop=st.integers(1, 4))
 def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int) -> None:
     """Theorem F4 (iv): a scan cut short (HiGHS's time limit on its ``stop``-th call) is ``time_limit``, never

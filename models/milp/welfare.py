@@ -14,7 +14,9 @@ row function per group, each named for what it states:
 * :func:`budget`            p_g Σ g_o y_o + p_c Σ c_k + p_b Σ b_j ≤ Budget;
 
 and the objective, maximise Σ U_o y_o.  C, B and the budget stand in their rows as the referee accepts them,
-``tolerated(·, MODEL_SHARE)`` of models/evaluate.py (docs/model.md (8.1)).  y_o is fixed to 0 (its upper
+``tolerated(·)`` of models/evaluate.py (docs/model.md (8.1)), the whole slack: so the optimum and every bound
+are those of the allocations the referee accepts (an allocation HiGHS's rounding leaves beyond a limit is scaled
+back into it by models/solve.py).  y_o is fixed to 0 (its upper
 bound) for every option that cannot run even alone (:func:`standalone_fits`, proofs/welfare_milp_forms.md,
 Lemma F2).
 
@@ -36,9 +38,10 @@ for what it bounds and when it is exact).
 The GPU row Σ_o g_o y_o ≤ G is always stated (free when G is unlimited): the slices n = Σ_o g_o y_o of Theorem
 F4 set its bounds on the compiled model (:func:`with_slice`), without a rebuild.
 
-Scaled (what HiGHS solves, docs/model.md §8, issue 19): the objective is divided by a power of two near the
-largest utility of an option that can run (models/certify.py, objective_unit), each b_j is measured in a power of
-two near its job's largest rate, and the rows of C, B and the budget are divided by their limit.  Powers of two
+Scaled (what HiGHS solves, docs/model.md §8, issue 19): the objective is divided by a power of two 16 times
+below the largest utility of an option that runs alone (:func:`objective_scale`; models/certify.py,
+objective_unit), each b_j is measured in a power of two near its job's largest rate, and the rows of C, B and the
+budget are divided by their limit.  Powers of two
 are undone exactly (``Arrays.objective``), so utilities of 1e-8 meet the same tolerances as utilities of 1.
 
 Only continuous caching without bandwidth tiers is modelled: P2 in docs/model.md §5 is stated for continuous c
@@ -55,7 +58,7 @@ import pyomo.environ as pyo
 
 from cbalab.models.alone import share_fits, standalone_fits
 from cbalab.models.certify import objective_unit
-from cbalab.models.evaluate import MODEL_SHARE, tolerated
+from cbalab.models.evaluate import tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import power_of_two
 from cbalab.models.milp.statement import Arrays, Rows, Statement, group, limit_row, no_rows, stack
@@ -73,6 +76,20 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     if math.isfinite(inst.budget_per_hour):
         ok &= inst.price_gpu * g <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
     return ok
+
+
+#: HiGHS's objective is the welfare divided by a power of two this many times below the unit: HiGHS prunes a node
+#: whose bound is within its ``mip_feasibility_tolerance`` (1e-6, absolute in its objective) of the incumbent, so
+#: a slice's proven optimum may miss 1e-6 of the scale, which models/solve.py adds to the slice's bound; at 1/16
+#: of the unit that is below 1.25e-7 of the optimum (the unit is at most the optimum, Lemma F2 (ii)), well
+#: inside the tolerance (8.2).
+SCALE_BELOW_UNIT = 16.0
+
+
+def objective_scale(inst: Instance) -> float:
+    """The power of two the welfare is divided by for HiGHS (docs/model.md §8): the unit's, over
+    :data:`SCALE_BELOW_UNIT`."""
+    return power_of_two(objective_unit(inst, "welfare")) / SCALE_BELOW_UNIT
 
 
 def welfare_statement(
@@ -93,7 +110,7 @@ def welfare_statement(
     o_job = inst.option_job()
     top_rate = np.zeros(n_j)
     np.maximum.at(top_rate, o_job, inst.option_io_gbps.astype(float))
-    s = Statement("cbalab-P2s" if stall else "cbalab-P2", "max", power_of_two(objective_unit(inst, "welfare")))
+    s = Statement("cbalab-P2s" if stall else "cbalab-P2", "max", objective_scale(inst))
     if shares and (stall or not relax):
         raise ValueError("shares is a form of the LP relaxation of P2: relax=True, stall=False")
     fits = share_fits(inst) if shares else _stall_fits(inst) if stall else standalone_fits(inst)
@@ -233,7 +250,7 @@ def gpu_capacity(inst: Instance, y: np.ndarray) -> Rows:
 def cache_capacity(inst: Instance, h: np.ndarray) -> Rows:
     """Σ_k d_k h_k ≤ tolerated(C) (§5, (8.1)); scaled, divided by C."""
     d = inst.dataset_size_gb.astype(float)
-    return limit_row(h, d, tolerated(inst.cache_gb, MODEL_SHARE), inst.cache_gb, float(d.max(initial=0.0)))
+    return limit_row(h, d, tolerated(inst.cache_gb), inst.cache_gb, float(d.max(initial=0.0)))
 
 
 @group
@@ -242,7 +259,7 @@ def bandwidth_capacity(inst: Instance, cols: np.ndarray, coef: np.ndarray) -> Ro
     keep = coef != 0
     if not (math.isfinite(inst.bandwidth_gbps) and keep.any()):
         return no_rows()
-    limit = tolerated(inst.bandwidth_gbps, MODEL_SHARE)
+    limit = tolerated(inst.bandwidth_gbps)
     return limit_row(cols[keep], coef[keep], limit, inst.bandwidth_gbps, float(np.abs(coef[keep]).max()))
 
 
@@ -261,7 +278,7 @@ def budget(inst: Instance, y: np.ndarray, h: np.ndarray, cols: np.ndarray, coef:
     col, where = np.unique(terms, return_inverse=True)
     val = np.bincount(where, weights=values, minlength=col.size)
     nz = val != 0
-    limit = tolerated(inst.budget_per_hour, MODEL_SHARE)
+    limit = tolerated(inst.budget_per_hour)
     return limit_row(col[nz], val[nz], limit, inst.budget_per_hour, float(np.abs(val[nz]).max(initial=0.0)))
 
 
