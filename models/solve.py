@@ -565,7 +565,7 @@ def solve_arrays(
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         message = f"HiGHS proved the model infeasible ({status.name})"
         if not arrays.integral.any():  # the LP's Farkas ray, for a caller that checks the claim (_empty)
-            _, has_ray, ray = h.getDualRay()
+            _, has_ray, ray = h.getDualRay()  # type: ignore[attr-defined]  # highspy 1.15 has it, its stubs do not
             if has_ray:
                 facts["dual_ray"] = np.asarray(ray, dtype=float)
         return Outcome(Status.INFEASIBLE, None, None, message, False), None, facts

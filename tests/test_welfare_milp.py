@@ -684,7 +684,8 @@ def _reproducer(n: int, decoy_utility: float) -> tuple[list[dict], list[dict], d
         ]
         jobs.append({"id": f"j{i}", "dataset": f"d{i % 3}", "options": options})
     if decoy_utility > 0:
-        jobs.append({"id": "decoy", "dataset": "big", "options": [{"gpus": 1, "io_gbps": 1e4, "utility": decoy_utility}]})
+        decoy = {"gpus": 1, "io_gbps": 1e4, "utility": decoy_utility}
+        jobs.append({"id": "decoy", "dataset": "big", "options": [decoy]})
     limits = {"cache_gb": 60.0, "prices": (2.5, 0.0004, 0.9), "budget_per_hour": 0.05 * n * 5 * 2.5 + 0.37}
     return jobs, ds, limits
 
