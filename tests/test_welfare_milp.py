@@ -746,9 +746,8 @@ def with_decoy(draw: st.DrawFn) -> Instance:
 @given(inst=with_decoy())
 def test_lemma_f2_decoys_that_cannot_run_change_no_optimum(inst: Instance) -> None:
     """Lemma F2 (ii) and Theorem F4, proofs/welfare_milp_forms.md: with a job of utility 1e7–1e11 that cannot run,
-    milp is proven at the brute force's optimum (every option choice fed by CBA's closed form, Theorem 1 of
-    proofs/cba_optimality.md, kept if it fits; no HiGHS, no model: independent of the MILP and of its unit), and
-    its bound is not below that optimum."""
+    milp is proven at the brute force's optimum (every option choice fed by CBA's closed form, kept if it fits;
+    no HiGHS, no model: independent of the MILP and of its unit), and its bound is not below that optimum."""
     best = brute_force(inst)
     alloc = welfare_milp(inst)
     ev = evaluate(inst, alloc, "welfare")
