@@ -60,6 +60,7 @@ from cbalab.models.milp.welfare import (
     share_fits,
     standalone_fits,
     start_point,
+    welfare_statement,
     with_slice,
 )
 from cbalab.models.result import BandwidthRepair, MilpFacts
@@ -714,6 +715,7 @@ def solve_sliced(
     *,
     start: np.ndarray | None = None,
     score: Callable[[np.ndarray], float | None] | None = None,
+    proof: list[dict] | None = None,
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """Maximise a compiled P2 slice by slice of its GPU count n = Σ_o g_o y_o (proofs/welfare_milp_forms.md, F4).
 
@@ -740,8 +742,11 @@ def solve_sliced(
     "within the gap", which the certification step refuses as a proof (:func:`cbalab.models.certify.verdict`).
     ``feasible`` when an infeasible slice LP could not be checked; on the time limit ``time_limit``; both with a
     bound that covers every slice not closed (the frontier of each side: the last exact bound of its rest).
+    ``proof`` (a list) receives, per GPU-count range the scan settled, what settled it: the row duals or the
+    Farkas ray of its LP, and HiGHS's bound where HiGHS solved it (:func:`welfare_proof` exports them).
     """
     options = budgeted(options)
+    steps: list[dict] = [] if proof is None else proof
     full = arrays
     scale = full.objective_scale
 
@@ -802,6 +807,7 @@ def solve_sliced(
                 ray = lp_facts.get("dual_ray")
                 if _empty(full, ray, *rest):
                     record["closed_by"] = "farkas"
+                    steps.append({"lo": rest[0], "hi": rest[1], "ray": ray})
                     frontier[side] = -math.inf
                     break
                 if not _empty(full, ray, lo, hi):
@@ -809,6 +815,7 @@ def solve_sliced(
                     unchecked = True
                     break
                 record["closed_by"] = "farkas-slice"
+                steps.append({"lo": lo, "hi": hi, "ray": ray})
                 if lo != hi:
                     break
                 n += step
@@ -823,10 +830,12 @@ def solve_sliced(
                 record["rest_bound"] = beyond
             if beyond is not None and beyond <= best:
                 record["closed_by"] = "lp"
+                steps.append({"lo": rest[0], "hi": rest[1], "duals": row_dual})
                 break
             level = bound_out.bound  # the safe bound of the slice's duals (docs/model.md §8)
             if level is not None and level <= best:
                 record["closed_by"] = "lp-slice"
+                steps.append({"lo": lo, "hi": hi, "duals": row_dual})
             else:
                 milp = with_slice(full, lo, hi)
                 dual = lp_facts.get("dual_value")
@@ -839,6 +848,7 @@ def solve_sliced(
                         return _sliced_stop(probe, best, best_x, frontier, proven, facts)
                 if level is not None and level <= best:
                     record["closed_by"] = "probe"
+                    steps.append({"lo": lo, "hi": hi, "duals": row_dual})
                 else:
                     if dual is not None and best > -math.inf:
                         milp, record["fixed"] = fixed_by_reduced_cost(milp, dual, best)
@@ -853,8 +863,11 @@ def solve_sliced(
                         if slice_bound is not None:
                             proven = max(proven, slice_bound)
                             record["bound"] = slice_bound
+                            steps.append({"lo": lo, "hi": hi, "duals": row_dual, "highs": slice_bound})
                     elif out.status == "error":
                         return out, None, facts
+                    elif out.status == "infeasible":
+                        steps.append({"lo": lo, "hi": hi, "duals": row_dual, "highs": None})
                     elif out.status != "infeasible":
                         open_bound = _proven(out, scale)
                         stop_at = max(proven, math.inf if open_bound is None else open_bound)
@@ -1029,6 +1042,78 @@ def solve_welfare(
     return certify(
         inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
     )
+
+
+def welfare_proof(inst: Instance, options: SolveOptions = SolveOptions()) -> dict[str, Any]:
+    """P2 solved by GPU-count slices (:func:`solve_sliced`) with what proves its bound, as JSON: a user re-derives
+    the bound from the instance file and this document alone with scripts/check_welfare_proof.py (docs/model.md
+    §8, "Re-checking an optimal welfare"), without cbalab or a solver.
+
+    The document holds the answer (status, welfare, bound), the options dropped by Lemma F2, the allocation
+    (each job's option index or None, each dataset's cache in GB, each job's bandwidth), the range of GPU counts
+    [0, n_max], and for each range the scan settled: its row multipliers (the slice LP's duals, rows named as
+    the groups of models/milp/welfare.py, for the rows unscaled, in the min form of −U·y), or its Farkas ray,
+    and HiGHS's bound where HiGHS solved the range (taken on trust: the one number the checker cannot
+    re-derive).  Multipliers are any numbers (weak duality holds for all),
+    so their rounding weakens the bound at worst, never its validity.
+    """
+    inst.require_options()
+    inst.require_continuous("the welfare problem is modelled")
+    arrays = build_welfare_arrays(inst)
+    steps: list[dict] = []
+    scored = _referee_score(inst, lambda x: _p2_allocation(inst, arrays, x))
+    out, x, _ = solve_sliced(arrays, inst.option_gpus, budgeted(options), score=scored, proof=steps)
+    plain = welfare_statement(inst).compile(scaled=False)
+    div = _row_divisors(arrays, plain)
+    top = float(plain.row_hi[plain.rows["gpu_capacity"]][0])
+    doc: dict[str, Any] = {
+        "schema": "cbalab/welfare-proof@1",
+        "status": str(out.status),
+        "bound": out.bound,
+        "n_max": min(int(inst.option_gpus.sum()), int(top) if math.isfinite(top) else int(inst.option_gpus.sum())),
+        "dropped": [int(o) for o in np.flatnonzero(arrays.col_hi[arrays.blocks["y"]] == 0.0)],
+        "allocation": None,
+        "ranges": [],
+    }
+    if x is not None:
+        alloc = _p2_allocation(inst, arrays, x)
+        assert alloc.gpus is not None and alloc.cache_gb is not None and alloc.bandwidth_gbps is not None
+        ev = evaluate(inst, alloc, "welfare")
+        ptr, chosen = inst.option_ptr, np.flatnonzero(arrays.part("y", x) >= 0.5)
+        option: list[int | None] = [None] * inst.n_jobs
+        for o in chosen.tolist():
+            j = int(inst.option_job()[o])
+            option[j] = o - int(ptr[j])
+        doc["welfare"] = float(ev.welfare or 0.0) if ev.feasible else None
+        doc["allocation"] = {
+            "option": option,
+            "cache_gb": alloc.cache_gb.tolist(),
+            "bandwidth_gbps": alloc.bandwidth_gbps.tolist(),
+        }
+    flip = -1.0 if arrays.maximize else 1.0
+    for step in steps:
+        entry: dict[str, Any] = {"lo": float(step["lo"]), "hi": float(step["hi"])}
+        if step.get("duals") is not None:
+            y = flip * np.asarray(step["duals"]) * arrays.objective_scale / div
+            entry["duals"] = {name: y[span].tolist() for name, span in arrays.rows.items()}
+        if step.get("ray") is not None:
+            ray = np.asarray(step["ray"]) / div
+            entry["ray"] = {name: ray[span].tolist() for name, span in arrays.rows.items()}
+        if "highs" in step:
+            entry["highs"] = step["highs"]
+        doc["ranges"].append(entry)
+    return doc
+
+
+def _row_divisors(scaled: Arrays, plain: Arrays) -> np.ndarray:
+    """Per row, the number the scaled statement divided it by (models/milp/statement.py): from any entry, as
+    plain value × column unit / scaled value (1 for an empty row)."""
+    out = np.ones(scaled.n_rows)
+    first = scaled.start[:-1]
+    has = np.diff(scaled.start) > 0
+    k = first[has]
+    out[has] = plain.value[k] * scaled.unit[scaled.index[k]] / scaled.value[k]
+    return out
 
 
 def _p2_allocation(inst: Instance, arrays: Arrays, x: np.ndarray, *, relax: bool = False) -> Allocation:
