@@ -7,7 +7,8 @@ welfare").  Only the standard library is used, and every number is the exact rat
 The check (proofs/welfare_milp_forms.md, Theorems F1, F4 and F5, Lemma F2):
 
 1. every dropped option cannot run alone (Lemma F2 (i), at the limits the referee accepts);
-2. the allocation meets G, C, B and the budget as the referee accepts them, and its welfare W is
+2. the allocation meets G, C, B and the budget as the referee accepts them (to the resolution of its float
+   sums, 4 units in the last place of the limit), and its welfare W is
    Σ U_o min(1, b_j / (r_o (1 − h))) over the chosen options, exactly;
 3. for each range [lo, hi] of GPU counts, its multipliers bound U·y over the LP of P2 (b eliminated, Theorem F1
    (c)) with lo ≤ Σ g y ≤ hi by their Neumaier–Shcherbina value, or its Farkas ray proves that LP empty; a range
@@ -27,16 +28,22 @@ import sys
 from fractions import Fraction
 from typing import Any
 
-RTOL = Fraction(1e-9)  # the referee's slack (8.1), as the float cbalab uses
+RTOL = 1e-9  # the referee's slack (8.1)
 INF = math.inf
 
 
 def accepted(limit: Any) -> Fraction | None:
-    """A limit as the referee accepts it, L + 1e-9 max(1, |L|) (None: unlimited)."""
+    """A limit as the referee accepts it, the float L + 1e-9 max(1, |L|) that it compares with (None: unlimited)."""
     if limit is None:
         return None
-    q = Fraction(limit)
-    return q + RTOL * max(Fraction(1), abs(q))
+    x = float(limit)
+    return Fraction(x + RTOL * (1.0 if abs(x) <= 1.0 else abs(x)))
+
+
+def beyond(total: Fraction, limit: Fraction | None) -> bool:
+    """Whether an exact total exceeds a limit by more than the referee's resolution: it adds its totals in floats,
+    so a total within 4 units in the last place of the limit is one the referee accepts (docs/model.md (8.2))."""
+    return limit is not None and total > limit + 4 * Fraction(math.ulp(float(limit)))
 
 
 class P2:
@@ -168,20 +175,20 @@ def check(data: dict[str, Any], proof: dict[str, Any]) -> tuple[bool, str]:
             _, gp, r, u = p.opts[ptr[j] + choice]
             hit = min(cache[p.job_k[j]], p.d[p.job_k[j]]) / p.d[p.job_k[j]]
             need = r * (1 - hit)
-            fed = bw[j] >= need - RTOL * max(Fraction(1), need)  # the referee's stall slack (docs/model.md (8.1))
+            fed = bw[j] >= need - Fraction(RTOL) * max(Fraction(1), need)  # the referee's stall slack (8.1)
             welfare += u if fed else u * bw[j] / need
             gpus += gp
         money = p.pg * gpus + p.pc * sum(cache) + p.pb * sum(bw)
-        if (p.G is not None and gpus > p.G) or sum(cache) > p.C or (p.B is not None and sum(bw) > p.B):
+        if (p.G is not None and gpus > p.G) or beyond(sum(cache), p.C) or beyond(sum(bw), p.B):
             return False, "the allocation breaks G, C or B"
-        if p.W is not None and money > p.W:
+        if beyond(money, p.W):
             return False, "the allocation breaks the budget"
     cost = {p.y[o]: -u for o, (_, _, _, u) in enumerate(p.opts) if u}
     bound, trusted, covered = welfare, [], []
     for rng in proof["ranges"]:
         lo, hi = Fraction(rng["lo"]), Fraction(rng["hi"])
         groups = p.rows(lo, hi)
-        ray = None if "ray" not in rng else p.value({}, upper, groups, rng["ray"])
+        ray = None if "ray" not in rng else p.value({}, upper, groups, p.repaired(rng["ray"]))
         if ray is not None and ray > 0:
             covered.append((lo, hi))
             continue

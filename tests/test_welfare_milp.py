@@ -10,9 +10,13 @@ it fits G, C, B and the budget.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -28,6 +32,7 @@ from cbalab.api import generate
 from cbalab.api import solve as api_solve
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models import solve as solve_module
+from cbalab.models.alone import runs_alone
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.exact_bounds import DualValue
 from cbalab.models.instance import Instance, InstanceError, build
@@ -754,3 +759,38 @@ def test_lemma_f2_decoys_that_cannot_run_change_no_optimum(inst: Instance) -> No
     assert alloc.status == "optimal" and ev.feasible, (alloc.reason, ev.violations)
     assert ev.welfare == pytest.approx(best, rel=1e-9, abs=1e-12)
     assert alloc.bound is not None and alloc.bound >= best * (1 - 1e-12)
+
+
+def _checker() -> Any:
+    """scripts/check_welfare_proof.py, loaded from its file (it is no part of the package: it must run without it)."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "check_welfare_proof.py"
+    spec = importlib.util.spec_from_file_location("check_welfare_proof", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@given(inst=st.one_of(with_decoy(), tiny_welfare(), small_generated()))
+def test_theorem_f4_a_proof_is_rechecked_without_cbalab(inst: Instance) -> None:
+    """Theorem F4 (iii)–(v) and Lemma F2, proofs/welfare_milp_forms.md: the document of ``welfare_proof``, read back
+    from JSON with the instance file, is re-derived by scripts/check_welfare_proof.py (standard library and
+    fractions only) to a bound that is at least the brute force's optimum and at most the bound milp reports; and
+    the checker refuses it once the allocation breaks C, a runnable option is said to be dropped, or the reported
+    bound is put below the allocation's welfare."""
+    check = _checker().check
+    data = json.loads(inst.dumps())
+    doc = json.loads(json.dumps(solve_module.welfare_proof(inst)))
+    ok, text = check(data, doc)
+    assert doc["status"] == "optimal" and ok, text
+    derived = float(text.split("re-derived bound = ")[1].split("\n")[0])
+    assert derived >= brute_force(inst) * (1 - 1e-12) - 1e-300
+    wide = json.loads(json.dumps(doc))
+    wide["allocation"]["cache_gb"] = [x + 2 * inst.cache_gb + 1.0 for x in wide["allocation"]["cache_gb"]]
+    assert not check(data, wide)[0]
+    runnable = [o for o in np.flatnonzero(runs_alone(inst)).tolist() if o not in doc["dropped"]]
+    if runnable:
+        assert not check(data, {**doc, "dropped": [*doc["dropped"], runnable[0]]})[0]
+    if doc["welfare"] > 0:
+        assert not check(data, {**doc, "bound": doc["welfare"] / 2})[0]
