@@ -981,7 +981,8 @@ def solve_welfare(
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
     bandwidth the least feeding b_j = r_j(g_j)(1 − h_k(j)), which never costs
-    more than the model's b.  ``bound`` is HiGHS's proven upper bound.
+    more than the model's b.  ``bound`` is HiGHS's proven upper bound raised by its pruning tolerance
+    (:func:`_proven`, proofs/welfare_milp_forms.md, Theorem F4 (v)); on the slices, each closed slice's exact one.
 
     LP relaxation: a fractional y is no allocation, so the method reports the
     relaxation's optimum as ``bound`` (an upper bound on the welfare optimum)
@@ -1018,6 +1019,8 @@ def solve_welfare(
             out, x, run_facts = solve_sliced(arrays, inst.option_gpus, options, start=start, score=scored)
         else:
             out, x, run_facts = solve_arrays(arrays, options, start=start)
+            if not relax and out.status == Status.OPTIMAL:  # HiGHS's pruning tolerance, as for a slice (F4 (v))
+                out = replace(out, bound=_proven(out, arrays.objective_scale))
         facts.update(run_facts, build_seconds=t1 - t0)
     else:
         raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")
