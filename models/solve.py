@@ -701,11 +701,16 @@ def _slice_lp(
     return out, x, facts
 
 
-def _proven(out: Outcome, scale: float) -> float | None:
-    """The bound of a slice HiGHS solved: its dual bound raised by :data:`HIGHS_PRUNING` of the objective's scale
-    (Theorem F4 (v)); None without one."""
+def _proven(out: Outcome, arrays: Arrays) -> float | None:
+    """The bound of a MILP HiGHS solved: its dual bound raised by :data:`HIGHS_PRUNING` of the objective's scale
+    (Theorem F4 (v)), unless no whole column is free or no free column earns anything (then HiGHS had nothing
+    to branch on, or every point has the welfare 0); None without one."""
     level = out.bound if out.bound is not None and math.isfinite(out.bound) else out.objective
-    return None if level is None else level + HIGHS_PRUNING * scale
+    if level is None:
+        return None
+    free = arrays.col_lo < arrays.col_hi
+    pruned = (arrays.integral & free).any() and (free & (arrays.cost != 0)).any()
+    return level + HIGHS_PRUNING * arrays.objective_scale if pruned else level
 
 
 def solve_sliced(
@@ -748,7 +753,6 @@ def solve_sliced(
     options = budgeted(options)
     steps: list[dict] = [] if proof is None else proof
     full = arrays
-    scale = full.objective_scale
 
     def value(x: np.ndarray) -> float | None:
         return full.objective(x) if score is None else score(x)
@@ -857,7 +861,7 @@ def solve_sliced(
                     record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
                     offer(x, out.objective)
                     if out.status == "optimal":
-                        slice_bound = _proven(out, scale)
+                        slice_bound = _proven(out, milp)
                         if slice_bound is not None and level is not None:
                             slice_bound = min(slice_bound, level)  # the slice's LP bounds it too, exactly
                         if slice_bound is not None:
@@ -869,7 +873,7 @@ def solve_sliced(
                     elif out.status == "infeasible":
                         steps.append({"lo": lo, "hi": hi, "duals": row_dual, "highs": None})
                     elif out.status != "infeasible":
-                        open_bound = _proven(out, scale)
+                        open_bound = _proven(out, milp)
                         stop_at = max(proven, math.inf if open_bound is None else open_bound)
                         return _sliced_stop(out, best, best_x, frontier, stop_at, facts)
             if lo != hi:
@@ -1020,7 +1024,7 @@ def solve_welfare(
         else:
             out, x, run_facts = solve_arrays(arrays, options, start=start)
             if not relax and out.status == Status.OPTIMAL:  # HiGHS's pruning tolerance, as for a slice (F4 (v))
-                out = replace(out, bound=_proven(out, arrays.objective_scale))
+                out = replace(out, bound=_proven(out, arrays))
         facts.update(run_facts, build_seconds=t1 - t0)
     else:
         raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")

@@ -126,7 +126,7 @@ def test_regression_issue19_3_the_milp_accepts_the_budget_slack_the_referee_acce
     Two jobs: A (2 GPUs, worth 3.259e9) costs the budget times 1 + ``excess``, B (1 GPU, 2.933e9) half of it.
     The referee accepts A (its slack is 1e-9 of the budget, docs/model.md (8.1)); AutoCBA takes A (its best
     single job, within half the slack).  The MILP's budget row holds the same slack (all of it, so that its
-    bound bounds every allocation the referee accepts, proofs/welfare_milp_forms.md, Theorem F1), so its
+    bound bounds every allocation the referee accepts, docs/model.md (8.1)), so its
     optimum is A as well, never B (the issue: 3.259e9 against the MILP's 2.933e9, both called optimal).
     """
     inst = build(
