@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cbalab.models.alone import runs_alone
 from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.result import Certificate
@@ -57,7 +58,10 @@ FLOAT_ULPS = 4.0
 def objective_unit(inst: Instance, problem: str) -> float:
     """The instance's own unit of the objective, at most about the optimum's size (docs/model.md (8.2)).
 
-    Welfare (§5): the largest utility U_o among the options whose GPUs alone fit G and the budget.  Cost
+    Welfare (§5): the largest utility U_o among the options that run alone within every limit as written
+    (``runs_alone``, proofs/welfare_milp_forms.md, Lemma F2 (ii)); each such option alone is an allocation the
+    referee accepts, so the unit is at most the optimum, and an option that cannot run (a utility of 1e11 on a
+    job no budget feeds) cannot inflate the tolerance or HiGHS's scale.  Cost
     (§4): the least IO cost with C and B left out, Σ_k min(p_b R_k, p_c d_k), a lower bound on the optimum's
     IO cost (Theorem 1's dual at λ = μ = 0); when that is 0, the cost of all-remote IO p_b Σ_k R_k, then of
     caching everything p_c Σ_k d_k, then the GPU bill, then 1.  HiGHS sees the objective divided by (a power
@@ -66,13 +70,7 @@ def objective_unit(inst: Instance, problem: str) -> float:
     job reading 1e15 GB/s from a dataset cached whole costs 33 $/h, not 9e14.)
     """
     if problem == "welfare":
-        g = inst.option_gpus.astype(float)
-        runs = np.ones(g.size, dtype=bool)
-        if inst.gpus is not None:
-            runs &= g <= inst.gpus
-        if math.isfinite(inst.budget_per_hour):
-            runs &= inst.price_gpu * g <= tolerated(inst.budget_per_hour)
-        u = np.abs(inst.option_utility[runs])
+        u = inst.option_utility[runs_alone(inst)]
         return float(u.max()) if u.size and u.max() > 0 else 1.0
     demand = inst.dataset_demand(np.where(inst.has_fixed, inst.job_io_gbps, 0.0))
     remote = inst.price_bandwidth * demand

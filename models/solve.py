@@ -50,7 +50,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 
 from cbalab.models.certify import certify
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
-from cbalab.models.exact_bounds import DualValue, lp_dual_value, safe_float
+from cbalab.models.exact_bounds import DualValue, lp_dual_value, round_up, safe_float
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement, tier_cover
 from cbalab.models.milp.statement import Arrays, solution
@@ -60,6 +60,7 @@ from cbalab.models.milp.welfare import (
     share_fits,
     standalone_fits,
     start_point,
+    welfare_statement,
     with_slice,
 )
 from cbalab.models.result import BandwidthRepair, MilpFacts
@@ -564,6 +565,10 @@ def solve_arrays(
     ms = highspy.HighsModelStatus
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         message = f"HiGHS proved the model infeasible ({status.name})"
+        if not arrays.integral.any():  # the LP's Farkas ray, for a caller that checks the claim (_empty)
+            _, has_ray, ray = h.getDualRay()  # type: ignore[attr-defined]  # highspy 1.15 has it, its stubs do not
+            if has_ray:
+                facts["dual_ray"] = np.asarray(ray, dtype=float)
         return Outcome(Status.INFEASIBLE, None, None, message, False), None, facts
     if status == ms.kOptimal and not has_solution:  # seen on P1 LPs with sizes and rates eight decades apart
         kind, message = Status.ERROR, "HiGHS reported optimal without a feasible solution: nothing is proven"
@@ -573,6 +578,7 @@ def solve_arrays(
         if not arrays.integral.any() and bound is not None:
             bound, facts["dual_value"] = _safe_lp_bound(arrays, h.getSolution(), bound)
             facts["safe_bound"] = bound
+            facts["row_dual"] = np.asarray(h.getSolution().row_dual, dtype=float)
             facts["basis"] = h.getBasis()
     elif status == ms.kTimeLimit:
         kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
@@ -622,51 +628,166 @@ NEIGHBOURHOOD = 4000
 SINGLE_SLICES = 6
 
 
+#: HiGHS's default ``mip_feasibility_tolerance``: it prunes a node whose bound is within this (absolute, in its
+#: objective) of the incumbent, so a slice it proves optimal may hold a point up to this much better, in the
+#: scaled objective; the slice's bound is raised by it (proofs/welfare_milp_forms.md, Theorem F4 (v)).
+HIGHS_PRUNING = 1e-6
+
+
+def _dual_bound(arrays: Arrays, row_dual: np.ndarray, lo: float, hi: float) -> float | None:
+    """An upper bound, in the instance's units and rounded up, on U·x over every x of the LP relaxation of
+    ``arrays`` with lo ≤ n(x) ≤ hi, from the row duals of any LP with the same rows (Theorem F4 (iii)): their
+    Neumaier–Shcherbina value on that range, exactly (docs/model.md §8).  None when it bounds nothing.
+
+    Weak duality holds for every vector of multipliers, so the duals of the slice n = t bound the whole rest of a
+    side of the scan when they say so: no claim about where the LP's maximum over n lies is needed."""
+    ranged = with_slice(arrays, lo, hi, relax=True)
+    flip = -1.0 if ranged.maximize else 1.0
+    dual = lp_dual_value(
+        flip * ranged.cost,
+        ranged.start,
+        ranged.index,
+        ranged.value,
+        ranged.row_lo,
+        ranged.row_hi,
+        ranged.col_lo,
+        ranged.col_hi,
+        flip * row_dual,
+    )
+    if dual is None:
+        return None
+    value = -dual.bound if ranged.maximize else dual.bound
+    return round_up(Fraction(ranged.objective_scale) * (value + Fraction(ranged.offset)))
+
+
+def _empty(arrays: Arrays, ray: np.ndarray | None, lo: float, hi: float) -> bool:
+    """Whether the Farkas ray ``ray`` proves, exactly, that no x of the LP relaxation of ``arrays`` has
+    lo ≤ n(x) ≤ hi: the Neumaier–Shcherbina value of ±ray for the objective 0 is above 0 (every point would have
+    0 ≥ that value), Theorem F4 (iii).  False without a ray or when neither sign proves it."""
+    if ray is None:
+        return False
+    ranged = with_slice(arrays, lo, hi, relax=True)
+    zero = np.zeros(ranged.n_cols)
+    for sign in (1.0, -1.0):
+        dual = lp_dual_value(
+            zero,
+            ranged.start,
+            ranged.index,
+            ranged.value,
+            ranged.row_lo,
+            ranged.row_hi,
+            ranged.col_lo,
+            ranged.col_hi,
+            sign * ray,
+        )
+        if dual is not None and dual.bound > 0:
+            return True
+    return False
+
+
+def _slice_lp(
+    arrays: Arrays, options: SolveOptions, basis: highspy.HighsBasis | None
+) -> tuple[Outcome, np.ndarray | None, dict]:
+    """A slice's LP relaxation from ``basis``, solved again from scratch when that run ends neither optimal nor
+    infeasible (HiGHS's simplex can stop ``kUnknown`` from a warm basis that a cold start solves), and without
+    presolve when it is infeasible without a Farkas ray (a presolve that finds infeasibility leaves none)."""
+    out, x, facts = solve_arrays(arrays, options, basis=basis)
+    if basis is not None and out.status not in ("optimal", "infeasible", "time_limit"):
+        out, x, facts = solve_arrays(arrays, options)
+        facts["cold"] = True
+    if out.status == "infeasible" and "dual_ray" not in facts and isinstance(options, Budget):
+        out, x, facts = solve_arrays(arrays, replace(options, presolve=False))  # a presolve proof leaves no ray
+        facts["cold"] = True
+    return out, x, facts
+
+
+def _proven(out: Outcome, arrays: Arrays) -> float | None:
+    """The bound of a MILP HiGHS solved: its dual bound raised by :data:`HIGHS_PRUNING` of the objective's scale
+    (Theorem F4 (v)), unless no whole column is free or no free column earns anything (then HiGHS had nothing
+    to branch on, or every point has the welfare 0); None without one."""
+    level = out.bound if out.bound is not None and math.isfinite(out.bound) else out.objective
+    if level is None:
+        return None
+    free = arrays.col_lo < arrays.col_hi
+    pruned = (arrays.integral & free).any() and (free & (arrays.cost != 0)).any()
+    return level + HIGHS_PRUNING * arrays.objective_scale if pruned else level
+
+
 def solve_sliced(
     arrays: Arrays,
     gpus: np.ndarray,
     options: SolveOptions = SolveOptions(),
     *,
     start: np.ndarray | None = None,
+    score: Callable[[np.ndarray], float | None] | None = None,
+    proof: list[dict] | None = None,
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """Maximise a compiled P2 slice by slice of its GPU count n = Σ_o g_o y_o (proofs/welfare_milp_forms.md, F4).
 
     Why: when GPUs take most of the budget, P2 is a knapsack in whole GPUs, and HiGHS's branch and bound
     can spend minutes on a gap of a fraction of one GPU's price.  With n fixed the same MILP is proven at
-    the root (1,000 jobs: 0.4 s against no proof in 120 s).  The LP relaxation over all n gives n̂; the
-    slices n = ⌊n̂⌋, ⌊n̂⌋ − 1, … and ⌊n̂⌋ + 1, … are visited outwards.  In each, the slice's LP optimum L(n)
-    is solved first; since L is concave in n, once L(n) is at most the incumbent's welfare (or the LP is
-    infeasible) every slice further out is closed too and that side stops.  Otherwise a small restriction of
-    the slice around its LP point (:func:`neighbourhood`, Lemma F6) may raise the incumbent first, and then
-    the slice's MILP is solved at the same MIP gap, its columns fixed by reduced cost (Theorem F5).  After
-    :data:`SINGLE_SLICES` slices on one side, the rest of it is solved as one range.  ``start`` (a solution
-    vector, e.g. AutoCBA's allocation by ``start_point``) becomes the first incumbent only if it meets every
-    row and bound of the model (``Arrays.fits``): a point the model forbids, such as a stalled allocation,
-    must not close a slice.  It is handed to HiGHS as well.
+    the root (1,000 jobs: 0.4 s against no proof in 120 s).  The LP relaxation over all n gives n̂, where the
+    scan starts: the slices n = ⌊n̂⌋, ⌊n̂⌋ − 1, … and ⌊n̂⌋ + 1, … are visited outwards.  In each, the slice's LP
+    is solved first (from the last basis of its side, again from scratch if that run fails); its duals bound,
+    exactly, the slice and every slice beyond it on that side (:func:`_dual_bound`), and once that bound is at
+    most the incumbent W the side is closed; an infeasible slice LP closes the side only when its Farkas ray
+    proves the whole rest empty, exactly (:func:`_empty`).  Otherwise a small restriction of the slice around its
+    LP point (:func:`neighbourhood`, Lemma F6) may raise the incumbent first, and then the slice's MILP is solved
+    at the same MIP gap, its columns fixed by reduced cost (Theorem F5).  After :data:`SINGLE_SLICES` slices on one
+    side, the rest of it is solved as one range.  No step relies on n̂ being HiGHS's exact maximiser.
 
-    Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed, with the bound max(incumbent,
-    HiGHS's dual bound of every slice solved); as with HiGHS itself, at a MIP gap above 0 that means only
-    "within the gap", which the certification step of the callers refuses as a proof
-    (:func:`cbalab.models.certify.verdict`).  On the time limit ``time_limit`` with the bound max(incumbent,
-    the open slice's bound, L at each side's frontier).
+    Incumbents: the point 0 (no job runs) when it meets the rows, ``start`` (e.g. AutoCBA's allocation by
+    ``start_point``) only if it meets every row and bound (``Arrays.fits``; a point the model forbids, such as a
+    stalled allocation, must not close a slice), and every HiGHS solution, each valued by ``score`` (the
+    referee's welfare of the allocation read from it, None when the referee refuses it) before it becomes W;
+    without ``score``, by the model's objective.
+
+    Statuses as :func:`solve_arrays`: ``optimal`` when every slice is closed, with the bound max(W, every solved
+    slice's bound raised by HiGHS's pruning tolerance, :func:`_proven`); at a MIP gap above 0 that means only
+    "within the gap", which the certification step refuses as a proof (:func:`cbalab.models.certify.verdict`).
+    ``feasible`` when an infeasible slice LP could not be checked; on the time limit ``time_limit``; both with a
+    bound that covers every slice not closed (the frontier of each side: the last exact bound of its rest).
+    ``proof`` (a list) receives, per GPU-count range the scan settled, what settled it: the row duals or the
+    Farkas ray of its LP, and HiGHS's bound where HiGHS solved it (:func:`welfare_proof` exports them).
     """
     options = budgeted(options)
+    steps: list[dict] = [] if proof is None else proof
     full = arrays
-    fits = start is not None and full.fits(start)
-    facts: dict = {"form": "sliced", "start_given": start is not None, "start_fits": fits, "slices": []}
+
+    def value(x: np.ndarray) -> float | None:
+        return full.objective(x) if score is None else score(x)
+
+    facts: dict = {"form": "sliced", "start_given": start is not None, "slices": []}
+    best_x: np.ndarray | None = None
+    best = -math.inf
+    zero = np.zeros(full.n_cols)
+    for x0 in (zero, start):
+        if x0 is not None and full.fits(x0):
+            v = value(x0)
+            if v is not None and v > best:
+                best, best_x = v, x0
+    facts["start_fits"] = start is not None and full.fits(start)
+
+    def offer(x: np.ndarray | None, objective: float | None) -> None:
+        nonlocal best, best_x
+        if x is None or objective is None or objective <= best:
+            return
+        v = value(x)
+        if v is not None and v > best:
+            best, best_x = v, x
+
     t0 = time.perf_counter()
     lp, x_lp, lp_run = solve_arrays(with_slice(full, 0.0, np.inf, relax=True), options)
     facts["lp_seconds"] = time.perf_counter() - t0
     if lp.status != "optimal" or x_lp is None or lp.objective is None:
         return lp, None, facts
     n_hat = float(gpus @ arrays.part("y", x_lp))
-    n_max = float(gpus.sum())
+    n_max = min(float(gpus.sum()), float(full.row_hi[full.rows["gpu_capacity"]][0]))  # no slice beyond G
     facts["n_hat"] = n_hat
-    best_x = start if fits else None
-    best = full.objective(start) if fits and start is not None else -math.inf
     proven = best  # the largest bound of a slice solved so far
-    frontier = {"down": lp.objective, "up": lp.objective}
-    open_bound = -math.inf
+    top = math.inf if lp.bound is None else lp.bound  # the safe bound of the LP over all n bounds every slice
+    frontier = {"down": top, "up": top}
+    unchecked = False  # a slice LP called infeasible whose ray proved nothing
     nodes = 0
     for side, first, step in (("down", math.floor(n_hat), -1), ("up", math.floor(n_hat) + 1, 1)):
         n = first
@@ -674,8 +795,9 @@ def solve_sliced(
         basis = lp_run.get("basis")  # each side's slice LPs start from the last one's basis (same rows and columns)
         while 0 <= n <= n_max:
             lo, hi = (n, n) if single < SINGLE_SLICES else ((0.0, n) if step < 0 else (n, n_max))
+            rest = (0.0, hi) if step < 0 else (lo, n_max)  # this slice and every one beyond it on this side
             began = time.perf_counter()
-            bound_out, x_slice, lp_facts = solve_arrays(with_slice(full, lo, hi, relax=True), options, basis=basis)
+            bound_out, x_slice, lp_facts = _slice_lp(with_slice(full, lo, hi, relax=True), options, basis)
             basis = lp_facts.get("basis", basis)
             record = {
                 "lo": lo,
@@ -685,55 +807,89 @@ def solve_sliced(
                 "lp_seconds": time.perf_counter() - began,
             }
             facts["slices"].append(record)
-            solved = bound_out.status == "optimal"
-            level = bound_out.bound if solved else None  # the safe bound of the slice's duals (docs/model.md §8)
-            if bound_out.status == "infeasible" or (level is not None and level <= best):
+            if bound_out.status == "infeasible":
+                ray = lp_facts.get("dual_ray")
+                if _empty(full, ray, *rest):
+                    record["closed_by"] = "farkas"
+                    steps.append({"lo": rest[0], "hi": rest[1], "ray": ray})
+                    frontier[side] = -math.inf
+                    break
+                if not _empty(full, ray, lo, hi):
+                    record["closed_by"] = None
+                    unchecked = True
+                    break
+                record["closed_by"] = "farkas-slice"
+                steps.append({"lo": lo, "hi": hi, "ray": ray})
+                if lo != hi:
+                    break
+                n += step
+                single += 1
+                continue
+            if bound_out.status != "optimal":
+                return _sliced_stop(bound_out, best, best_x, frontier, proven, facts)
+            row_dual = lp_facts.get("row_dual")
+            beyond = None if row_dual is None else _dual_bound(full, row_dual, *rest)
+            if beyond is not None:
+                frontier[side] = min(frontier[side], beyond)
+                record["rest_bound"] = beyond
+            if beyond is not None and beyond <= best:
                 record["closed_by"] = "lp"
-                frontier[side] = max(-math.inf if level is None else level, best)
+                steps.append({"lo": rest[0], "hi": rest[1], "duals": row_dual})
                 break
-            if not solved:
-                return _sliced_stop(bound_out, best, best_x, frontier, max(open_bound, proven), facts)
-            frontier[side] = math.inf if level is None else level  # duals that prove nothing bound nothing
-            milp = with_slice(full, lo, hi)
-            dual = lp_facts.get("dual_value")
-            hood = None if dual is None or x_slice is None else neighbourhood(milp, x_slice, dual, NEIGHBOURHOOD)
-            if hood is not None:
-                probe, x_probe, probe_run = solve_arrays(hood, options)
-                record.update(probe=str(probe.status), probe_seconds=probe_run.get("solve_seconds"))
-                if x_probe is not None and probe.objective is not None and probe.objective > best:
-                    best, best_x = probe.objective, x_probe
-                if probe.status == "time_limit":
-                    return _sliced_stop(probe, best, best_x, frontier, max(open_bound, proven), facts)
+            level = bound_out.bound  # the safe bound of the slice's duals (docs/model.md §8)
+            if level is not None and level <= best:
+                record["closed_by"] = "lp-slice"
+                steps.append({"lo": lo, "hi": hi, "duals": row_dual})
+            else:
+                milp = with_slice(full, lo, hi)
+                dual = lp_facts.get("dual_value")
+                hood = None if dual is None or x_slice is None else neighbourhood(milp, x_slice, dual, NEIGHBOURHOOD)
+                if hood is not None:
+                    probe, x_probe, probe_run = solve_arrays(hood, options)
+                    record.update(probe=str(probe.status), probe_seconds=probe_run.get("solve_seconds"))
+                    offer(x_probe, probe.objective)
+                    if probe.status == "time_limit":
+                        return _sliced_stop(probe, best, best_x, frontier, proven, facts)
                 if level is not None and level <= best:
                     record["closed_by"] = "probe"
-                    frontier[side] = max(level, best)
-                    break
-            if dual is not None and best > -math.inf:
-                milp, record["fixed"] = fixed_by_reduced_cost(milp, dual, best)
-            out, x, run = solve_arrays(milp, options, start=best_x)
-            nodes += int(run.get("nodes", 0))
-            record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
-            if out.status == "optimal":
-                slice_bound = out.bound if out.bound is not None else out.objective
-                if slice_bound is not None:
-                    proven = max(proven, slice_bound)
-                if x is not None and out.objective is not None and out.objective > best:
-                    best, best_x = out.objective, x
-            elif out.status not in ("infeasible", "error"):
-                open_bound = out.bound if out.bound is not None else frontier[side]
-                if x is not None and out.objective is not None and out.objective > best:
-                    best, best_x = out.objective, x
-                return _sliced_stop(out, best, best_x, frontier, max(open_bound, proven), facts)
-            elif out.status == "error":
-                return out, None, facts
+                    steps.append({"lo": lo, "hi": hi, "duals": row_dual})
+                else:
+                    if dual is not None and best > -math.inf:
+                        milp, record["fixed"] = fixed_by_reduced_cost(milp, dual, best)
+                    out, x, run = solve_arrays(milp, options, start=best_x)
+                    nodes += int(run.get("nodes", 0))
+                    record.update(milp=out.status, seconds=time.perf_counter() - began, nodes=run.get("nodes"))
+                    offer(x, out.objective)
+                    if out.status == "optimal":
+                        slice_bound = _proven(out, milp)
+                        if slice_bound is not None and level is not None:
+                            slice_bound = min(slice_bound, level)  # the slice's LP bounds it too, exactly
+                        if slice_bound is not None:
+                            proven = max(proven, slice_bound)
+                            record["bound"] = slice_bound
+                            steps.append({"lo": lo, "hi": hi, "duals": row_dual, "highs": slice_bound})
+                    elif out.status == "error":
+                        return out, None, facts
+                    elif out.status == "infeasible":
+                        steps.append({"lo": lo, "hi": hi, "duals": row_dual, "highs": None})
+                    elif out.status != "infeasible":
+                        open_bound = _proven(out, milp)
+                        stop_at = max(proven, math.inf if open_bound is None else open_bound)
+                        return _sliced_stop(out, best, best_x, frontier, stop_at, facts)
             if lo != hi:
                 break
             n += step
             single += 1
+        else:
+            frontier[side] = -math.inf  # every slice of this side was visited
     facts["nodes"] = nodes
     if best_x is None:
         infeasible = Outcome(Status.INFEASIBLE, None, None, "HiGHS proved every GPU-count slice infeasible", False)
         return infeasible, None, facts
+    if unchecked:
+        message = "a slice LP HiGHS called infeasible without a ray that proves it: its side is bounded, not closed"
+        bound = max(best, proven, *frontier.values())
+        return Outcome(Status.FEASIBLE, best, bound, message, True), best_x, facts
     message = "HiGHS: optimal in every GPU-count slice"
     if options.mip_gap > 0:
         message += f", each only within the MIP gap {options.mip_gap:g}"
@@ -799,8 +955,8 @@ def _sliced_stop(
     out: Outcome, best: float, best_x: np.ndarray | None, frontier: dict, open_bound: float, facts: dict
 ) -> tuple[Outcome, np.ndarray | None, dict]:
     """The answer of :func:`solve_sliced` when a HiGHS call stopped early: its status, the incumbent, and a bound
-    valid for every slice (the open one's, the solved ones', and L at each side's frontier, which bounds all
-    slices beyond)."""
+    valid for every slice (the open one's and the solved ones', ``open_bound``, and each side's frontier, the
+    last exact bound of the slices not closed on that side, Theorem F4 (iv))."""
     found = best_x is not None
     bound = max(best, open_bound, *frontier.values())
     return Outcome(out.status, best if found else None, bound, out.message, found), best_x, facts
@@ -829,7 +985,8 @@ def solve_welfare(
     MILP: the chosen option of each job is the row with y_o = 1 (HiGHS leaves
     binaries within 1e-6 of whole), the cache is c_k = d_k h_k and the
     bandwidth the least feeding b_j = r_j(g_j)(1 − h_k(j)), which never costs
-    more than the model's b.  ``bound`` is HiGHS's proven upper bound.
+    more than the model's b.  ``bound`` is HiGHS's proven upper bound raised by its pruning tolerance
+    (:func:`_proven`, proofs/welfare_milp_forms.md, Theorem F4 (v)); on the slices, each closed slice's exact one.
 
     LP relaxation: a fractional y is no allocation, so the method reports the
     relaxation's optimum as ``bound`` (an upper bound on the welfare optimum)
@@ -862,14 +1019,113 @@ def solve_welfare(
         if warm is not None and warm.gpus is not None and warm.cache_gb is not None:
             start = start_point(inst, arrays, warm.gpus, warm.cache_gb)
         if sliced and not relax:
-            out, x, run_facts = solve_sliced(arrays, inst.option_gpus, options, start=start)
+            scored = _referee_score(inst, lambda x: _p2_allocation(inst, arrays, x))
+            out, x, run_facts = solve_sliced(arrays, inst.option_gpus, options, start=start, score=scored)
         else:
             out, x, run_facts = solve_arrays(arrays, options, start=start)
+            if not relax and out.status == Status.OPTIMAL:  # HiGHS's pruning tolerance, as for a slice (F4 (v))
+                out = replace(out, bound=_proven(out, arrays))
         facts.update(run_facts, build_seconds=t1 - t0)
     else:
         raise ValueError(f"form must be 'arrays' or 'pyomo', got {form!r}")
     if x is None:
         return answer(out, milp=MilpFacts.of(facts, form))
+    y = arrays.part("y", x)
+    alloc = answer(out, _p2_allocation(inst, arrays, x, relax=relax), milp=MilpFacts.of(facts, form))
+    if relax:
+        running = int(np.count_nonzero(alloc.gpus)) if alloc.gpus is not None else 0
+        job = inst.option_job()
+        fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
+        n_frac = int(fractional.sum())
+        alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
+        alloc.bound, of = _shares_bound(inst, out, options)
+        alloc.reason = f"LP relaxation: bound is the relaxation optimum{of}; " + (
+            f"it is whole (every job's choice is 0 or one option; {running} of {inst.n_jobs} jobs run)"
+            if n_frac == 0
+            else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
+            f"({running} run)"
+        )
+        return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
+    return certify(
+        inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
+    )
+
+
+def welfare_proof(inst: Instance, options: SolveOptions = SolveOptions()) -> dict[str, Any]:
+    """P2 solved by GPU-count slices (:func:`solve_sliced`) with what proves its bound, as JSON: a user re-derives
+    the bound from the instance file and this document alone with scripts/check_welfare_proof.py (docs/model.md
+    §8, "Re-checking an optimal welfare"), without cbalab or a solver.
+
+    The document holds the answer (status, welfare, bound), the options dropped by Lemma F2, the allocation
+    (each job's option index or None, each dataset's cache in GB, each job's bandwidth), the range of GPU counts
+    [0, n_max], and for each range the scan settled: its row multipliers (the slice LP's duals, rows named as
+    the groups of models/milp/welfare.py, for the rows unscaled, in the min form of −U·y), or its Farkas ray,
+    and HiGHS's bound where HiGHS solved the range (taken on trust: the one number the checker cannot
+    re-derive).  Multipliers are any numbers (weak duality holds for all),
+    so their rounding weakens the bound at worst, never its validity.
+    """
+    inst.require_options()
+    inst.require_continuous("the welfare problem is modelled")
+    arrays = build_welfare_arrays(inst)
+    steps: list[dict] = []
+    scored = _referee_score(inst, lambda x: _p2_allocation(inst, arrays, x))
+    out, x, _ = solve_sliced(arrays, inst.option_gpus, budgeted(options), score=scored, proof=steps)
+    plain = welfare_statement(inst).compile(scaled=False)
+    div = _row_divisors(arrays, plain)
+    top = float(plain.row_hi[plain.rows["gpu_capacity"]][0])
+    doc: dict[str, Any] = {
+        "schema": "cbalab/welfare-proof@1",
+        "status": str(out.status),
+        "bound": out.bound,
+        "n_max": min(int(inst.option_gpus.sum()), int(top) if math.isfinite(top) else int(inst.option_gpus.sum())),
+        "dropped": [int(o) for o in np.flatnonzero(arrays.col_hi[arrays.blocks["y"]] == 0.0)],
+        "allocation": None,
+        "ranges": [],
+    }
+    if x is not None:
+        alloc = _p2_allocation(inst, arrays, x)
+        assert alloc.gpus is not None and alloc.cache_gb is not None and alloc.bandwidth_gbps is not None
+        ev = evaluate(inst, alloc, "welfare")
+        ptr, chosen = inst.option_ptr, np.flatnonzero(arrays.part("y", x) >= 0.5)
+        option: list[int | None] = [None] * inst.n_jobs
+        for o in chosen.tolist():
+            j = int(inst.option_job()[o])
+            option[j] = o - int(ptr[j])
+        doc["welfare"] = float(ev.welfare or 0.0) if ev.feasible else None
+        doc["allocation"] = {
+            "option": option,
+            "cache_gb": alloc.cache_gb.tolist(),
+            "bandwidth_gbps": alloc.bandwidth_gbps.tolist(),
+        }
+    flip = -1.0 if arrays.maximize else 1.0
+    for step in steps:
+        entry: dict[str, Any] = {"lo": float(step["lo"]), "hi": float(step["hi"])}
+        if step.get("duals") is not None:
+            y = flip * np.asarray(step["duals"]) * arrays.objective_scale / div
+            entry["duals"] = {name: y[span].tolist() for name, span in arrays.rows.items()}
+        if step.get("ray") is not None:
+            ray = np.asarray(step["ray"]) / div
+            entry["ray"] = {name: ray[span].tolist() for name, span in arrays.rows.items()}
+        if "highs" in step:
+            entry["highs"] = step["highs"]
+        doc["ranges"].append(entry)
+    return doc
+
+
+def _row_divisors(scaled: Arrays, plain: Arrays) -> np.ndarray:
+    """Per row, the number the scaled statement divided it by (models/milp/statement.py): from any entry, as
+    plain value × column unit / scaled value (1 for an empty row)."""
+    out = np.ones(scaled.n_rows)
+    first = scaled.start[:-1]
+    has = np.diff(scaled.start) > 0
+    k = first[has]
+    out[has] = plain.value[k] * scaled.unit[scaled.index[k]] / scaled.value[k]
+    return out
+
+
+def _p2_allocation(inst: Instance, arrays: Arrays, x: np.ndarray, *, relax: bool = False) -> Allocation:
+    """The allocation of a solution ``x`` of P2's arrays: the option with y_o = 1 per job (HiGHS leaves binaries
+    within 1e-6 of whole; for the LP, only y_o ≥ 1 − 1e-6), cache d h, least feeding, within the limits."""
     y, h = arrays.part("y", x), arrays.part("h", x)
     chosen = np.flatnonzero(y >= (1.0 - 1e-6 if relax else 0.5))
     jobs = inst.option_job()[chosen]
@@ -877,23 +1133,18 @@ def solve_welfare(
     rates = np.zeros(inst.n_jobs)
     gpus[jobs] = inst.option_gpus[chosen]
     rates[jobs] = inst.option_io_gbps[chosen]
-    alloc = answer(out, _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0)), milp=MilpFacts.of(facts, form))
-    if relax:
-        job = inst.option_job()
-        fractional = np.bincount(job, weights=(y > 1e-6) & (y < 1.0 - 1e-6), minlength=inst.n_jobs) > 0
-        n_frac = int(fractional.sum())
-        alloc.status = out.status if n_frac == 0 else (Status.FEASIBLE if out.status == Status.OPTIMAL else out.status)
-        alloc.bound, of = _shares_bound(inst, out, options)
-        alloc.reason = f"LP relaxation: bound is the relaxation optimum{of}; " + (
-            f"it is whole (every job's choice is 0 or one option; {jobs.size} of {inst.n_jobs} jobs run)"
-            if n_frac == 0
-            else f"the allocation drops the {n_frac} of {inst.n_jobs} jobs whose LP choice is fractional "
-            f"({jobs.size} run)"
-        )
-        return certify(inst, "welfare", alloc, source="the LP relaxation's optimum")
-    return certify(
-        inst, "welfare", alloc, mip_gap=options.mip_gap, source="HiGHS's dual bound", model_objective=out.objective
-    )
+    return _fed_within_limits(inst, gpus, rates, np.clip(h, 0.0, 1.0))
+
+
+def _referee_score(inst: Instance, read: Callable[[np.ndarray], Allocation]) -> Callable[[np.ndarray], float | None]:
+    """The incumbent's value for :func:`solve_sliced`: the referee's welfare of the allocation ``read`` from a
+    solution, None when the referee refuses it (Theorem F4 (iii): W is a welfare the referee accepts)."""
+
+    def score(x: np.ndarray) -> float | None:
+        ev = evaluate(inst, read(x), "welfare")
+        return float(ev.welfare or 0.0) if ev.feasible else None
+
+    return score
 
 
 def _shares_bound(inst: Instance, out: Outcome, options: SolveOptions) -> tuple[float | None, str]:
@@ -974,14 +1225,25 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     bound (P2 ≤ P2s ≤ the relaxation) and kept when it scores more (:func:`_at_least_p2`).
     """
     arrays = build_welfare_arrays(inst, stall=True)
-    out, x, facts = solve_sliced(arrays, inst.option_gpus, options)
+    scored = _referee_score(inst, lambda x: _p2s_allocation(inst, arrays, x))
+    out, x, facts = solve_sliced(arrays, inst.option_gpus, options, score=scored)
     if x is None:
         return answer(out, milp=MilpFacts.of(facts, "sliced"))
+    milp = replace(MilpFacts.of(facts, "sliced"), relaxation_objective=out.objective)
+    alloc = answer(out, _p2s_allocation(inst, arrays, x), milp=milp)
+    alloc = certify(inst, "welfare", alloc, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
+    if alloc.status == Status.OPTIMAL:
+        return alloc
+    return _at_least_p2(inst, alloc, out.status, milp, options)
+
+
+def _p2s_allocation(inst: Instance, arrays: Arrays, x: np.ndarray) -> Allocation:
+    """The allocation of a solution ``x`` of form S (Theorem F3): the chosen options, cache d h, and each job the
+    model's bandwidth r_o (s_o − z_o), within the limits."""
     y, z = arrays.part("y", x), arrays.part("w", x)
     h, s = np.clip(arrays.part("h", x), 0.0, 1.0), np.clip(arrays.part("s", x), 0.0, 1.0)
     chosen = np.flatnonzero(y >= 0.5)
-    o_job = inst.option_job()
-    jobs = o_job[chosen]
+    jobs = inst.option_job()[chosen]
     r = inst.option_io_gbps[chosen]
     gpus = np.zeros(inst.n_jobs, dtype=np.int64)
     gpus[jobs] = inst.option_gpus[chosen]
@@ -989,12 +1251,7 @@ def solve_welfare_stall(inst: Instance, options: SolveOptions = SolveOptions()) 
     cache *= _shrink_into(float(cache.sum()), inst.cache_gb)
     bw = np.zeros(inst.n_jobs)
     bw[jobs] = np.maximum(r * (s[chosen] - np.minimum(z[chosen], s[chosen])), 0.0)
-    milp = replace(MilpFacts.of(facts, "sliced"), relaxation_objective=out.objective)
-    alloc = answer(out, _bandwidth_within(inst, gpus, cache, bw), milp=milp)
-    alloc = certify(inst, "welfare", alloc, mip_gap=options.mip_gap, source="the P2s relaxation's bound")
-    if alloc.status == Status.OPTIMAL:
-        return alloc
-    return _at_least_p2(inst, alloc, out.status, milp, options)
+    return _bandwidth_within(inst, gpus, cache, bw)
 
 
 def _at_least_p2(

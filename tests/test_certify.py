@@ -20,7 +20,7 @@ from cbalab.algorithms import registry
 from cbalab.algorithms.cba import cba
 from cbalab.experiments.runs import magnitude_fuzz as fuzz
 from cbalab.models.certify import CERTIFY_ATOL, CERTIFY_RTOL, certify, instance_tolerance, objective_unit, verdict
-from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, tolerated
+from cbalab.models.evaluate import Allocation, evaluate, tolerated
 from cbalab.models.instance import Instance, build, from_dict
 from cbalab.models.milp.welfare import build_welfare_arrays, start_point
 from cbalab.models.solve import cost_milp, solve_cost, solve_sliced, solve_welfare, welfare_milp
@@ -125,7 +125,8 @@ def test_regression_issue19_3_the_milp_accepts_the_budget_slack_the_referee_acce
 
     Two jobs: A (2 GPUs, worth 3.259e9) costs the budget times 1 + ``excess``, B (1 GPU, 2.933e9) half of it.
     The referee accepts A (its slack is 1e-9 of the budget, docs/model.md (8.1)); AutoCBA takes A (its best
-    single job, within half the slack).  The MILP's budget row holds MODEL_SHARE of the same slack, so its
+    single job, within half the slack).  The MILP's budget row holds the same slack (all of it, so that its
+    bound bounds every allocation the referee accepts, docs/model.md (8.1)), so its
     optimum is A as well, never B (the issue: 3.259e9 against the MILP's 2.933e9, both called optimal).
     """
     inst = build(
@@ -137,7 +138,7 @@ def test_regression_issue19_3_the_milp_accepts_the_budget_slack_the_referee_acce
         options=(np.array([0, 1, 2]), np.array([2, 1]), np.array([0.0, 0.0]), np.array([3.259e9, 2.933e9])),
     )
     arrays = build_welfare_arrays(inst)
-    assert arrays.row_hi[-1] == tolerated(budget, MODEL_SHARE) / budget  # the shared tolerance, in the row
+    assert arrays.row_hi[-1] == tolerated(budget) / budget  # the referee's tolerance, in the row
     auto, auto_ev = registry.run(inst, "welfare", "autocba")
     exact, exact_ev = registry.run(inst, "welfare", "milp")
     assert auto_ev is not None and auto_ev.feasible and auto["objective"] == 3.259e9

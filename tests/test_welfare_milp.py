@@ -10,9 +10,13 @@ it fits G, C, B and the budget.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -28,6 +32,7 @@ from cbalab.api import generate
 from cbalab.api import solve as api_solve
 from cbalab.experiments.workload import generate_welfare
 from cbalab.models import solve as solve_module
+from cbalab.models.alone import runs_alone
 from cbalab.models.evaluate import RTOL, Allocation, evaluate
 from cbalab.models.exact_bounds import DualValue
 from cbalab.models.instance import Instance, InstanceError, build
@@ -475,6 +480,34 @@ def test_theorem_f4_slice_lps_from_a_neighbours_basis_keep_their_optimum(inst: I
 
 
 @pytest.mark.slow
+@given(inst=st.one_of(tiny_welfare(), small_generated()), data=st.data())
+def test_theorem_f4_duals_close_a_side_and_rays_prove_it_empty(inst: Instance, data: st.DataObject) -> None:
+    """Theorem F4 (iii), proofs/welfare_milp_forms.md: the duals of any slice's LP, evaluated exactly on a range of
+    GPU counts, bound the brute force of every slice in that range, and so do random multipliers (weak duality
+    holds for every y); a Farkas ray proves empty a slice above Σ g_o, and no vector proves a range empty that
+    holds an allocation."""
+    full = build_welfare_arrays(inst)
+    top = int(inst.option_gpus.sum())
+    brute = brute_force_by_gpus(inst)
+    t = data.draw(st.integers(0, top))
+    a, b = sorted(data.draw(st.lists(st.integers(0, top), min_size=2, max_size=2)))
+    inside = [v for n, v in brute.items() if a <= n <= b]
+    out, _, facts = solve_arrays(with_slice(full, t, t, relax=True))
+    noise = np.array(data.draw(st.lists(st.floats(-4, 4), min_size=full.n_rows, max_size=full.n_rows)))
+    for y in ([facts["row_dual"]] if out.status == "optimal" else []) + [noise]:
+        bound = solve_module._dual_bound(full, y, a, b)
+        if bound is not None and inside:
+            assert bound >= max(inside)
+        if inside:
+            assert not solve_module._empty(full, y, a, b)
+    beyond = with_slice(full.with_rows("gpu_capacity", -math.inf, math.inf), top + 1, top + 1, relax=True)
+    empty, _, ray_facts = solve_arrays(beyond, solve_module.Budget(presolve=False))
+    assert empty.status == "infeasible"
+    free = full.with_rows("gpu_capacity", -math.inf, math.inf)
+    assert solve_module._empty(free, ray_facts.get("dual_ray"), top + 1, top + 1)
+
+
+@pytest.mark.slow
 @given(inst=small_generated(), stop=st.integers(1, 4))
 def test_theorem_f4_a_stopped_scan_keeps_a_valid_bound(inst: Instance, stop: int) -> None:
     """Theorem F4 (iv): a scan cut short (HiGHS's time limit on its ``stop``-th call) is ``time_limit``, never
@@ -639,3 +672,125 @@ def test_theorem_f5_fixing_changes_no_optimum(monkeypatch: pytest.MonkeyPatch) -
         assert fixed.status == unfixed.status == "optimal"
         a, b = evaluate(inst, fixed, "welfare").welfare, evaluate(inst, unfixed, "welfare").welfare
         assert a == pytest.approx(b, rel=RTOL)
+
+
+def _reproducer(n: int, decoy_utility: float) -> tuple[list[dict], list[dict], dict]:
+    """Jobs, datasets and limits of the instance where one option that cannot run set the welfare's unit: n jobs
+    of three options, and a job of utility ``decoy_utility`` on a 1e6 GB dataset read at 1e4 GB/s, which no
+    budget here feeds (None: no such job)."""
+    r = np.random.default_rng(104)
+    ds = [{"id": f"d{k}", "size_gb": float(r.uniform(10, 50))} for k in range(3)] + [{"id": "big", "size_gb": 1e6}]
+    jobs = []
+    for i in range(n):
+        gs = sorted(r.choice([1, 2, 3, 4, 5], size=3, replace=False))
+        options = [
+            {"gpus": int(g), "io_gbps": float(0.01 * g), "utility": float(g * (1.0 + 1e-3 * r.integers(0, 20)))}
+            for g in gs
+        ]
+        jobs.append({"id": f"j{i}", "dataset": f"d{i % 3}", "options": options})
+    if decoy_utility > 0:
+        decoy = {"gpus": 1, "io_gbps": 1e4, "utility": decoy_utility}
+        jobs.append({"id": "decoy", "dataset": "big", "options": [decoy]})
+    limits = {"cache_gb": 60.0, "prices": (2.5, 0.0004, 0.9), "budget_per_hour": 0.05 * n * 5 * 2.5 + 0.37}
+    return jobs, ds, limits
+
+
+def test_regression_lemma_f2_an_option_that_cannot_run_sets_no_unit() -> None:
+    """Lemma F2 (ii), proofs/welfare_milp_forms.md, and docs/model.md (8.2): the welfare's unit comes from the
+    options that run alone, so a job of utility 1e9 that no budget can feed neither widens the certification
+    tolerance nor shrinks HiGHS's objective.  With the unit taken from every option whose GPUs fit, milp said
+    ``optimal`` at 15.105 on 60 jobs while the optimum (SCIP on the same model) is 15.285: the decoy made the
+    absolute tolerance 1 and the real utilities 1e-9 of HiGHS's objective.  Checked against the same instance
+    without the decoy job (which cannot run, so the optima are equal; the single unsliced MILP of it took
+    290 s, so milp solves it too)."""
+    from cbalab import build_instance
+    from cbalab.models.certify import objective_unit
+
+    jobs, ds, limits = _reproducer(60, 1e9)
+    inst = build_instance(jobs, ds, **limits)
+    clean = build_instance(jobs[:-1], ds, **limits)
+    assert not standalone_fits(inst)[-1]
+    sliced = welfare_milp(inst)
+    single = welfare_milp(clean)
+    assert sliced.status == single.status == "optimal"
+    welfare = evaluate(inst, sliced, "welfare").welfare
+    assert welfare == pytest.approx(evaluate(clean, single, "welfare").welfare, rel=1e-12)
+    assert objective_unit(inst, "welfare") == objective_unit(clean, "welfare") <= welfare
+    assert sliced.bound is not None and sliced.bound >= welfare
+
+
+@st.composite
+def with_decoy(draw: st.DrawFn) -> Instance:
+    """A tiny instance (:func:`tiny_welfare`) plus one job of utility 1e7 to 1e11 that cannot run: on a dataset of
+    1e6 GB read at 1e4 GB/s (the budget or B refuses it), or on more GPUs than G."""
+    inst = draw(tiny_welfare())
+    limited = math.isfinite(inst.budget_per_hour) or math.isfinite(inst.bandwidth_gbps)
+    if not limited and inst.gpus is None:
+        inst = inst.replace(budget_per_hour=21.1)
+        limited = True
+    utility = draw(st.floats(1e7, 1e11))
+    gpus = 1 if limited else int(inst.gpus or 0) + 1
+    ptr = np.r_[inst.option_ptr, inst.option_ptr[-1] + 1]
+    return build(
+        dataset_size_gb=np.r_[inst.dataset_size_gb, 1e6],
+        job_dataset=np.r_[inst.job_dataset, inst.n_datasets],
+        cache_gb=inst.cache_gb,
+        bandwidth_gbps=inst.bandwidth_gbps,
+        gpus=inst.gpus,
+        budget_per_hour=inst.budget_per_hour,
+        prices=(inst.price_gpu, inst.price_cache, inst.price_bandwidth),
+        options=(
+            ptr,
+            np.r_[inst.option_gpus, gpus],
+            np.r_[inst.option_io_gbps, 1e4],
+            np.r_[inst.option_utility, utility],
+        ),
+    )
+
+
+@given(inst=with_decoy())
+def test_lemma_f2_decoys_that_cannot_run_change_no_optimum(inst: Instance) -> None:
+    """Lemma F2 (ii) and Theorem F4, proofs/welfare_milp_forms.md: with a job of utility 1e7–1e11 that cannot run,
+    milp is proven at the brute force's optimum (every option choice fed by CBA's closed form, kept if it fits;
+    no HiGHS, no model: independent of the MILP and of its unit), and its bound is not below that optimum."""
+    best = brute_force(inst)
+    alloc = welfare_milp(inst)
+    ev = evaluate(inst, alloc, "welfare")
+    assert alloc.status == "optimal" and ev.feasible, (alloc.reason, ev.violations)
+    assert ev.welfare == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert alloc.bound is not None and alloc.bound >= best * (1 - 1e-12)
+
+
+def _checker() -> Any:
+    """scripts/check_welfare_proof.py, loaded from its file (it is no part of the package: it must run without it)."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "check_welfare_proof.py"
+    spec = importlib.util.spec_from_file_location("check_welfare_proof", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@given(inst=st.one_of(with_decoy(), tiny_welfare(), small_generated()))
+def test_theorem_f4_a_proof_is_rechecked_without_cbalab(inst: Instance) -> None:
+    """Theorem F4 (iii)–(v) and Lemma F2, proofs/welfare_milp_forms.md: the document of ``welfare_proof``, read back
+    from JSON with the instance file, is re-derived by scripts/check_welfare_proof.py (standard library and
+    fractions only) to a bound that is at least the brute force's optimum and at most the bound milp reports; and
+    the checker refuses it once the allocation breaks C, a runnable option is said to be dropped, or the reported
+    bound is put below the allocation's welfare."""
+    check = _checker().check
+    data = json.loads(inst.dumps())
+    doc = json.loads(json.dumps(solve_module.welfare_proof(inst)))
+    ok, text = check(data, doc)
+    assert doc["status"] == "optimal" and ok, text
+    derived = float(text.split("re-derived bound = ")[1].split("\n")[0])
+    assert derived >= brute_force(inst) * (1 - 1e-12) - 1e-300
+    wide = json.loads(json.dumps(doc))
+    wide["allocation"]["cache_gb"] = [x + 2 * inst.cache_gb + 1.0 for x in wide["allocation"]["cache_gb"]]
+    assert not check(data, wide)[0]
+    runnable = [o for o in np.flatnonzero(runs_alone(inst)).tolist() if o not in doc["dropped"]]
+    if runnable:
+        assert not check(data, {**doc, "dropped": [*doc["dropped"], runnable[0]]})[0]
+    if doc["welfare"] > 0:
+        assert not check(data, {**doc, "bound": doc["welfare"] / 2})[0]

@@ -14,7 +14,9 @@ row function per group, each named for what it states:
 * :func:`budget`            p_g Σ g_o y_o + p_c Σ c_k + p_b Σ b_j ≤ Budget;
 
 and the objective, maximise Σ U_o y_o.  C, B and the budget stand in their rows as the referee accepts them,
-``tolerated(·, MODEL_SHARE)`` of models/evaluate.py (docs/model.md (8.1)).  y_o is fixed to 0 (its upper
+``tolerated(·)`` of models/evaluate.py (docs/model.md (8.1)), the whole slack: so the optimum and every bound
+are those of the allocations the referee accepts (an allocation HiGHS's rounding leaves beyond a limit is scaled
+back into it by models/solve.py).  y_o is fixed to 0 (its upper
 bound) for every option that cannot run even alone (:func:`standalone_fits`, proofs/welfare_milp_forms.md,
 Lemma F2).
 
@@ -36,9 +38,10 @@ for what it bounds and when it is exact).
 The GPU row Σ_o g_o y_o ≤ G is always stated (free when G is unlimited): the slices n = Σ_o g_o y_o of Theorem
 F4 set its bounds on the compiled model (:func:`with_slice`), without a rebuild.
 
-Scaled (what HiGHS solves, docs/model.md §8, issue 19): the objective is divided by a power of two near the
-largest utility of an option that can run (models/certify.py, objective_unit), each b_j is measured in a power of
-two near its job's largest rate, and the rows of C, B and the budget are divided by their limit.  Powers of two
+Scaled (what HiGHS solves, docs/model.md §8, issue 19): the objective is divided by a power of two 16 times
+below the largest utility of an option that runs alone (:func:`objective_scale`; models/certify.py,
+objective_unit), each b_j is measured in a power of two near its job's largest rate, and the rows of C, B and the
+budget are divided by their limit.  Powers of two
 are undone exactly (``Arrays.objective``), so utilities of 1e-8 meet the same tolerances as utilities of 1.
 
 Only continuous caching without bandwidth tiers is modelled: P2 in docs/model.md §5 is stated for continuous c
@@ -53,8 +56,9 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
+from cbalab.models.alone import share_fits, standalone_fits
 from cbalab.models.certify import objective_unit
-from cbalab.models.evaluate import MODEL_SHARE, tolerated
+from cbalab.models.evaluate import tolerated
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import power_of_two
 from cbalab.models.milp.statement import Arrays, Rows, Statement, group, limit_row, no_rows, stack
@@ -65,44 +69,6 @@ DEFAULT_ROWS = frozenset({"feeding", "w_below_h", "w_above"})
 _INF = math.inf
 
 
-def share_fits(inst: Instance) -> np.ndarray:
-    """Per option, for the LP of shares: its GPUs fit G.  That LP bounds time-shared and stalled answers
-    (docs/model.md §5, "Time sharing"), and a share of an option that cannot run alone, unstalled or within the
-    budget, may still be paid for; only g_o > G can never run, in any round (proofs/welfare_milp_forms.md, F2)."""
-    g = inst.option_gpus
-    return np.ones(g.size, dtype=bool) if inst.gpus is None else g <= inst.gpus
-
-
-def standalone_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
-    """Per option: can it run alone, unstalled, within G, C, B and the budget? (proofs/welfare_milp_forms.md, F2).
-
-    Alone, option o pays p_g g_o + min over h ≤ min(1, C/d) with r_o(1 − h) ≤ B of p_c d h + p_b r_o (1 − h);
-    the minimum is at an end of the feasible h interval (linear cost).  C, B and the budget are taken as the
-    referee accepts them (``tolerated``, docs/model.md (8.1)), and ``slack`` is relative and on the side of
-    keeping on top: an option is dropped only if it misses a limit by more than it, so a rounding error can
-    never remove a feasible option (the AutoCBA bug of issue 12 was the opposite).
-    """
-    o_job = inst.option_job()
-    d = inst.dataset_size_gb[inst.job_dataset[o_job]]
-    r = inst.option_io_gbps
-    g = inst.option_gpus.astype(float)
-    h_top = np.minimum(1.0, tolerated(inst.cache_gb) / d)
-    h_low = np.zeros_like(r)
-    if math.isfinite(inst.bandwidth_gbps):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(r > 0, 1.0 - tolerated(inst.bandwidth_gbps) / r, 0.0)
-        h_low = np.clip(need, 0.0, None)
-    ok = h_low <= h_top + slack
-    cheapest = np.full(r.size, np.inf)
-    for h in (h_low, h_top):
-        h = np.minimum(h, h_top)
-        cost = inst.price_gpu * g + inst.price_cache * d * h + inst.price_bandwidth * r * (1 - h)
-        cheapest = np.minimum(cheapest, cost)
-    if math.isfinite(inst.budget_per_hour):
-        ok &= cheapest <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
-    return ok & share_fits(inst)
-
-
 def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     """Per option, when stalls are allowed: its GPUs alone fit G and the budget (it may run fed at rate 0)."""
     g = inst.option_gpus.astype(float)
@@ -110,6 +76,20 @@ def _stall_fits(inst: Instance, slack: float = 1e-9) -> np.ndarray:
     if math.isfinite(inst.budget_per_hour):
         ok &= inst.price_gpu * g <= tolerated(inst.budget_per_hour) + slack * max(1.0, abs(inst.budget_per_hour))
     return ok
+
+
+#: HiGHS's objective is the welfare divided by a power of two this many times below the unit: HiGHS prunes a node
+#: whose bound is within its ``mip_feasibility_tolerance`` (1e-6, absolute in its objective) of the incumbent, so
+#: a slice's proven optimum may miss 1e-6 of the scale, which models/solve.py adds to the slice's bound; at 1/16
+#: of the unit that is below 1.25e-7 of the optimum (the unit is at most the optimum, Lemma F2 (ii)), well
+#: inside the tolerance (8.2).
+SCALE_BELOW_UNIT = 16.0
+
+
+def objective_scale(inst: Instance) -> float:
+    """The power of two the welfare is divided by for HiGHS (docs/model.md §8): the unit's, over
+    :data:`SCALE_BELOW_UNIT`."""
+    return power_of_two(objective_unit(inst, "welfare")) / SCALE_BELOW_UNIT
 
 
 def welfare_statement(
@@ -130,11 +110,12 @@ def welfare_statement(
     o_job = inst.option_job()
     top_rate = np.zeros(n_j)
     np.maximum.at(top_rate, o_job, inst.option_io_gbps.astype(float))
-    s = Statement("cbalab-P2s" if stall else "cbalab-P2", "max", power_of_two(objective_unit(inst, "welfare")))
+    s = Statement("cbalab-P2s" if stall else "cbalab-P2", "max", objective_scale(inst))
     if shares and (stall or not relax):
         raise ValueError("shares is a form of the LP relaxation of P2: relax=True, stall=False")
     fits = share_fits(inst) if shares else _stall_fits(inst) if stall else standalone_fits(inst)
-    utility = 0.0 if stall else inst.option_utility
+    earns = np.where(fits, inst.option_utility, 0.0)  # a column fixed at 0 earns nothing: no huge dead costs
+    utility = 0.0 if stall else earns
     y = s.columns(
         "y",
         "O",
@@ -146,7 +127,7 @@ def welfare_statement(
     )
     w = s.columns("w", "O", n_o, upper=1.0, doc="z_o, the cache-served part of s_o" if stall else "w_o = y_o h_k(j(o))")
     h = s.columns("h", "K", n_k, upper=1.0, doc="h_k, the share of dataset k served from the cache")
-    fed = s.columns("s", "O", n_o, upper=1.0, cost=inst.option_utility, doc="s_o, the fed fraction") if stall else y
+    fed = s.columns("s", "O", n_o, upper=1.0, cost=earns, doc="s_o, the fed fraction") if stall else y
     s.add(one_option(inst, y))
     s.add(w_below_y(w, fed))
     if stall:
@@ -269,7 +250,7 @@ def gpu_capacity(inst: Instance, y: np.ndarray) -> Rows:
 def cache_capacity(inst: Instance, h: np.ndarray) -> Rows:
     """Σ_k d_k h_k ≤ tolerated(C) (§5, (8.1)); scaled, divided by C."""
     d = inst.dataset_size_gb.astype(float)
-    return limit_row(h, d, tolerated(inst.cache_gb, MODEL_SHARE), inst.cache_gb, float(d.max(initial=0.0)))
+    return limit_row(h, d, tolerated(inst.cache_gb), inst.cache_gb, float(d.max(initial=0.0)))
 
 
 @group
@@ -278,7 +259,7 @@ def bandwidth_capacity(inst: Instance, cols: np.ndarray, coef: np.ndarray) -> Ro
     keep = coef != 0
     if not (math.isfinite(inst.bandwidth_gbps) and keep.any()):
         return no_rows()
-    limit = tolerated(inst.bandwidth_gbps, MODEL_SHARE)
+    limit = tolerated(inst.bandwidth_gbps)
     return limit_row(cols[keep], coef[keep], limit, inst.bandwidth_gbps, float(np.abs(coef[keep]).max()))
 
 
@@ -297,7 +278,7 @@ def budget(inst: Instance, y: np.ndarray, h: np.ndarray, cols: np.ndarray, coef:
     col, where = np.unique(terms, return_inverse=True)
     val = np.bincount(where, weights=values, minlength=col.size)
     nz = val != 0
-    limit = tolerated(inst.budget_per_hour, MODEL_SHARE)
+    limit = tolerated(inst.budget_per_hour)
     return limit_row(col[nz], val[nz], limit, inst.budget_per_hour, float(np.abs(val[nz]).max(initial=0.0)))
 
 
