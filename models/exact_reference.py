@@ -86,7 +86,7 @@ def feeding_cost(
                         continue
                     if any(sum(a[k] * h[k] for k in range(n)) > b for a, b in rows):
                         continue
-                    value = sum(p_c * d[k] * h[k] + p_b * r[k] * (1 - h[k]) for k in range(n))
+                    value = sum((p_c * d[k] * h[k] + p_b * r[k] * (1 - h[k]) for k in range(n)), Fraction(0))
                     if best is None or value < best:
                         best = value
     return best
