@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cbalab.models.certify import instance_tolerance, verdict
-from cbalab.models.evaluate import MODEL_SHARE, Allocation, hit_ratio, least_feeding, tolerated
+from cbalab.models.certify import accepted_limits, certify, instance_tolerance, widened_limits
+from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, hit_ratio, least_feeding, tolerated
+from cbalab.models.exact_bounds import cost_lower_bound, demand_below
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import fill_in_order, weak_dual
 from cbalab.models.types import SolveOptions, Status
@@ -126,7 +127,14 @@ def fill(
     return Fill(cache, min_remote, bandwidth_gbps, rho_s, t_c, t_b)
 
 
-def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool = True) -> Feeding:
+def feed(
+    inst: Instance,
+    rates: np.ndarray,
+    *,
+    b_share: float = 0.0,
+    bound: bool = True,
+    accepted: Instance | None = None,
+) -> Feeding:
     """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
 
     Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
@@ -137,6 +145,10 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool
     referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
     no allocation passes the referee's B.  ``bound=False`` leaves ``io_bound`` NaN: a caller that only feeds
     (AutoCBA's greedy, its search, cba-keep) need not pay for the certificate it does not report.
+
+    The bound is the weak dual at C and B as the referee accepts them (``accepted``, by default
+    :func:`cbalab.models.certify.accepted_limits` of ``inst``; docs/model.md (8.1)): D falls as C and B grow, so it
+    bounds every allocation the referee accepts, also below 1 GB or 1 GB/s where the slack is more than rounding.
     """
     written = inst
     if b_share:
@@ -166,7 +178,12 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool
         lam_mu.append((max(0.0, p_b * f.rho_s[f.t_c] - p_c), 0.0))
     if f.t_b is not None and f.rho_s[f.t_b] > 0:
         lam_mu.append((0.0, max(0.0, p_c / f.rho_s[f.t_b] - p_b)))
-    return Feeding(cache, bw, io_cost, max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu))
+    limits = accepted_limits(written) if accepted is None else accepted
+    at = inst.replace(
+        cache_gb=max(inst.cache_gb, limits.cache_gb), bandwidth_gbps=max(inst.bandwidth_gbps, limits.bandwidth_gbps)
+    )
+    low = demand_below(inst, rates)  # D grows with R: the float sums of the rates may round above the exact ones
+    return Feeding(cache, bw, io_cost, max(weak_dual(at, low, lam, mu) for lam, mu in lam_mu))
 
 
 def on_demand(
@@ -199,33 +216,43 @@ def cba_continuous(inst: Instance) -> Allocation:
     B is taken as the referee accepts it (``feed(b_share=MODEL_SHARE)``), as P1's MILP takes it: with B one ulp
     below Σ r_j, B as written forced a sliver of cache, and io-only, which the referee accepts, was cheaper
     than CBA's "optimum" (issue 19).
-    Status ``optimal`` when the weak-dual bound meets the cost (Theorem 1) within the certification tolerance
-    of docs/model.md (8.2) (:func:`cbalab.models.certify.verdict`, which also keeps the bound at or below the
-    cost), ``infeasible`` with the reason of Theorem 1 (ii) otherwise.
+    Status ``optimal`` when the weak-dual bound meets the referee's cost (Theorem 1) within the certification
+    tolerance of docs/model.md (8.2) (:func:`cbalab.models.certify.certify`, which also keeps the bound at or below
+    the cost and drops it when an allocation anyone can write down beats it), ``infeasible`` with the reason of
+    Theorem 1 (ii) otherwise.  The bound is the GPU bill plus the weak dual at the limits the referee accepts, summed
+    exactly and rounded down (:func:`cbalab.models.exact_bounds.cost_lower_bound`): never above the optimum.
     """
     inst.require_fixed()
-    f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE)
-    if f.cache_gb is None or f.bandwidth_gbps is None:
+    accepted = accepted_limits(inst)
+    f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE, accepted=accepted)
+    wide = feed(widened_limits(inst), inst.job_io_gbps, b_share=MODEL_SHARE, accepted=accepted)
+    answers = [a for a in (f, wide) if a.cache_gb is not None and a.bandwidth_gbps is not None]
+    if not answers:
         return Allocation.none(Status.INFEASIBLE, f.reason or "infeasible")
-    gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
-    # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.
-    cost = gpu_cost + inst.price_cache * float(f.cache_gb.sum()) + inst.price_bandwidth * float(f.bandwidth_gbps.sum())
-    v = verdict(
-        cost,
-        gpu_cost + f.io_bound,
-        minimise=True,
-        tol=instance_tolerance(inst, "cost", cost),
-        claimed="optimal",
-        source="CBA's weak-dual bound",
-    )
-    return Allocation(
-        gpus=inst.job_gpus.copy(),
-        cache_gb=f.cache_gb,
-        bandwidth_gbps=f.bandwidth_gbps,
-        status=v.status,
-        bound=v.bound,
-        reason=v.reason,
-    )
+    bound = cost_lower_bound(inst, max(a.io_bound for a in answers))
+    allocs = [
+        Allocation(inst.job_gpus.copy(), a.cache_gb, a.bandwidth_gbps, status=Status.OPTIMAL, bound=bound)
+        for a in answers
+    ]
+    return certify(inst, "cost", preferred(inst, allocs), source="CBA's weak-dual bound")
+
+
+def preferred(inst: Instance, allocs: list[Allocation]) -> Allocation:
+    """The first of ``allocs`` (the answer for the limits as written) if the referee accepts it and its cost meets
+    their common bound within the certification tolerance (8.2); otherwise the cheapest the referee accepts
+    (:func:`cbalab.models.certify.widened_limits`).  Above 1 GB and 1 GB/s the first is kept."""
+    scored = []
+    for alloc in allocs:
+        ev = evaluate(inst, alloc, "cost")
+        if ev.feasible:
+            scored.append((ev.cost_total, alloc))
+    if not scored:
+        return allocs[0]
+    first_cost, first = scored[0]
+    bound = first.bound
+    if first is allocs[0] and bound is not None and first_cost - bound <= instance_tolerance(inst, "cost", first_cost):
+        return first
+    return min(scored, key=lambda c: c[0])[1]
 
 
 def cba(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
