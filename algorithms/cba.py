@@ -228,6 +228,12 @@ def cba_continuous(inst: Instance) -> Allocation:
     wide = feed(widened_limits(inst), inst.job_io_gbps, b_share=MODEL_SHARE, accepted=accepted)
     answers = [a for a in (f, wide) if a.cache_gb is not None and a.bandwidth_gbps is not None]
     if not answers:
+        if feed(accepted, inst.job_io_gbps, bound=False).cache_gb is not None:
+            reason = (
+                f"undecided: {f.reason}; but with C and B as the referee accepts them (docs/model.md (8.1)) the "
+                "ρ-ordered fill meets B, so no infeasibility is proven"
+            )
+            return Allocation.none(Status.ERROR, reason)
         return Allocation.none(Status.INFEASIBLE, f.reason or "infeasible")
     bound = cost_lower_bound(inst, max(a.io_bound for a in answers))
     allocs = [

@@ -109,7 +109,10 @@ def _io_cost_below(s: _Setting, cache: np.ndarray, provisioned: float | None) ->
         bandwidth = sum((Fraction(r) * (dk - h) / dk for r, dk, h in zip(s.R.tolist(), d, held)), Fraction(0))
     else:
         bandwidth = Fraction(provisioned)
-    return round_down(Fraction(s.p_c) * exact_sum(cache) + Fraction(s.p_b) * bandwidth)
+    exact = Fraction(s.p_c) * exact_sum(cache) + Fraction(s.p_b) * bandwidth
+    # The answer is the variant's optimum up to the rounding of its float cover (a fill of K datasets, each step
+    # rounded once): an allowance of (K + 4)·2^-50 of the cost covers it (proofs/cba_integer_gap.md, "Bounds").
+    return round_down(exact * (1 - Fraction(s.d.size + 4, 2**50)))
 
 
 def _fits(s: _Setting, cache: np.ndarray, provisioned: float | None) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 from cbalab.algorithms import registry
 from cbalab.experiments.workload import generate_cost, generate_welfare
 from cbalab.models.certify import instance_tolerance
-from cbalab.models.evaluate import Allocation, Evaluation, block_counts, evaluate, tolerated
+from cbalab.models.evaluate import RTOL, Allocation, Evaluation, block_counts, evaluate, tolerated
 from cbalab.models.instance import Instance, build
 from cbalab.models.options import SHAPES
 from cbalab.models.types import SolveOptions
@@ -330,7 +330,9 @@ def exact_p1(inst: Instance) -> Fraction | None:
     if inst.cache_granularity == "continuous":
         assert step is not None
         beta = F(step)
-        top = (cap // beta) if cap is not None else -((-total) // beta)
+        top = -((-total) // beta)  # more tiers than carry the whole demand never help
+        if cap is not None:
+            top = min(top, cap // beta)
         for m in range(int(top) + 1):
             held = _ordered_fill(d, R, min(m * beta, cap) if cap is not None else m * beta, room)
             if held is not None:
@@ -340,9 +342,17 @@ def exact_p1(inst: Instance) -> Fraction | None:
     if inst.cache_granularity == "dataset":
         choices = [[F(0), dk] for dk in d]
     else:
-        u = F(inst.block_size_gb)
-        counts = block_counts(inst.dataset_size_gb, inst.block_size_gb).astype(int).tolist()
-        choices = [[u * n for n in range(count + 1)] for count in counts]
+        # The referee's block caches: u·n as a float product, and the dataset itself where d_k/u is within the slack
+        # of (8.1) of its block count (it then holds whole blocks).
+        u = inst.block_size_gb
+        counts = block_counts(inst.dataset_size_gb, u).astype(int).tolist()
+        choices = []
+        for dk, count in zip(inst.dataset_size_gb.tolist(), counts):
+            held = {F(u * n) for n in range(count + 1)}
+            q = dk / u
+            if count and abs(q - round(q)) <= RTOL * max(1.0, q):
+                held.add(F(dk))
+            choices.append(sorted(held))
     for cache in itertools.product(*choices):
         if sum(cache, F(0)) > room:
             continue
