@@ -111,8 +111,8 @@ def _io_cost_below(s: _Setting, cache: np.ndarray, provisioned: float | None) ->
         bandwidth = Fraction(provisioned)
     exact = Fraction(s.p_c) * exact_sum(cache) + Fraction(s.p_b) * bandwidth
     # The answer is the variant's optimum up to the rounding of its float cover (a fill of K datasets, each step
-    # rounded once): an allowance of (K + 4)·2^-50 of the cost covers it (proofs/cba_integer_gap.md, "Bounds").
-    return round_down(exact * (1 - Fraction(s.d.size + 4, 2**50)))
+    # rounded once): an allowance of (K + 4)·2^-52 of the cost covers it (proofs/cba_integer_gap.md, "Bounds").
+    return round_down(exact * (1 - Fraction(s.d.size + 4, 2**52)))
 
 
 def _fits(s: _Setting, cache: np.ndarray, provisioned: float | None) -> bool:
@@ -162,16 +162,24 @@ class _Blocks:
         taken = np.clip(t - (self.cum_n - self.count), 0, self.count)
         return self.u * np.bincount(self.dataset, weights=taken, minlength=n_datasets)
 
-    def fewest(self, need: float) -> int | None:
-        """Fewest items saving ≥ ``need`` GB/s (None: all of them save less)."""
-        if need <= 0:
+    def fewest(self, limit: float) -> int | None:
+        """Fewest items that leave at most ``limit`` GB/s of remote IO (None: all of them leave more).
+
+        The remote IO left when the groups before i are taken is a tail sum of the items' savings, summed from the
+        tail: a difference Σ R − limit compared with a running sum loses a small dataset's IO beside a large one
+        (100 GB/s beside 1.1e23 GB/s), and the cover then took a dataset's blocks too few.
+        """
+        saved = self.count * self.value
+        after = np.append(np.cumsum(saved[::-1])[::-1][1:], 0.0)  # left once groups 0 … i are all taken
+        if saved.size == 0 or float(saved.sum()) <= limit:
             return 0
-        i = int(np.searchsorted(self.cum_v, need))
-        if i == self.cum_v.size:
+        ok = after <= limit
+        if not ok.any():
             return None
-        before_v = self.cum_v[i - 1] if i else 0.0
+        i = int(np.argmax(ok))
+        keep = int(np.floor((limit - after[i]) / self.value[i]))  # items of group i that may stay out
         before_n = int(self.cum_n[i - 1]) if i else 0
-        return before_n + min(int(np.ceil((need - before_v) / self.value[i])), int(self.count[i]))
+        return before_n + int(np.clip(self.count[i] - keep, 0, self.count[i]))
 
 
 def _blocks(s: _Setting) -> _Blocks:
@@ -192,7 +200,7 @@ def _blocks(s: _Setting) -> _Blocks:
 def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> np.ndarray | None:
     """The fewest whole blocks that bring remote IO down to ``limit`` (exact, Lemma I1); None if > ⌊C/u⌋ needed."""
     blocks = blocks or _blocks(s)
-    t = blocks.fewest(s.total - limit - _tol(limit))
+    t = blocks.fewest(limit + _tol(limit))
     if t is None or t > blocks.top:
         return None
     cache = blocks.take(t, s.d.size)
@@ -202,7 +210,7 @@ def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> n
 def _priced_blocks(s: _Setting) -> np.ndarray | None:
     """Block CBA: the first t* = clamp(t₀, t_min, ⌊C/u⌋) items, t₀ = #items with p_b·saving > p_c·u (Theorem I1)."""
     blocks = _blocks(s)
-    t_min = blocks.fewest(s.total - s.cap_b - _tol(s.cap_b))
+    t_min = blocks.fewest(s.cap_b + _tol(s.cap_b))
     if t_min is None or t_min > blocks.top:
         return None
     t0 = int(blocks.count[s.p_b * blocks.value > s.p_c * blocks.u].sum())

@@ -496,8 +496,8 @@ def _cost_bound(
     io_part = Fraction(bound) - Fraction(arrays.offset * arrays.objective_scale)
     if sol is None and io_part > 0:
         # HiGHS's bound of an integer model, taken on trust, is a bound of the compiled model, whose coefficients
-        # are the data's products rounded once: an allowance of (n + 4)·2^-50 of it, n the columns, covers them.
-        io_part *= 1 - Fraction(arrays.n_cols + 4, 2**50)
+        # are the data's products rounded once: an allowance of (n + 4)·2^-52 of it, n the columns, covers them.
+        io_part *= 1 - Fraction(arrays.n_cols + 4, 2**52)
     safe = cost_lower_bound(inst, io_part)
     if not math.isfinite(safe):
         return None
