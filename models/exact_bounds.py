@@ -91,6 +91,11 @@ def safe_float(value: float, exact: Fraction, *, lower: bool) -> float:
     return round_down(exact) if lower else round_up(exact)
 
 
+#: The referee's relative slack (models/evaluate.py ``RTOL``, docs/model.md (8.1)), which its block count takes off
+#: d/u; evaluate.py imports this module (through kernels.py), so the number is restated here.
+RTOL_BLOCK = 1e-9
+
+
 def demand_below(inst: Instance, rates: np.ndarray) -> np.ndarray:
     """R_k = Σ_{j reads k} r_j per dataset, each exact sum rounded down: the demands a lower bound may use.
 
@@ -113,7 +118,11 @@ def p1_relaxation_bound(inst: Instance) -> Fraction:
     R = demand_below(inst, inst.job_io_gbps)
     d = inst.dataset_size_gb
     p_c, p_b = inst.price_cache, inst.price_bandwidth
-    rho = R / d
+    cacheable = None
+    if inst.cache_granularity == "block":  # a dataset below 1e-9 of a block has none to hold (§4, the block rule)
+        q = d / inst.block_size_gb
+        cacheable = np.ceil(q - RTOL_BLOCK * np.maximum(1.0, q)) >= 1
+    rho = np.where(cacheable, R / d, 0.0) if cacheable is not None else R / d
     order = np.argsort(-rho, kind="stable")
     d_s, R_s, rho_s = d[order], R[order], rho[order]
     near = set()
@@ -130,7 +139,7 @@ def p1_relaxation_bound(inst: Instance) -> Fraction:
         if rho_s[t] > 0 and math.isfinite(inst.bandwidth_gbps):
             candidates.append((0.0, max(0.0, p_c / float(rho_s[t]) - p_b)))
     finite = [(lam, mu) for lam, mu in candidates if math.isfinite(lam) and math.isfinite(mu)]
-    return gpu_bill_exact(inst) + max(weak_dual_exact(inst, R, lam, mu) for lam, mu in finite)
+    return gpu_bill_exact(inst) + max(weak_dual_exact(inst, R, lam, mu, cacheable) for lam, mu in finite)
 
 
 def gpu_bill_exact(inst: Instance) -> Fraction:
@@ -151,11 +160,14 @@ def cost_lower_bound(inst: Instance, io_bound: float | Fraction, counted: float 
     return round_down(Fraction(io_bound) - Fraction(counted) + gpu_bill_exact(inst))
 
 
-def weak_dual_exact(inst: Instance, R: np.ndarray, lam: float, mu: float) -> Fraction:
+def weak_dual_exact(
+    inst: Instance, R: np.ndarray, lam: float, mu: float, cacheable: np.ndarray | None = None
+) -> Fraction:
     """D(λ, μ) of Lemma 2 (proofs/cba_optimality.md) exactly, at dataset demands ``R``, for finite λ, μ ≥ 0.
 
     D = Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, with μ B taken as 0 when μ = 0 (B = ∞ allowed then);
-    −∞ when μ > 0 and B = ∞.  Every term is compared and added on the integers.
+    −∞ when μ > 0 and B = ∞.  Every term is compared and added on the integers.  A dataset ``cacheable`` marks
+    False (no whole block to hold, docs/model.md §4) takes its read term (p_b + μ) R_k.
     """
     if mu > 0 and not math.isfinite(inst.bandwidth_gbps):
         return Fraction(-(10**400))
@@ -170,6 +182,8 @@ def weak_dual_exact(inst: Instance, R: np.ndarray, lam: float, mu: float) -> Fra
     read = (mr * ns) << (er - a_s - low).astype(object)
     held = (md * nt) << (ed - a_t - low).astype(object)
     terms = np.where(read <= held, read, held)
+    if cacheable is not None:
+        terms = np.where(cacheable, terms, read)
     value = _scaled(int(terms.sum()) if terms.size else 0, low)
     if mu > 0:
         value -= Fraction(mu) * Fraction(inst.bandwidth_gbps)
