@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from cbalab.algorithms.cba import Feeding, feed, preferred
+from cbalab.algorithms.cba import REFUSED, Feeding, feed, partial, preferred
 from cbalab.models.certify import accepted_limits, certify, widened_limits
 from cbalab.models.evaluate import MODEL_SHARE, RTOL, Allocation, block_counts, least_feeding, tolerated
 from cbalab.models.exact_bounds import cost_lower_bound, exact_sum, round_down
@@ -137,8 +137,7 @@ def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
         after = np.append(np.cumsum(read[::-1])[::-1][1:], 0.0)
         t = int(np.argmax(after <= limit)) if (after <= limit).any() else read.size - 1
         c_s = np.where(np.arange(d_s.size) < t, d_s, 0.0)
-        share = (after[t] + read[t] - limit) / read[t]
-        c_s[t] = d_s[t] * min(1.0, max(0.0, share))
+        c_s[t] = partial(d_s[t], read[t], (after[t] + read[t] - limit) / read[t], limit - after[t])
         cache[s.order] = c_s
     return cache if _fits(s, cache, limit) else None
 
@@ -580,7 +579,10 @@ def cba_integer(inst: Instance) -> Allocation:
         for a in found
         if a.cache is not None
     ]
-    return certify(inst, "cost", preferred(inst, allocs), source="the rounding's lower bound")
+    chosen = preferred(inst, allocs)
+    if chosen is None:
+        return Allocation.none(Status.ERROR, REFUSED, bound=bound)
+    return certify(inst, "cost", chosen, source="the rounding's lower bound")
 
 
 def _variant_name(key: tuple[str, bool]) -> str:
