@@ -15,8 +15,11 @@ or CBA where an answer is feasible.  A no-stall claim (P2: ``milp``,
     nice -n 10 cbalab bench magnitude-fuzz --welfare 2000 --cost 2000 [--exact 2000] [--seed 0]
 
 prints one line per false optimum, then (as JSON) the counts of statuses per method, the number of false optima
-and the wall and CPU time; it exits 1 if it found any.  tests/test_certify.py draws the same cases through
-hypothesis (its size follows the profile).
+and the wall and CPU time; it exits 1 if it found any.  ``--exact N`` adds N tiny P1 cases at magnitudes from
+1e-12 to 1e22 judged against the exact optimum in rationals (:func:`exact_p1`), not against the other methods:
+a false ``optimal``, a printed bound above the optimum, a false ``infeasible`` (:func:`judge`), counted per method.
+tests/test_certify.py draws the first cases through hypothesis (its size follows the profile), tests/test_magnitudes.py
+the exact ones.
 """
 
 from __future__ import annotations
@@ -348,11 +351,11 @@ def exact_p1(inst: Instance) -> Fraction | None:
         counts = block_counts(inst.dataset_size_gb, u).astype(int).tolist()
         choices = []
         for dk, count in zip(inst.dataset_size_gb.tolist(), counts):
-            held = {F(u * n) for n in range(count + 1)}
+            blocks = {F(u * n) for n in range(count + 1)}
             q = dk / u
             if count and abs(q - round(q)) <= RTOL * max(1.0, q):
-                held.add(F(dk))
-            choices.append(sorted(held))
+                blocks.add(F(dk))
+            choices.append(sorted(blocks))
     for cache in itertools.product(*choices):
         if sum(cache, F(0)) > room:
             continue
