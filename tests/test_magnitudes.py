@@ -136,8 +136,9 @@ def test_regression_gpu_bill_of_three_tenths() -> None:
 
 
 def test_regression_dataset_below_a_billionth_of_a_block() -> None:
-    """docs/model.md §4, the block rule: a dataset smaller than 1e-9 of a block has no whole block to hold (the
-    referee's count ⌈d/u − 1e-9⌉ is 0), so CBA, lp and milp all feed its job remotely, at 100 $/h."""
+    """Theorem I1 of proofs/cba_integer_gap.md with docs/model.md §4's block rule: a dataset smaller than 1e-9 of a
+    block has no whole block to hold (the referee's count ⌈d/u − 1e-9⌉ is 0), so CBA, lp and milp all feed its job
+    remotely, at 100 $/h."""
     inst = build(
         dataset_size_gb=np.array([1e-10]),
         job_dataset=np.array([0]),
