@@ -268,10 +268,10 @@ REFUSED = (
 
 
 def preferred(inst: Instance, allocs: list[Allocation]) -> Allocation | None:
-    """The first of ``allocs`` (the answer for the limits as written) if the referee accepts it and its cost meets
-    their common bound within the certification tolerance (8.2); otherwise the cheapest the referee accepts
-    (:func:`cbalab.models.certify.widened_limits`); None if the referee accepts none.  Above 1 GB and 1 GB/s the
-    first is kept."""
+    """The first of ``allocs`` (the answer for the limits as written) unless the referee refuses it, or a later one
+    the referee accepts is cheaper by more than the certification tolerance (8.2), or meets their common bound
+    within it where the first does not (:func:`cbalab.models.certify.widened_limits`); None if the referee accepts
+    none.  Above 1 GB and 1 GB/s the first is kept."""
     scored = []
     for alloc in allocs:
         ev = evaluate(inst, alloc, "cost")
@@ -279,11 +279,18 @@ def preferred(inst: Instance, allocs: list[Allocation]) -> Allocation | None:
             scored.append((ev.cost_total, alloc))
     if not scored:
         return None
+    bound = allocs[0].bound
+
+    def meets(cost: float) -> bool:
+        return bound is not None and cost - bound <= instance_tolerance(inst, "cost", cost)
+
     first_cost, first = scored[0]
-    bound = first.bound
-    if first is allocs[0] and bound is not None and first_cost - bound <= instance_tolerance(inst, "cost", first_cost):
+    if first is not allocs[0]:  # the referee refuses the answer for the limits as written
         return first
-    return min(scored, key=lambda c: c[0])[1]
+    for cost, alloc in scored[1:]:
+        if cost < first_cost - instance_tolerance(inst, "cost", first_cost) or (meets(cost) and not meets(first_cost)):
+            return alloc
+    return first
 
 
 def cba(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
