@@ -20,12 +20,14 @@ O(K log K + J), all in numpy.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from cbalab.models.certify import instance_tolerance, verdict
-from cbalab.models.evaluate import MODEL_SHARE, Allocation, hit_ratio, least_feeding, tolerated
+from cbalab.models.certify import accepted_limits, certify, instance_tolerance, widened_limits
+from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, hit_ratio, least_feeding, tolerated
+from cbalab.models.exact_bounds import cost_lower_bound, demand_below
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import fill_in_order, weak_dual
 from cbalab.models.types import SolveOptions, Status
@@ -118,7 +120,7 @@ def fill(
         t_b = profitable + t
         c_s[profitable:t_b] = d_s[profitable:t_b]
         share = (after[t] + rest_R[t] - bandwidth_gbps) / rest_R[t]
-        c_s[t_b] = d_s[t_b] * min(1.0, max(0.0, share))
+        c_s[t_b] = partial(d_s[t_b], rest_R[t], share, bandwidth_gbps - after[t])
         c_s[profitable:] = np.minimum(c_s[profitable:], full[profitable:])
 
     cache = np.empty_like(c_s)
@@ -126,7 +128,26 @@ def fill(
     return Fill(cache, min_remote, bandwidth_gbps, rho_s, t_c, t_b)
 
 
-def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool = True) -> Feeding:
+def partial(d: float, R: float, share: float, room: float) -> float:
+    """The cache d·share of the one dataset a fill takes in part, raised by up to 8 ulps until the remote IO
+    the referee computes for it, R (1 − c/d), is within ``room``: with R = 6.7e15 GB/s and room 0.6 GB/s the share
+    1 − 9e-17 rounds to one ulp below 1, and the ulp left uncached is 0.7 GB/s of remote IO, over B."""
+    first = c = d * min(1.0, max(0.0, share))
+    for _ in range(8):
+        if c >= d or R * (1.0 - c / d) <= room:
+            return min(c, d)
+        c = math.nextafter(c, math.inf)
+    return first  # a few ulps do not decide it: the share as computed, which the referee's slack then judges
+
+
+def feed(
+    inst: Instance,
+    rates: np.ndarray,
+    *,
+    b_share: float = 0.0,
+    bound: bool = True,
+    accepted: Instance | None = None,
+) -> Feeding:
     """CBA's closed form: the cheapest cache and bandwidth that feed jobs at ``rates`` (GB/s) unstalled.
 
     Continuous cache and bandwidth, cache capacity C and bandwidth cap B of
@@ -137,6 +158,10 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool
     referee and P1's MILP take it (the registered ``cba``).  Either way the answer is infeasible exactly when
     no allocation passes the referee's B.  ``bound=False`` leaves ``io_bound`` NaN: a caller that only feeds
     (AutoCBA's greedy, its search, cba-keep) need not pay for the certificate it does not report.
+
+    The bound is the weak dual at C and B as the referee accepts them (``accepted``, by default
+    :func:`cbalab.models.certify.accepted_limits` of ``inst``; docs/model.md (8.1)): D falls as C and B grow, so it
+    bounds every allocation the referee accepts, also below 1 GB or 1 GB/s where the slack is more than rounding.
     """
     written = inst
     if b_share:
@@ -166,7 +191,12 @@ def feed(inst: Instance, rates: np.ndarray, *, b_share: float = 0.0, bound: bool
         lam_mu.append((max(0.0, p_b * f.rho_s[f.t_c] - p_c), 0.0))
     if f.t_b is not None and f.rho_s[f.t_b] > 0:
         lam_mu.append((0.0, max(0.0, p_c / f.rho_s[f.t_b] - p_b)))
-    return Feeding(cache, bw, io_cost, max(weak_dual(inst, R, lam, mu) for lam, mu in lam_mu))
+    limits = accepted_limits(written) if accepted is None else accepted
+    at = inst.replace(
+        cache_gb=max(inst.cache_gb, limits.cache_gb), bandwidth_gbps=max(inst.bandwidth_gbps, limits.bandwidth_gbps)
+    )
+    low = demand_below(inst, rates)  # D grows with R: the float sums of the rates may round above the exact ones
+    return Feeding(cache, bw, io_cost, max(weak_dual(at, low, lam, mu) for lam, mu in lam_mu))
 
 
 def on_demand(
@@ -199,33 +229,68 @@ def cba_continuous(inst: Instance) -> Allocation:
     B is taken as the referee accepts it (``feed(b_share=MODEL_SHARE)``), as P1's MILP takes it: with B one ulp
     below Σ r_j, B as written forced a sliver of cache, and io-only, which the referee accepts, was cheaper
     than CBA's "optimum" (issue 19).
-    Status ``optimal`` when the weak-dual bound meets the cost (Theorem 1) within the certification tolerance
-    of docs/model.md (8.2) (:func:`cbalab.models.certify.verdict`, which also keeps the bound at or below the
-    cost), ``infeasible`` with the reason of Theorem 1 (ii) otherwise.
+    Status ``optimal`` when the weak-dual bound meets the referee's cost (Theorem 1) within the certification
+    tolerance of docs/model.md (8.2) (:func:`cbalab.models.certify.certify`, which also keeps the bound at or below
+    the cost and drops it when an allocation anyone can write down beats it), ``infeasible`` with the reason of
+    Theorem 1 (ii) otherwise.  The bound is the GPU bill plus the weak dual at the limits the referee accepts, summed
+    exactly and rounded down (:func:`cbalab.models.exact_bounds.cost_lower_bound`): never above the optimum.
     """
     inst.require_fixed()
-    f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE)
-    if f.cache_gb is None or f.bandwidth_gbps is None:
+    accepted = accepted_limits(inst)
+    f = feed(inst, inst.job_io_gbps, b_share=MODEL_SHARE, accepted=accepted)
+    wide = feed(widened_limits(inst), inst.job_io_gbps, b_share=MODEL_SHARE, accepted=accepted)
+    answers = [a for a in (f, wide) if a.cache_gb is not None and a.bandwidth_gbps is not None]
+    if not answers:
+        if feed(accepted, inst.job_io_gbps, bound=False).cache_gb is not None:
+            reason = (
+                f"undecided: {f.reason}; but with C and B as the referee accepts them (docs/model.md (8.1)) the "
+                "ρ-ordered fill meets B, so no infeasibility is proven"
+            )
+            return Allocation.none(Status.ERROR, reason)
         return Allocation.none(Status.INFEASIBLE, f.reason or "infeasible")
-    gpu_cost = inst.price_gpu * float(inst.job_gpus.sum())
-    # The cost as the referee sums it (models/evaluate.py), so that the bound is clipped to the very number reported.
-    cost = gpu_cost + inst.price_cache * float(f.cache_gb.sum()) + inst.price_bandwidth * float(f.bandwidth_gbps.sum())
-    v = verdict(
-        cost,
-        gpu_cost + f.io_bound,
-        minimise=True,
-        tol=instance_tolerance(inst, "cost", cost),
-        claimed="optimal",
-        source="CBA's weak-dual bound",
-    )
-    return Allocation(
-        gpus=inst.job_gpus.copy(),
-        cache_gb=f.cache_gb,
-        bandwidth_gbps=f.bandwidth_gbps,
-        status=v.status,
-        bound=v.bound,
-        reason=v.reason,
-    )
+    bound = cost_lower_bound(inst, max(a.io_bound for a in answers))
+    allocs = [
+        Allocation(inst.job_gpus.copy(), a.cache_gb, a.bandwidth_gbps, status=Status.OPTIMAL, bound=bound)
+        for a in answers
+    ]
+    chosen = preferred(inst, allocs)
+    if chosen is None:
+        return Allocation.none(Status.ERROR, REFUSED, bound=bound)
+    return certify(inst, "cost", chosen, source="CBA's weak-dual bound")
+
+
+#: The answer of a P1 rounding whose every allocation the referee refuses (the slack a fill may use is not the
+#: referee's below 1 GB): no allocation and no verdict, its bound kept.
+REFUSED = (
+    "undecided: every allocation CBA's fill found lies beyond the referee's limits (docs/model.md (8.1)), so neither "
+    "an answer nor an infeasibility is proven; solve with --method milp"
+)
+
+
+def preferred(inst: Instance, allocs: list[Allocation]) -> Allocation | None:
+    """The first of ``allocs`` (the answer for the limits as written) unless the referee refuses it, or a later one
+    the referee accepts is cheaper by more than the certification tolerance (8.2), or meets their common bound
+    within it where the first does not (:func:`cbalab.models.certify.widened_limits`); None if the referee accepts
+    none.  Above 1 GB and 1 GB/s the first is kept."""
+    scored = []
+    for alloc in allocs:
+        ev = evaluate(inst, alloc, "cost")
+        if ev.feasible:
+            scored.append((ev.cost_total, alloc))
+    if not scored:
+        return None
+    bound = allocs[0].bound
+
+    def meets(cost: float) -> bool:
+        return bound is not None and cost - bound <= instance_tolerance(inst, "cost", cost)
+
+    first_cost, first = scored[0]
+    if first is not allocs[0]:  # the referee refuses the answer for the limits as written
+        return first
+    for cost, alloc in scored[1:]:
+        if cost < first_cost - instance_tolerance(inst, "cost", first_cost) or (meets(cost) and not meets(first_cost)):
+            return alloc
+    return first
 
 
 def cba(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:

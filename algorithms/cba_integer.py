@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-from cbalab.algorithms.cba import Feeding, feed
-from cbalab.models.certify import instance_tolerance, verdict
-from cbalab.models.evaluate import MODEL_SHARE, RTOL, Allocation, evaluate, least_feeding, tolerated
+from cbalab.algorithms.cba import REFUSED, Feeding, feed, partial, preferred
+from cbalab.models.certify import accepted_limits, certify, widened_limits
+from cbalab.models.evaluate import MODEL_SHARE, RTOL, Allocation, block_counts, least_feeding, tolerated
+from cbalab.models.exact_bounds import cost_lower_bound, exact_sum, round_down
 from cbalab.models.instance import Instance
 from cbalab.models.kernels import prefix_fill
 from cbalab.models.result import IntegerFacts
@@ -99,6 +101,20 @@ def _io_cost(s: _Setting, cache: np.ndarray, provisioned: float | None) -> float
     return s.p_c * float(cache.sum()) + s.p_b * bandwidth
 
 
+def _io_cost_below(s: _Setting, cache: np.ndarray, provisioned: float | None) -> float:
+    """:func:`_io_cost` taken exactly and rounded down: a variant's proven optimum as a bound that holds in floats."""
+    d = [Fraction(x) for x in s.d.tolist()]
+    held = [min(Fraction(c), dk) for c, dk in zip(cache.tolist(), d)]
+    if provisioned is None:
+        bandwidth = sum((Fraction(r) * (dk - h) / dk for r, dk, h in zip(s.R.tolist(), d, held)), Fraction(0))
+    else:
+        bandwidth = Fraction(provisioned)
+    exact = Fraction(s.p_c) * exact_sum(cache) + Fraction(s.p_b) * bandwidth
+    # The answer is the variant's optimum up to the rounding of its float cover (a fill of K datasets, each step
+    # rounded once): an allowance of (K + 4)·2^-52 of the cost covers it (proofs/cba_integer_gap.md, "Bounds").
+    return round_down(exact * (1 - Fraction(s.d.size + 4, 2**52)))
+
+
 def _fits(s: _Setting, cache: np.ndarray, provisioned: float | None) -> bool:
     """Σ c_k ≤ C and remote IO ≤ B (and ≤ the provisioned bandwidth under tiers)."""
     limit = s.cap_b if provisioned is None else min(s.cap_b, provisioned)
@@ -111,18 +127,17 @@ def _cover_continuous(s: _Setting, limit: float) -> np.ndarray | None:
     None when even that exceeds C.  Lemma I2 of proofs/cba_integer_gap.md.
     """
     cache = np.zeros_like(s.d)
-    need = s.total - limit
-    if need > 0:
-        R_s, d_s = s.R[s.order], s.d[s.order]
-        cum = np.cumsum(R_s)
-        # Only read datasets (R_k > 0, a prefix of the ρ order) cut remote IO: rounding in ``need`` against
-        # ``cum`` must not push the fill onto unread ones (it cached a dataset nobody reads and called the
-        # answer optimal, issue 19).
-        read = max(int(np.count_nonzero(R_s > 0)), 1)
-        i = min(int(np.searchsorted(cum, need)), read - 1)
-        c_s = np.where(np.arange(cum.size) < i, d_s, 0.0)
-        if R_s[i] > 0:
-            c_s[i] = min(d_s[i], d_s[i] * (need - (cum[i - 1] if i else 0.0)) / R_s[i])
+    R_s, d_s = s.R[s.order], s.d[s.order]
+    # Only read datasets (R_k > 0, a prefix of the ρ order) cut remote IO.  The remote IO left after caching the
+    # first t of them whole is the tail sum ``after[t - 1]``, summed from the tail: a difference Σ R − limit (or a
+    # running sum compared with it) loses a small dataset's IO beside a large one (100 GB/s beside 1.1e23 GB/s
+    # rounds away, and the cover then stopped a dataset short and found nothing).
+    read = R_s[: int(np.count_nonzero(R_s > 0))]
+    if read.size and float(read.sum()) > limit:
+        after = np.append(np.cumsum(read[::-1])[::-1][1:], 0.0)
+        t = int(np.argmax(after <= limit)) if (after <= limit).any() else read.size - 1
+        c_s = np.where(np.arange(d_s.size) < t, d_s, 0.0)
+        c_s[t] = partial(d_s[t], read[t], (after[t] + read[t] - limit) / read[t], limit - after[t])
         cache[s.order] = c_s
     return cache if _fits(s, cache, limit) else None
 
@@ -146,24 +161,31 @@ class _Blocks:
         taken = np.clip(t - (self.cum_n - self.count), 0, self.count)
         return self.u * np.bincount(self.dataset, weights=taken, minlength=n_datasets)
 
-    def fewest(self, need: float) -> int | None:
-        """Fewest items saving ≥ ``need`` GB/s (None: all of them save less)."""
-        if need <= 0:
+    def fewest(self, limit: float) -> int | None:
+        """Fewest items that leave at most ``limit`` GB/s of remote IO (None: all of them leave more).
+
+        The remote IO left when the groups before i are taken is a tail sum of the items' savings, summed from the
+        tail: a difference Σ R − limit compared with a running sum loses a small dataset's IO beside a large one
+        (100 GB/s beside 1.1e23 GB/s), and the cover then took a dataset's blocks too few.
+        """
+        saved = self.count * self.value
+        after = np.append(np.cumsum(saved[::-1])[::-1][1:], 0.0)  # left once groups 0 … i are all taken
+        if saved.size == 0 or float(saved.sum()) <= limit:
             return 0
-        i = int(np.searchsorted(self.cum_v, need))
-        if i == self.cum_v.size:
+        ok = after <= limit
+        if not ok.any():
             return None
-        before_v = self.cum_v[i - 1] if i else 0.0
+        i = int(np.argmax(ok))
+        keep = int(np.floor((limit - after[i]) / self.value[i]))  # items of group i that may stay out
         before_n = int(self.cum_n[i - 1]) if i else 0
-        return before_n + min(int(np.ceil((need - before_v) / self.value[i])), int(self.count[i]))
+        return before_n + int(np.clip(self.count[i] - keep, 0, self.count[i]))
 
 
 def _blocks(s: _Setting) -> _Blocks:
     u = s.inst.block_size_gb
-    q = s.d / u
-    n = np.maximum(np.ceil(q - RTOL * np.maximum(1.0, q)), 1.0)
+    n = block_counts(s.d, u)  # the referee's count: 0 for a dataset below 1e-9 of a block, which is never cached
     last = np.minimum(u, s.d - (n - 1.0) * u)
-    k = np.flatnonzero(s.R > 0)
+    k = np.flatnonzero((s.R > 0) & (n >= 1))
     dataset = np.concatenate([k, k])
     count = np.concatenate([n[k] - 1.0, np.ones(k.size)])
     value = np.concatenate([s.rho[k] * u, s.rho[k] * last[k]])
@@ -177,7 +199,7 @@ def _blocks(s: _Setting) -> _Blocks:
 def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> np.ndarray | None:
     """The fewest whole blocks that bring remote IO down to ``limit`` (exact, Lemma I1); None if > ⌊C/u⌋ needed."""
     blocks = blocks or _blocks(s)
-    t = blocks.fewest(s.total - limit - _tol(limit))
+    t = blocks.fewest(limit + _tol(limit))
     if t is None or t > blocks.top:
         return None
     cache = blocks.take(t, s.d.size)
@@ -187,7 +209,7 @@ def _cover_blocks(s: _Setting, limit: float, blocks: _Blocks | None = None) -> n
 def _priced_blocks(s: _Setting) -> np.ndarray | None:
     """Block CBA: the first t* = clamp(t₀, t_min, ⌊C/u⌋) items, t₀ = #items with p_b·saving > p_c·u (Theorem I1)."""
     blocks = _blocks(s)
-    t_min = blocks.fewest(s.total - s.cap_b - _tol(s.cap_b))
+    t_min = blocks.fewest(s.cap_b + _tol(s.cap_b))
     if t_min is None or t_min > blocks.top:
         return None
     t0 = int(blocks.count[s.p_b * blocks.value > s.p_c * blocks.u].sum())
@@ -374,7 +396,7 @@ def _blocks_priced(s: _Setting) -> _Answer:
             f"leave more than {_cap_text(s)} of remote IO (Theorem I1)"
         )
         return _Answer(None, None, np.nan, None, reason)
-    return _Answer(cache, None, _io_cost(s, cache, None), 0.0)
+    return _Answer(cache, None, _io_cost_below(s, cache, None), 0.0)
 
 
 def _tiers(
@@ -416,7 +438,7 @@ def _tiers(
     if hi - lo + 1 <= scan:
         best = _cheapest(s, [best] + [(cover(s, m * step), m * step) for m in range(lo, hi + 1)]) or best
         if exact_cover:
-            return _Answer(best[0], best[1], _io_cost(s, *best), 0.0)
+            return _Answer(best[0], best[1], _io_cost_below(s, *best), 0.0)
     slack = s.p_b * (up * step - remote)
     return _Answer(best[0], best[1], base.io_bound, None if base.gap_bound is None else base.gap_bound + slack)
 
@@ -456,7 +478,7 @@ def _tiers_continuous(s: _Setting) -> _Answer:
         return _Answer(None, None, np.nan, None, _no_tiers(s))
     ans = _tiers(s, _Answer(lp.cache_gb, None, lp.io_bound, 0.0), _cover_continuous)
     assert ans.cache is not None  # a base with a cache always leaves one
-    return _Answer(ans.cache, ans.provisioned, _io_cost(s, ans.cache, ans.provisioned), 0.0)
+    return _Answer(ans.cache, ans.provisioned, _io_cost_below(s, ans.cache, ans.provisioned), 0.0)
 
 
 def _no_tiers(s: _Setting) -> str:
@@ -522,32 +544,45 @@ def cba_integer(inst: Instance) -> Allocation:
     ``bound`` is a proven lower bound; ``facts.gap_bound`` (:class:`~cbalab.models.result.IntegerFacts`) the
     a-priori additive bound on cost - optimum that the variant's theorem gives on this instance (None: none applies).
     """
-    s = _setting(inst)
     key = (inst.cache_granularity, inst.bandwidth_step_gbps is not None)
-    ans = _VARIANTS[key](s)
-    gpu = inst.price_gpu * float(inst.job_gpus.sum())
-    bound = gpu + ans.io_bound if np.isfinite(ans.io_bound) else None
-    if ans.cache is None:
+    variant = _VARIANTS[key]
+    ans = variant(_setting(inst))
+    wide = variant(_setting(widened_limits(inst)))
+    # The bound: the variant's own bounds on the instance with C and B as the referee accepts them (docs/model.md
+    # (8.1)), where the exact variants' optimum is itself the bound; every one lies at or below the optimum of
+    # every allocation the referee accepts.
+    held = variant(_setting(accepted_limits(inst)))
+    bound = cost_lower_bound(inst, held.io_bound) if np.isfinite(held.io_bound) else None
+    if bound is not None and not np.isfinite(bound):
+        bound = None
+    found = [a for a in (ans, wide) if a.cache is not None]
+    if not found:
         status = Status.ERROR if ans.reason and ans.reason.startswith("undecided") else Status.INFEASIBLE
-        return Allocation.none(status, ans.reason or status, bound=bound)
-    alloc = Allocation(
-        gpus=inst.job_gpus.copy(),
-        cache_gb=ans.cache,
-        bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, ans.cache),
-        provisioned_gbps=ans.provisioned,
-        facts=IntegerFacts(_variant_name(key), ans.gap_bound),
-    )
-    cost = evaluate(inst, alloc, "cost").cost_total  # the referee's number, which the bound is clipped to
-    v = verdict(
-        cost,
-        bound,
-        minimise=True,
-        tol=instance_tolerance(inst, "cost", cost),
-        claimed="optimal",
-        source="the rounding's lower bound",
-    )
-    alloc.status, alloc.bound, alloc.reason = v.status, v.bound, v.reason
-    return alloc
+        reason = ans.reason or str(status)
+        if held.cache is not None:  # the referee's slack admits what the limits as written do not
+            status = Status.ERROR
+            reason = (
+                f"undecided: {reason}; but with C and B as the referee accepts them (docs/model.md (8.1)) the same "
+                "rounding finds an allocation, so no infeasibility is proven"
+            )
+        return Allocation.none(status, reason, bound=bound)
+    allocs = [
+        Allocation(
+            gpus=inst.job_gpus.copy(),
+            cache_gb=a.cache,
+            bandwidth_gbps=least_feeding(inst, inst.job_io_gbps, a.cache),
+            provisioned_gbps=a.provisioned,
+            status=Status.OPTIMAL,
+            bound=bound,
+            facts=IntegerFacts(_variant_name(key), a.gap_bound),
+        )
+        for a in found
+        if a.cache is not None
+    ]
+    chosen = preferred(inst, allocs)
+    if chosen is None:
+        return Allocation.none(Status.ERROR, REFUSED, bound=bound)
+    return certify(inst, "cost", chosen, source="the rounding's lower bound")
 
 
 def _variant_name(key: tuple[str, bool]) -> str:

@@ -30,11 +30,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from cbalab.models.alone import runs_alone
-from cbalab.models.evaluate import Allocation, evaluate, least_feeding, tolerated
+from cbalab.models.evaluate import (
+    MODEL_SHARE,
+    Allocation,
+    Evaluation,
+    evaluate,
+    least_feeding,
+    tolerated,
+    usable_cache,
+)
+from cbalab.models.exact_bounds import exact_sum, round_down
 from cbalab.models.instance import Instance
 from cbalab.models.result import Certificate
 from cbalab.models.types import Status
@@ -95,6 +105,23 @@ def accepted_limits(inst: Instance) -> Instance:
     )
 
 
+def widened_limits(inst: Instance) -> Instance:
+    """``inst`` with C and B as near the referee's limits (8.1) as a model may aim: the second try of P1's methods.
+
+    C becomes ``tolerated(C, MODEL_SHARE)``, and B the B whose model row ``tolerated(B, MODEL_SHARE)`` keeps a
+    millionth of the slack of ``tolerated(B)`` for rounding.  Below 1 GB or 1 GB/s the slack is more than rounding
+    (C = 10⁻¹² GB accepts 10⁻⁹ GB of cache), and the bound, taken for the accepted limits
+    (:func:`accepted_limits`), can then prove an answer for the limits as written not optimal.  CBA, ``lp`` and
+    ``milp`` then answer this instance too, and keep that answer only where it is cheaper by more than the
+    certification tolerance (8.2), or certified where the first is not: above 1 GB and 1 GB/s, where the two differ
+    by rounding, the answer stays the one for the limits as written.
+    """
+    share = MODEL_SHARE * (1.0 - MODEL_SHARE) * (1.0 - 1e-3)
+    return inst.replace(
+        cache_gb=tolerated(inst.cache_gb, MODEL_SHARE), bandwidth_gbps=tolerated(inst.bandwidth_gbps, share)
+    )
+
+
 def fixed_part(inst: Instance, problem: str) -> float:
     """The part of the objective that no decision changes: P1's GPU bill p_g Σ_j g_j (§4), 0 for welfare."""
     if problem != "cost":
@@ -136,13 +163,16 @@ def verdict(
     claimed: str,
     mip_gap: float = 0.0,
     source: str = "the bound",
+    clip: float | None = None,
 ) -> Verdict:
     """Certify a claim on numbers alone: ``score`` is the referee's objective, ``bound`` the independent bound.
 
     ``minimise`` says which side the bound is on (a lower bound of a cost, or an upper bound of a
     welfare); ``tol`` is the tolerance (8.2) of the score (:func:`tolerance`); ``claimed`` the method's
     status, of which only ``optimal`` is tested (``time_limit``, ``feasible`` stay what they are);
-    ``mip_gap`` the relative gap the solver ran at; ``source`` names the bound in the reason.
+    ``mip_gap`` the relative gap the solver ran at; ``source`` names the bound in the reason; ``clip`` the value a
+    bound beyond the score is moved to (by default the score; :func:`certify` gives a cost's exact value rounded
+    down, since the float score can lie an ulp above the exact optimum).
 
     * A bound that is missing or not finite proves nothing: ``optimal`` becomes ``feasible``.
     * A bound the score beats by more than ``tol`` is no bound: it is dropped and ``optimal`` becomes
@@ -163,7 +193,8 @@ def verdict(
             "(docs/model.md (8.2)): that bound does not hold, so it is dropped"
         )
         return Verdict(downgraded, None, reason)
-    kept = min(bound, score) if minimise else max(bound, score)
+    edge = score if clip is None else clip
+    kept = min(bound, edge) if minimise else max(bound, edge)
     note = None
     if kept != bound:
         note = (
@@ -233,7 +264,10 @@ def certify(
         alloc.status = Status.FEASIBLE if claimed in (Status.OPTIMAL, Status.FEASIBLE) else claimed
         alloc.bound = None
     else:
-        v = verdict(score, bound, minimise=minimise, tol=tol, claimed=claimed, mip_gap=mip_gap, source=source)
+        clip = round_down(exact_cost(inst, alloc, ev)) if minimise else None
+        v = verdict(
+            score, bound, minimise=minimise, tol=tol, claimed=claimed, mip_gap=mip_gap, source=source, clip=clip
+        )
         alloc.status, alloc.bound = v.status, v.bound
         if v.reason is not None:
             alloc.reason = v.reason if alloc.reason is None else f"{alloc.reason}; {v.reason}"
@@ -243,13 +277,28 @@ def certify(
     return alloc
 
 
+def exact_cost(inst: Instance, alloc: Allocation, ev: Evaluation) -> Fraction:
+    """The exact value of the cost the referee scores (docs/model.md §4): p_g Σ g + p_c Σ c + p_b (Σ b, or the
+    provisioned bandwidth under tiers), every float taken as the rational it stands for.
+
+    The referee's float sum can round above it (2^53 + 3 rounds to 2^53 + 4), so a lower bound clipped to the score
+    could lie above the optimum; clipped to this value rounded down it cannot (:func:`certify`).
+    """
+    assert alloc.cache_gb is not None and alloc.bandwidth_gbps is not None
+    gpus = Fraction(inst.price_gpu) * int(np.asarray(alloc.gpus).sum()) if alloc.time_share is None else None
+    gpu = Fraction(ev.cost_gpu) if gpus is None else gpus
+    billed = exact_sum(alloc.bandwidth_gbps) if ev.provisioned_gbps is None else Fraction(ev.provisioned_gbps)
+    return gpu + Fraction(inst.price_cache) * exact_sum(alloc.cache_gb) + Fraction(inst.price_bandwidth) * billed
+
+
 def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
     """An allocation anyone can write down and its referee score, or None: no proven bound may be worse than it.
 
-    Cost (docs/model.md §4): no cache, every job fed by remote IO, b_j = r_j.
+    Cost (docs/model.md §4): the cheaper of no cache, every job fed by remote IO (b_j = r_j), and every read
+    dataset cached as far as it can be (whole, or its whole blocks) with the rest fed remotely, when that fits C.
     Welfare (§5): without cache, options taken greedily (by utility per
     dollar U_o / (p_g g_o + p_b r_o), or by utility), at most one per job,
-    while G, B and the budget allow (:func:`_greedy_without_cache`).  Either
+    while G, B and the budget allow (:func:`_greedy_without_cache`).  Each
     is scored by the referee and used only if it finds it feasible.
     This catches a solver whose bound is self-consistent but wrong, e.g. a
     presolve that reduces a MILP with optimum 54 to an empty one with
@@ -258,9 +307,18 @@ def simple_allocation(inst: Instance, problem: str) -> tuple[str, float] | None:
     if problem == "cost":
         if not inst.has_fixed.all():
             return None
-        cache = np.zeros(inst.n_datasets)
-        alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
-        what = "no cache with every job on remote IO"
+        read = inst.dataset_demand(inst.job_io_gbps) > 0
+        held = np.where(read, usable_cache(inst), 0.0)
+        found = []
+        for what, cache in (
+            ("no cache with every job on remote IO", np.zeros(inst.n_datasets)),
+            ("every read dataset cached", held),
+        ):
+            alloc = Allocation(inst.job_gpus.copy(), cache, least_feeding(inst, inst.job_io_gbps, cache))
+            ev = evaluate(inst, alloc, problem)
+            if ev.feasible:
+                found.append((what, ev.cost_total))
+        return min(found, key=lambda w: w[1]) if found else None
     else:
         gpus, bw = _greedy_without_cache(inst)
         alloc = Allocation(gpus, np.zeros(inst.n_datasets), bw)

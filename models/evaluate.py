@@ -147,6 +147,24 @@ def hit_ratio(size_gb: np.ndarray, cache: np.ndarray) -> np.ndarray:
     return np.minimum(cache, size_gb) / size_gb
 
 
+def block_counts(size_gb: np.ndarray, block_gb: float) -> np.ndarray:
+    """The whole blocks of ``block_gb`` GB a dataset of ``size_gb`` can use: ⌈d/u − ε max(1, d/u)⌉ (docs/model.md §4).
+
+    The one rule of the referee, CBA and the MILP: a dataset's count is d/u rounded up, less the slack of (8.1) on
+    it, so that a count within rounding of a whole number is not rounded up to one block more.  A dataset smaller
+    than ε = 10⁻⁹ of a block thus has 0 blocks: it cannot be cached, and its jobs are fed by remote IO.
+    """
+    q = size_gb / block_gb
+    return np.ceil(q - _slack(q))
+
+
+def usable_cache(inst: Instance) -> np.ndarray:
+    """The most cache each dataset can use (GB): d_k, or its whole blocks u·n_k under block caching (§4)."""
+    if inst.cache_granularity == "block":
+        return block_counts(inst.dataset_size_gb, inst.block_size_gb) * inst.block_size_gb
+    return inst.dataset_size_gb.copy()
+
+
 def evaluate(inst: Instance, alloc: Allocation, problem: str) -> Evaluation:
     """Score ``alloc`` on ``inst`` for ``problem`` ("cost" = P1, "welfare" = P2), listing every violation.
 
@@ -288,7 +306,7 @@ def _hit_ratio(inst: Instance, c: np.ndarray, v: list[str]) -> np.ndarray:
         u = inst.block_size_gb
         blocks = c / u
         off = np.abs(blocks - np.rint(blocks)) > _slack(blocks)
-        limit = np.ceil(d / u - _slack(d / u)) * u
+        limit = block_counts(d, u) * u
         what = f"a whole number of {u:g} GB blocks"
     elif inst.cache_granularity == "dataset":
         off = (c > _slack(c)) & (np.abs(c - d) > _slack(d))

@@ -91,11 +91,83 @@ def safe_float(value: float, exact: Fraction, *, lower: bool) -> float:
     return round_down(exact) if lower else round_up(exact)
 
 
-def weak_dual_exact(inst: Instance, R: np.ndarray, lam: float, mu: float) -> Fraction:
+#: The referee's relative slack (models/evaluate.py ``RTOL``, docs/model.md (8.1)), which its block count takes off
+#: d/u; evaluate.py imports this module (through kernels.py), so the number is restated here.
+RTOL_BLOCK = 1e-9
+
+
+def demand_below(inst: Instance, rates: np.ndarray) -> np.ndarray:
+    """R_k = Σ_{j reads k} r_j per dataset, each exact sum rounded down: the demands a lower bound may use.
+
+    A weak dual grows with R_k, and the float sum of the rates can round above the exact one; rounded down, every
+    bound taken at these demands holds for the exact ones (docs/model.md §8).
+    """
+    sums = group_sums(np.asarray(rates, dtype=float), inst.job_dataset, inst.n_datasets)
+    return np.array([round_down(q) for q in sums], dtype=float)
+
+
+def p1_relaxation_bound(inst: Instance) -> Fraction:
+    """A lower bound on the continuous relaxation of P1 (docs/model.md §4) on ``inst``, exactly: D(λ, μ) of
+    Lemma 2 (proofs/cba_optimality.md) at demands rounded down (:func:`demand_below`), plus the exact GPU bill.
+
+    The multipliers are Theorem 1's, read off the ρ-ordered fill in floating point: the vertices of the dual at the
+    datasets where C and B stop the fill and their neighbours (any λ, μ ≥ 0 give a bound; the best of these is the
+    optimum, by Theorem 1).  ``inst``'s limits are taken as they stand: a caller passes C and B as the
+    referee accepts them.
+    """
+    R = demand_below(inst, inst.job_io_gbps)
+    d = inst.dataset_size_gb
+    p_c, p_b = inst.price_cache, inst.price_bandwidth
+    cacheable = None
+    if inst.cache_granularity == "block":  # a dataset below 1e-9 of a block has none to hold (§4, the block rule)
+        q = d / inst.block_size_gb
+        cacheable = np.ceil(q - RTOL_BLOCK * np.maximum(1.0, q)) >= 1
+    rho = np.where(cacheable, R / d, 0.0) if cacheable is not None else R / d
+    order = np.argsort(-rho, kind="stable")
+    d_s, R_s, rho_s = d[order], R[order], rho[order]
+    near = set()
+    if R_s.size:
+        near.add(min(int(np.searchsorted(np.cumsum(d_s), inst.cache_gb)), R_s.size - 1))
+        if math.isfinite(inst.bandwidth_gbps):
+            after = np.append(np.cumsum(R_s[::-1])[::-1][1:], 0.0)
+            near.add(int(np.argmax(after <= inst.bandwidth_gbps)))
+    # The dual's vertices are λ = 0 with (p_b + μ) ρ_t = p_c, or μ = 0 with λ = p_b ρ_t − p_c, at the dataset t
+    # where C or B stops the fill, or one beside it when the fill stops on a dataset's edge.
+    candidates = [(0.0, 0.0)]
+    for t in sorted({t + s for t in near for s in (-1, 0, 1)} & set(range(R_s.size))):
+        candidates.append((max(0.0, p_b * float(rho_s[t]) - p_c), 0.0))
+        if rho_s[t] > 0 and math.isfinite(inst.bandwidth_gbps):
+            candidates.append((0.0, max(0.0, p_c / float(rho_s[t]) - p_b)))
+    finite = [(lam, mu) for lam, mu in candidates if math.isfinite(lam) and math.isfinite(mu)]
+    return gpu_bill_exact(inst) + max(weak_dual_exact(inst, R, lam, mu, cacheable) for lam, mu in finite)
+
+
+def gpu_bill_exact(inst: Instance) -> Fraction:
+    """P1's GPU bill p_g Σ_j g_j (docs/model.md §4) exactly: the part of a cost bound no decision changes."""
+    return Fraction(inst.price_gpu) * int(inst.job_gpus[inst.has_fixed].sum())
+
+
+def cost_lower_bound(inst: Instance, io_bound: float | Fraction, counted: float = 0.0) -> float:
+    """A lower bound on P1's cost from a lower bound on its IO cost: the largest float ≤ GPU bill + ``io_bound``.
+
+    ``counted`` is a GPU bill already inside ``io_bound`` as a float (a solver's objective offset): it is taken out
+    exactly and the exact bill put in.  The float sum p_g Σ g + IO bound can round above its exact value (three
+    1-GPU jobs at 0.1 $/h: 0.30000000000000004 against 0.3000000000000000166), so the sum is taken in rationals
+    and rounded down (docs/model.md §8).  A bound of −∞ stays −∞; +∞ or NaN is no bound (NaN).
+    """
+    if isinstance(io_bound, float) and not math.isfinite(io_bound):
+        return io_bound if io_bound == -math.inf else math.nan
+    return round_down(Fraction(io_bound) - Fraction(counted) + gpu_bill_exact(inst))
+
+
+def weak_dual_exact(
+    inst: Instance, R: np.ndarray, lam: float, mu: float, cacheable: np.ndarray | None = None
+) -> Fraction:
     """D(λ, μ) of Lemma 2 (proofs/cba_optimality.md) exactly, at dataset demands ``R``, for finite λ, μ ≥ 0.
 
     D = Σ_k min((p_b + μ) R_k, (p_c + λ) d_k) − μ B − λ C, with μ B taken as 0 when μ = 0 (B = ∞ allowed then);
-    −∞ when μ > 0 and B = ∞.  Every term is compared and added on the integers.
+    −∞ when μ > 0 and B = ∞.  Every term is compared and added on the integers.  A dataset ``cacheable`` marks
+    False (no whole block to hold, docs/model.md §4) takes its read term (p_b + μ) R_k.
     """
     if mu > 0 and not math.isfinite(inst.bandwidth_gbps):
         return Fraction(-(10**400))
@@ -110,6 +182,8 @@ def weak_dual_exact(inst: Instance, R: np.ndarray, lam: float, mu: float) -> Fra
     read = (mr * ns) << (er - a_s - low).astype(object)
     held = (md * nt) << (ed - a_t - low).astype(object)
     terms = np.where(read <= held, read, held)
+    if cacheable is not None:
+        terms = np.where(cacheable, terms, read)
     value = _scaled(int(terms.sum()) if terms.size else 0, low)
     if mu > 0:
         value -= Fraction(mu) * Fraction(inst.bandwidth_gbps)

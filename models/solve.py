@@ -48,9 +48,17 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from cbalab.models.certify import certify
+from cbalab.models.certify import accepted_limits, certify, instance_tolerance, widened_limits
 from cbalab.models.evaluate import MODEL_SHARE, Allocation, evaluate, least_feeding, tolerated
-from cbalab.models.exact_bounds import DualValue, lp_dual_value, round_up, safe_float
+from cbalab.models.exact_bounds import (
+    DualValue,
+    cost_lower_bound,
+    lp_dual_value,
+    p1_relaxation_bound,
+    round_down,
+    round_up,
+    safe_float,
+)
 from cbalab.models.instance import Instance
 from cbalab.models.milp.cost import cost_statement, tier_cover
 from cbalab.models.milp.statement import Arrays, solution
@@ -405,7 +413,9 @@ def _cover_cap(inst: Instance, cache: np.ndarray) -> np.ndarray:
     return out
 
 
-def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions()) -> Allocation:
+def solve_cost(
+    inst: Instance, *, relax: bool, options: SolveOptions = SolveOptions(), limits: Instance | None = None
+) -> Allocation:
     """Solve P1 (docs/model.md §4) exactly (``relax=False``) or its LP relaxation, as a certified Allocation.
 
     HiGHS solves the statement of models/milp/cost.py compiled and scaled (docs/model.md §8; the Pyomo model
@@ -419,10 +429,14 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     integer variant the LP's allocation is certified only when the referee takes it as it is (the relaxation
     came out whole); otherwise the answer is its bound alone (:func:`_fractional`).  A MILP allocation of an
     integer variant that the referee rejects once rounded is ``error`` (:func:`_broken`), never ``infeasible``:
-    only HiGHS's proof makes that claim.
+    only HiGHS's proof makes that claim.  ``limits``: the instance whose C and B the model states (by default
+    ``inst``; :func:`cbalab.models.certify.widened_limits` for the second try of :func:`_cost_method`); the answer is
+    scored and its bound taken on ``inst``.
     """
-    arrays = cost_statement(inst, relax=relax).compile(scaled=True)
-    out, x, _ = solve_arrays(arrays, options)
+    model = inst if limits is None else limits
+    arrays = cost_statement(model, relax=relax).compile(scaled=True)
+    out, x, facts = solve_arrays(arrays, options)
+    out.bound = _cost_bound(inst, model, arrays, out.bound, facts.get("solution"))
     if x is None:
         return answer(out)
     if inst.cache_granularity == "block":
@@ -460,6 +474,64 @@ def solve_cost(inst: Instance, *, relax: bool, options: SolveOptions = SolveOpti
     )
 
 
+def _cost_bound(
+    inst: Instance, model: Instance, arrays: Arrays, bound: float | None, sol: highspy.HighsSolution | None
+) -> float | None:
+    """P1's bound made safe for what the referee accepts (docs/model.md §8, (8.1)), or None.
+
+    The model's cache row is C as written, and the referee accepts up to ``tolerated(C)``; below 1 GB the difference
+    is more than rounding.  So an LP bound (``sol``: the LP's solution, with its row duals) is re-derived exactly,
+    at the same duals, on the same model stated with C and B as the referee accepts them, and the lesser of the
+    two is kept (any duals give a bound, Neumaier and Shcherbina).  The GPU bill is the model's objective offset, a
+    rounded float: it is taken out exactly and the exact bill put in, and the sum rounded down
+    (:func:`cbalab.models.exact_bounds.cost_lower_bound`).  HiGHS's branch-and-bound bound of an integer model is
+    taken on trust (docs/model.md §8) and only gets the exact bill.  ``model`` is the instance the model states.
+    """
+    if bound is None or not math.isfinite(bound):
+        return None
+    if sol is not None:
+        held, _ = _safe_lp_bound(_accepted_rows(inst, model, arrays), sol, bound)
+        if held is None:
+            return None
+        bound = min(bound, held)
+    io_part = Fraction(bound) - Fraction(arrays.offset * arrays.objective_scale)
+    if sol is None and io_part > 0:
+        # HiGHS's bound of an integer model, taken on trust, is a bound of the compiled model, whose coefficients
+        # are the data's products rounded once: an allowance of (n + 4)·2^-52 of it, n the columns, covers them.
+        io_part *= 1 - Fraction(arrays.n_cols + 4, 2**52)
+    safe = cost_lower_bound(inst, io_part)
+    if not math.isfinite(safe):
+        return None
+    if sol is not None:
+        # The LP's duals are exact for the compiled model, whose coefficients are products of the data rounded
+        # once (and rounded up, the duals' value can lie an ulp above the optimum); the relaxation's own weak dual,
+        # on the data, at the accepted limits, is exact for the instance: it is the bound (docs/model.md §8).
+        safe = round_down(p1_relaxation_bound(accepted_limits(inst)))
+    return safe
+
+
+def _accepted_rows(inst: Instance, model: Instance, arrays: Arrays) -> Arrays:
+    """P1's compiled model of ``model`` with the rows of C and B at the limits the referee accepts on ``inst``,
+    ``tolerated(·)`` (8.1).
+
+    Each row keeps its divisor (models/milp/cost.py: the model's limit, or the largest dataset for C = 0, 1 for
+    B = 0), so the same duals weigh it the same; its right-hand side is the accepted limit over that divisor,
+    rounded up.
+    """
+    hi = arrays.row_hi.copy()
+    d_max = float(inst.dataset_size_gb.max()) if inst.n_datasets else 1.0
+    for name, limit, written, fallback in (
+        ("cache_capacity", inst.cache_gb, model.cache_gb, d_max),
+        ("bandwidth_capacity", inst.bandwidth_gbps, model.bandwidth_gbps, 1.0),
+    ):
+        rows = arrays.rows.get(name)
+        if rows is None or not math.isfinite(limit) or hi[rows].size == 0:
+            continue
+        divisor = written if written > 0 else (fallback if fallback > 0 else 1.0)
+        hi[rows] = np.maximum(hi[rows], round_up(Fraction(tolerated(limit)) / Fraction(divisor)))
+    return replace(arrays, row_hi=hi)
+
+
 def _broken(violations: list[str]) -> Allocation:
     """The answer of a P1 solve whose allocation, read back from HiGHS's solution, the referee rejects: ``error``.
 
@@ -493,14 +565,62 @@ def _fractional(relaxed: Allocation, violations: list[str]) -> Allocation:
     return Allocation.none(status, reason, bound=relaxed.bound if proven else None)
 
 
+def _cost_method(inst: Instance, relax: bool, options: SolveOptions) -> Allocation:
+    """:func:`solve_cost` on ``inst``, and once more on its :func:`cbalab.models.certify.widened_limits` when that
+    answer is not certified or says infeasible: the bound is for C and B as the referee accepts them, and below
+    1 GB or 1 GB/s an allocation for the limits as written can be beaten by more than the tolerance (8.2).  The
+    second answer is kept when it is certified ``optimal``, or when the first claimed infeasibility and the referee
+    accepts the second (then no infeasibility is proven)."""
+    first = solve_cost(inst, relax=relax, options=options)
+    integral = not relax and (inst.cache_granularity != "continuous" or inst.bandwidth_step_gbps is not None)
+    if integral and min(inst.cache_gb, inst.bandwidth_gbps) < 1.0:
+        return _both_limits(inst, first, solve_cost(inst, relax=False, options=options, limits=widened_limits(inst)))
+    refused = first.certificate is not None and first.certificate.claimed == Status.OPTIMAL
+    if first.status == Status.OPTIMAL or not (refused or first.status == Status.INFEASIBLE):
+        return first
+    second = solve_cost(inst, relax=relax, options=options, limits=widened_limits(inst))
+    if second.status == Status.OPTIMAL:
+        return second
+    if first.status == Status.INFEASIBLE and second.status != Status.INFEASIBLE:
+        return second  # the referee's slack admits what the limits as written do not: no infeasibility is proven
+    return first
+
+
+def _both_limits(inst: Instance, first: Allocation, second: Allocation) -> Allocation:
+    """P1's MILP answer on an integer variant with C or B below 1, from its solves for the limits as written
+    (``first``) and as widened (``second``, :func:`cbalab.models.certify.widened_limits`).
+
+    HiGHS's bound holds for the limits its model states, and below 1 the referee's slack (8.1) is more than
+    rounding: one more block or tier can fit, and the bound for C as written lies above the optimum the referee
+    accepts.  So the bound is the lesser of the two (None if either has none), and the answer the cheaper of the two
+    the referee accepts (``first`` unless ``second`` is cheaper by more than the tolerance (8.2)), certified again.
+    An ``infeasible`` stands only if both say it.
+    """
+    scored = []
+    for alloc in (first, second):
+        if alloc.has_allocation and evaluate(inst, alloc, "cost").feasible:
+            scored.append((evaluate(inst, alloc, "cost").cost_total, alloc))
+    if not scored:
+        return first if first.status == Status.INFEASIBLE and second.status == Status.INFEASIBLE else second
+    cost, best = scored[0]
+    if len(scored) == 2 and scored[1][0] < cost - instance_tolerance(inst, "cost", cost):
+        best = scored[1][1]
+    bounds = [a.bound for a in (first, second) if a.status != Status.INFEASIBLE]
+    claimed = best.certificate.claimed if best.certificate is not None else best.status
+    best.status = Status(claimed)
+    best.bound = None if any(b is None for b in bounds) else min(b for b in bounds if b is not None)
+    best.certificate = None
+    return certify(inst, "cost", best, source="HiGHS's dual bound")
+
+
 def cost_lp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``lp`` for the cost problem: the continuous relaxation of P1, solved by HiGHS."""
-    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=True, options=options), relax=True)
+    return _exact(inst, "cost", options, lambda i, options: _cost_method(i, True, options), relax=True)
 
 
 def cost_milp(inst: Instance, options: SolveOptions = SolveOptions()) -> Allocation:
     """Registered method ``milp`` for the cost problem: P1 exactly as written (integer variants included)."""
-    return _exact(inst, "cost", options, lambda i, options: solve_cost(i, relax=False, options=options))
+    return _exact(inst, "cost", options, lambda i, options: _cost_method(i, False, options))
 
 
 @dataclass
@@ -576,9 +696,10 @@ def solve_arrays(
         kind, message = Status.OPTIMAL, "HiGHS: optimal"
         bound = bound if bound is not None and math.isfinite(bound) else objective
         if not arrays.integral.any() and bound is not None:
-            bound, facts["dual_value"] = _safe_lp_bound(arrays, h.getSolution(), bound)
+            facts["solution"] = h.getSolution()
+            bound, facts["dual_value"] = _safe_lp_bound(arrays, facts["solution"], bound)
             facts["safe_bound"] = bound
-            facts["row_dual"] = np.asarray(h.getSolution().row_dual, dtype=float)
+            facts["row_dual"] = np.asarray(facts["solution"].row_dual, dtype=float)
             facts["basis"] = h.getBasis()
     elif status == ms.kTimeLimit:
         kind, message = Status.TIME_LIMIT, f"HiGHS stopped at the time limit of {options.time_limit} s"
