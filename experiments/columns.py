@@ -2,8 +2,8 @@
 
 A column is *exact* (statuses, counts, names, flags, and the numbers whose every bit the code fixes: closed
 forms, replays, the referee's sums in a fixed order) or a *solver* column: a number that passes through HiGHS
-or a BLAS kernel, whose last digits move with the CPU's instruction set (AVX2 or AVX-512 paths) at the same
-package versions.  An exact column is compared as text; a solver column within :data:`RTOL` relative with the
+or a BLAS kernel, whose last digits move with the CPU (HiGHS's and OpenBLAS's AVX2 or AVX-512 paths) at the
+same package versions.  An exact column is compared as text; a solver column within :data:`RTOL` relative with the
 floor :data:`ATOL` (:func:`close`).  :data:`SOLVER` declares the solver columns of each experiment, in this one
 place: the run modules do not import this module, so the declaration moves no digest of the code the rows were
 computed from (experiments/provenance.py).
@@ -44,9 +44,11 @@ SOLVER: dict[str, tuple[str, ...]] = {
         "min_stall_factor",
         "mean_stall_factor_running",
     ),
+    # The stall cost is a BLAS dot product (io_cost_report.stall_cost, np.dot): OpenBLAS picks its kernel by CPU.
+    "io-cost": ("stall_cost_usd", "io_plus_stall_usd"),
 }
-# The confirmation reruns welfare (with io-cost and online-welfare, exact) on held-out data.
-SOLVER["confirm"] = SOLVER["welfare"]
+# The confirmation reruns io-cost, welfare and online-welfare (exact) on held-out data.
+SOLVER["confirm"] = SOLVER["io-cost"] + SOLVER["welfare"]
 
 
 def solver_column(name: str, column: str) -> bool:

@@ -197,16 +197,36 @@ def choose(
     return sorted(chosen)
 
 
-def claim_rows(name: str, folder: Path, grid: list[dict], echo: Callable[[str], None]) -> list[int]:
+def claim_rows(name: str, folder: Path, grid: list[dict], workers: int, echo: Callable[[str], None]) -> list[int]:
     """The rows of ``folder``/runs.csv that decide a claim of paper/claims.md (experiments/paper/deciding.py),
     found by perturbing them through the claims' own code; says how many and how long the search took."""
     from cbalab.experiments.paper.deciding import deciding
 
     start = time.perf_counter()
-    rows, tests = deciding(name, folder, {k for p in grid for k in p})
+    rows, tests = deciding(name, folder, {k for p in grid for k in p}, workers)
     took = time.perf_counter() - start
     echo(f"{name}: {len(rows)} rows decide the claims (found in {took:.0f} s, {tests} sections computed)")
     return rows
+
+
+def draw_chance(name: str, folder: Path, seeds: int = 1000) -> tuple[pd.Series, set[int]]:
+    """How often the canaries of ``seeds`` commit seeds (0, 1, …) draw each committed row of ``folder`` (a share
+    per row), and the fixed canaries (drawn by every seed): the chance that CI's canaries spot-check a given row
+    at one commit (docs/reproduce.md, "Verifying rows")."""
+    mod = load_experiment(name)
+    meta = read_meta(folder / "meta.json") or {}
+    config = meta.get("config") or {}
+    text, _ = committed(folder)
+    grid = mod.grid(bool(config.get("quick")), int(config.get("seed", 0)))
+    by_key = {run_key(p): p for p in grid}
+    params = [by_key[k] for k in text["run_key"]]
+    counts = pd.Series(0, index=text.index)
+    always: set[int] | None = None
+    for seed in range(seeds):
+        picked = choose(name, text, params, meta, grid, "canaries", seed)
+        counts[picked] += 1
+        always = set(picked) if always is None else always & set(picked)
+    return counts / seeds, always or set()
 
 
 def commit_seed() -> int:
@@ -308,7 +328,7 @@ def verify(
     params = [by_key[k] for k in text["run_key"]]
     if sample == "default" and quick:
         sample = "all"
-    claims = claim_rows(name, folder, grid, echo) if sample in ("claims", "default") else []
+    claims = claim_rows(name, folder, grid, workers, echo) if sample in ("claims", "default") else []
     picked = choose(name, text, params, meta, grid, sample, commit_seed() if seed is None else seed, claims)
     if record_it:
         gaps = uncovered(arms(name, grid), grid, [params[i] for i in picked])

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing
 import random
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -107,47 +109,74 @@ def result_columns(runs: pd.DataFrame, params: set[str]) -> list[str]:
     ]
 
 
-def deciding(name: str, folder: Path, params: set[str]) -> tuple[list[int], int]:
+#: What a search process holds: the experiment's name, successful rows, meta.json, the claims' readings on them,
+#: the perturbed columns and each row's factor (set once per process by :func:`_start`).
+_STATE: dict[str, Any] = {}
+
+
+def _start(name: str, runs: pd.DataFrame, meta: dict, cols: list[str], factor: np.ndarray) -> None:
+    """Hold the search's data in this process, and the claims' readings on the unperturbed rows."""
+    _STATE.update(name=name, runs=runs, meta=meta, cols=cols, factor=factor)
+    _STATE["base"] = claim_values(name, runs, meta)
+
+
+def _changes(group: list[int]) -> tuple[bool, int]:
+    """Whether moving the rows ``group`` up (then down) by their factors changes what a claim reads, and how many
+    sections that took."""
+    runs, cols, factor = _STATE["runs"], _STATE["cols"], _STATE["factor"]
+    values = runs.loc[group, cols].to_numpy(dtype=float)
+    for n, sign in enumerate((1.0, -1.0), 1):
+        frame = runs.copy()
+        frame.loc[group, cols] = values * (1.0 + sign * factor[group])[:, None]
+        if moved(_STATE["base"], claim_values(_STATE["name"], frame, _STATE["meta"])):
+            return True, n
+    return False, 2
+
+
+def deciding(name: str, folder: Path, params: set[str], workers: int = 1) -> tuple[list[int], int]:
     """The positions in ``folder``/runs.csv of the rows that decide a claim of experiment ``name`` (module
-    docstring), and how many sections the search computed.  ``params``: the grid's parameter names."""
-    csv = pd.read_csv(folder / "runs.csv", keep_default_na=True)
+    docstring), and how many sections the search computed, on ``workers`` processes (1: this one).
+    ``params``: the grid's parameter names."""
     from cbalab.experiments.meta import read_meta
 
+    csv = pd.read_csv(folder / "runs.csv", keep_default_na=True)
     meta = read_meta(folder / "meta.json") or {}
     ok = np.ones(len(csv), dtype=bool)
     if "error" in csv:
         ok = (csv["error"].astype(object).fillna("").astype(str) == "").to_numpy()
     runs = csv[ok].reset_index(drop=True)
     position = np.flatnonzero(ok)
-    base = claim_values(name, runs, meta)
     cols = result_columns(runs, params)
-    if not base or not cols:
-        return [], 1
     rng = random.Random(0)
     factor = np.array([rng.choice((-1.0, 1.0)) * MARGIN * rng.uniform(LEAST, 1.0) for _ in range(len(runs))])
-    values = runs[cols].to_numpy(dtype=float)
-    tests = 1
-
-    def changes(group: list[int]) -> bool:
-        nonlocal tests
-        for sign in (1.0, -1.0):
-            frame = runs.copy()
-            frame.loc[group, cols] = values[group] * (1.0 + sign * factor[group])[:, None]
-            tests += 1
-            if moved(base, claim_values(name, frame, meta)):
-                return True
-        return False
-
-    found: list[int] = []
+    _start(name, runs, meta, cols, factor)
+    if not _STATE["base"] or not cols:
+        return [], 1
     size = max(1, math.ceil(len(runs) / GROUPS))
-    todo = [list(range(i, min(i + size, len(runs)))) for i in range(0, len(runs), size)][::-1]
-    while todo:
-        group = todo.pop()
-        if not changes(group):
-            continue
-        if len(group) == 1:
-            found.append(group[0])
-            continue
-        half = len(group) // 2
-        todo += [group[half:], group[:half]]
+    frontier = [list(range(i, min(i + size, len(runs)))) for i in range(0, len(runs), size)]
+    found: list[int] = []
+    tests = 1
+    pool = None
+    if workers > 1:
+        context = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=_initargs())
+    try:
+        while frontier:
+            answers = list(pool.map(_changes, frontier) if pool is not None else map(_changes, frontier))
+            tests += sum(n for _, n in answers)
+            nxt: list[list[int]] = []
+            for group, (hit, _) in zip(frontier, answers, strict=True):
+                if hit and len(group) == 1:
+                    found.append(group[0])
+                elif hit:
+                    nxt += [group[: len(group) // 2], group[len(group) // 2 :]]
+            frontier = nxt
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return sorted(int(position[i]) for i in found), tests
+
+
+def _initargs() -> tuple[Any, ...]:
+    """This process's search data, for the worker processes' :func:`_start`."""
+    return (_STATE["name"], _STATE["runs"], _STATE["meta"], _STATE["cols"], _STATE["factor"])
