@@ -242,7 +242,7 @@ def test_a_forged_cell_among_the_canaries_fails(tmp_path: Path) -> None:
     by_key = {run_key(p): p for p in grid}
     params = [by_key[k] for k in text["run_key"]]
     picked = verify.choose("welfare", text, params, read_meta(folder / "meta.json") or {}, grid, "canaries", 7)
-    _forge(folder, picked[0], "welfare")
+    _forge(folder, picked[0], "jobs_running")  # an exact column: a digit more is a forgery
     assert verify.verify("welfare", folder, sample="canaries", seed=7, echo=lambda _: None) == 1
 
 

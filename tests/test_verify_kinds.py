@@ -135,3 +135,19 @@ def test_a_forged_headline_point_is_in_the_claims_sample_and_fails_its_recomputa
     got = row_of(key, run, outcome["row"], outcome["error"], shared_runs(mod, grid))
     problem = verify._differs(key, text.loc[first], got, floats, verify.Tally("io-cost", floats, exact=False))
     assert problem is not None and problem.startswith(f"run {key}, column io_cost_usd (exact): ")
+
+
+@pytest.mark.slow
+def test_draw_chance_is_a_share_per_row_and_the_fixed_canaries_are_always_drawn() -> None:
+    """``verify.draw_chance``, the chance docs/reproduce.md states: a share in [0, 1] per committed row, 1 for the
+    fixed canaries, and what the canaries of each seed draw, counted."""
+    share, fixed = verify.draw_chance("dynamic", RESULTS / "dynamic", seeds=40)
+    assert len(share) == 15 and fixed and all(share[i] == 1.0 for i in fixed)
+    assert ((share >= 0) & (share <= 1)).all() and share.drop(index=list(fixed)).max() < 1.0
+    text, _ = verify.committed(RESULTS / "dynamic")
+    grid = load_experiment("dynamic").grid(False, 0)
+    by_key = {run_key(p): p for p in grid}
+    params = [by_key[k] for k in text["run_key"]]
+    meta = json.loads((RESULTS / "dynamic" / "meta.json").read_text())
+    drawn = [verify.choose("dynamic", text, params, meta, grid, "canaries", s) for s in range(40)]
+    assert share.tolist() == [sum(i in d for d in drawn) / 40 for i in range(15)]

@@ -57,12 +57,12 @@ def _undrawn() -> Iterator[None]:
     from cbalab.experiments.paper import section
 
     render, layout = section.render, matplotlib.figure.Figure.tight_layout
-    section.render = lambda fig: {}  # type: ignore[assignment]
+    section.render = lambda fig: {}
     matplotlib.figure.Figure.tight_layout = lambda self, *a, **k: None  # type: ignore[method-assign]
     try:
         yield
     finally:
-        section.render = render  # type: ignore[assignment]
+        section.render = render
         matplotlib.figure.Figure.tight_layout = layout  # type: ignore[method-assign]
         plt.close("all")
 
