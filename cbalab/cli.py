@@ -1149,8 +1149,8 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--sample",
         default=None,
-        help="with --verify: all, canaries (fixed + rotating with the commit, what CI runs), claims (the rows at "
-        "the extremes of every column a claim reads) or a count N (every arm covered, then drawn by --seed); "
+        help="with --verify: all, canaries (fixed + rotating with the commit), claims (the rows that "
+        "decide a number or verdict of paper/claims.md) or a count N (every arm covered, then drawn by --seed); "
         "default canaries and claims (all with --quick)",
     )
     e.add_argument(
