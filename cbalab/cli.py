@@ -529,7 +529,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         return catch_up(Path(args.out or "paper/results"), workers=args.workers)
     if not args.name:
         raise ExperimentError("experiment: give a NAME, all, --stale or --list")
-    if args.verify or args.sample is not None or args.record:
+    if args.verify or args.sample is not None or args.record or args.exact:
         return _cmd_verify(args)
     out = args.out or "results"
     seed = 0 if args.seed is None else args.seed
@@ -562,7 +562,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from cbalab.experiments.verify import verify
 
     if not args.verify:
-        raise ExperimentError("--sample and --record go with --verify")
+        raise ExperimentError("--sample, --record and --exact go with --verify")
     if args.scheduler:
         raise ExperimentError("--verify runs on local workers: drop --scheduler")
     base = Path(args.out or ("paper/quick" if args.quick else "paper/results"))
@@ -578,6 +578,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             quick=args.quick,
             record_it=args.record,
             workers=args.workers,
+            exact=args.exact,
         )
         status = max(status, code)
     return status
@@ -1152,14 +1153,20 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--verify",
         action="store_true",
-        help="recompute a sample of the committed rows and compare every column but the timings as text: exit 0 "
-        "equal, 1 naming the first differing run key and column (docs/reproduce.md)",
+        help="recompute a sample of the committed rows and compare every column but the timings by its kind (as "
+        "text, or a solver's number within 1e-9 relative): exit 0 equal, 1 naming the first differing run key and "
+        "column; prints each column's largest difference (docs/reproduce.md)",
+    )
+    e.add_argument(
+        "--exact",
+        action="store_true",
+        help="with --verify: compare every column as text, the solver's numbers too",
     )
     e.add_argument(
         "--sample",
         default=None,
-        help="with --verify: all, canaries (fixed + rotating with the commit, what CI runs), claims (the rows at "
-        "the extremes of every column a claim reads) or a count N (every arm covered, then drawn by --seed); "
+        help="with --verify: all, canaries (fixed + rotating with the commit), claims (the rows that "
+        "decide a number or verdict of paper/claims.md) or a count N (every arm covered, then drawn by --seed); "
         "default canaries and claims (all with --quick)",
     )
     e.add_argument(

@@ -1,10 +1,12 @@
-"""``cbalab experiment NAME --verify``: recompute committed rows at the code at hand and compare them as text.
+"""``cbalab experiment NAME --verify``: recompute committed rows at the code at hand and compare them by kind.
 
 ``paper --check`` proves that the paper agrees with its runs.csv; this proves that runs.csv agrees with the code.
 A sample of committed rows (:func:`choose`) is recomputed through the runner's own per-run function
 (:func:`cbalab.experiments.backends.execute`) and every column but the timings (``*_seconds``) is compared
-with the committed CSV cell as text (:func:`cell_text` writes a value as pandas wrote the column).  The first
-difference, in grid order, is reported with its run key and column (exit 1).
+with the committed CSV cell (:func:`cell_text` writes a value as pandas wrote the column) by its kind
+(experiments/columns.py): an exact column as text, a solver's number within a relative tolerance (``--exact``:
+every column as text).  Each column's largest difference is printed; the first difference beyond its kind's
+rule, in grid order, is reported with its run key and column (exit 1).
 
 The samples (docs/reproduce.md, "Verifying rows"):
 
@@ -13,8 +15,8 @@ The samples (docs/reproduce.md, "Verifying rows"):
   rotating draw seeded by the commit, within :data:`ROTATING_BUDGET_S` estimated seconds; a row dearer than
   what is left of the budget is still drawn with probability left/cost, so no committed row is safe from a
   spot check.  CI runs these for every experiment (.ci/run).
-* ``claims``: the rows holding the smallest and the largest value of every runs.csv column that a claim of
-  paper/claims.md reads (experiments/paper/claims.py).
+* ``claims``: the rows that decide a number or a verdict of paper/claims.md: those whose result cells, moved by
+  1%, move what a claim's rule reads (experiments/paper/deciding.py), found through the claims' own code.
 * ``N``: stratified, chosen by ``--seed``: first a cheapest-first cover of every arm (each level of each
   parameter, :func:`arms`), then uniform draws up to N rows.  ``all``: every row.
 * the default: ``canaries`` and ``claims`` together; with ``--quick``, ``all`` (against paper/quick/).
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 import random
-import re
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +39,7 @@ from typing import Any
 
 import pandas as pd
 
+from cbalab.experiments import columns
 from cbalab.experiments.backends import local_runs
 from cbalab.experiments.errors import ExperimentError
 from cbalab.experiments.meta import git_commit, now, read_meta
@@ -141,26 +144,19 @@ def _cover(names: list[str], rows: list[int], params: list[dict], cost: pd.Serie
     return chosen
 
 
-def _claimed_columns(name: str, columns: Iterable[str]) -> list[str]:
-    """The runs.csv columns that the claims of experiment ``name`` read (``ratio_<policy>`` names a family)."""
-    from cbalab.experiments.paper.claims import CLAIMS
-
-    cols = list(columns)
-    out: list[str] = []
-    for claim in CLAIMS:
-        if claim.experiment != name:
-            continue
-        for token in re.findall(r"[a-z][a-z0-9_<>]*", claim.column):
-            family = token.split("<")[0] if "<" in token else None
-            out += [c for c in cols if (c == token or (family and c.startswith(family))) and c not in out]
-    return out
-
-
 def choose(
-    name: str, text: pd.DataFrame, params: list[dict], meta: dict, grid: list[dict], sample: str, seed: int
+    name: str,
+    text: pd.DataFrame,
+    params: list[dict],
+    meta: dict,
+    grid: list[dict],
+    sample: str,
+    seed: int,
+    claims: Iterable[int] = (),
 ) -> list[int]:
     """The rows (positions in ``text``) of the sample ``sample`` ("all", "canaries", "claims", "default" or a
-    count N), seeded by ``seed`` (module docstring)."""
+    count N), seeded by ``seed`` (module docstring); ``claims``: the rows that decide the claims
+    (:func:`claim_rows`), taken whole by "claims" and "default"."""
     rows = list(range(len(text)))
     cost = costs(text, meta)
     if sample == "all":
@@ -197,11 +193,40 @@ def choose(
                 chosen.add(i)
             break
     if sample in ("claims", "default"):
-        for col in _claimed_columns(name, text.columns):
-            values = pd.to_numeric(text[col], errors="coerce")
-            if values.notna().any():
-                chosen.update({int(values.idxmin()), int(values.idxmax())})
+        chosen.update(claims)
     return sorted(chosen)
+
+
+def claim_rows(name: str, folder: Path, grid: list[dict], workers: int, echo: Callable[[str], None]) -> list[int]:
+    """The rows of ``folder``/runs.csv that decide a claim of paper/claims.md (experiments/paper/deciding.py),
+    found by perturbing them through the claims' own code; says how many and how long the search took."""
+    from cbalab.experiments.paper.deciding import deciding
+
+    start = time.perf_counter()
+    rows, tests = deciding(name, folder, {k for p in grid for k in p}, workers)
+    took = time.perf_counter() - start
+    echo(f"{name}: {len(rows)} rows decide the claims (found in {took:.0f} s, {tests} sections computed)")
+    return rows
+
+
+def draw_chance(name: str, folder: Path, seeds: int = 1000) -> tuple[pd.Series, set[int]]:
+    """How often the canaries of ``seeds`` commit seeds (0, 1, …) draw each committed row of ``folder`` (a share
+    per row), and the fixed canaries (drawn by every seed): the chance that CI's canaries spot-check a given row
+    at one commit (docs/reproduce.md, "Verifying rows")."""
+    mod = load_experiment(name)
+    meta = read_meta(folder / "meta.json") or {}
+    config = meta.get("config") or {}
+    text, _ = committed(folder)
+    grid = mod.grid(bool(config.get("quick")), int(config.get("seed", 0)))
+    by_key = {run_key(p): p for p in grid}
+    params = [by_key[k] for k in text["run_key"]]
+    counts = pd.Series(0, index=text.index)
+    always: set[int] | None = None
+    for seed in range(seeds):
+        picked = choose(name, text, params, meta, grid, "canaries", seed)
+        counts[picked] += 1
+        always = set(picked) if always is None else always & set(picked)
+    return counts / seeds, always or set()
 
 
 def commit_seed() -> int:
@@ -210,19 +235,61 @@ def commit_seed() -> int:
     return int(git["commit"][:8], 16) if git and git.get("commit") else 0
 
 
-def _differs(key: str, want: pd.Series, got: dict, floats: set[str]) -> str | None:
-    """The first column (committed order, then new ones) where the recomputed row ``got`` differs, as a message.
+class Tally:
+    """Every compared column's kind and its largest difference so far, over the recomputed rows
+    (experiments/columns.py): ``solver`` columns within RTOL/ATOL, ``exact`` ones as text."""
+
+    def __init__(self, name: str, floats: set[str], exact: bool) -> None:
+        self.name, self.floats, self.exact = name, floats, exact
+        self.kinds: dict[str, str] = {}
+        self.largest: dict[str, float] = {}
+        self.rows_differ: dict[str, int] = {}
+
+    def kind(self, col: str) -> str:
+        """``solver`` (a float column that experiments/columns.py declares a solver's) or ``exact`` (every
+        column under ``--exact``)."""
+        if col not in self.kinds:
+            solver = col in self.floats and columns.solver_column(self.name, col)
+            self.kinds[col] = "solver" if solver and not self.exact else "exact"
+        return self.kinds[col]
+
+    def compare(self, col: str, old: str, new: str) -> bool:
+        """Note the difference of one cell pair; whether it passes its column's kind."""
+        gap = columns.relative(old, new)
+        self.largest[col] = max(self.largest.get(col, 0.0), gap)
+        ok = old == new if self.kind(col) == "exact" else columns.close(old, new)
+        if not ok:
+            self.rows_differ[col] = self.rows_differ.get(col, 0) + 1
+        return ok
+
+    def lines(self) -> list[str]:
+        """One line per compared column: its kind and largest relative difference (rows outside, if any)."""
+        width = max((len(c) for c in self.kinds), default=0)
+        out = []
+        for col, kind in self.kinds.items():
+            rule = "same text" if kind == "exact" else f"within {columns.RTOL:g} relative + {columns.ATOL:g}"
+            line = f"  {col:<{width}}  {kind:<6}  {rule}: largest relative difference {self.largest[col]:.3g}"
+            if self.rows_differ.get(col):
+                line += f", {self.rows_differ[col]} rows outside"
+            out.append(line)
+        return out
+
+
+def _differs(key: str, want: pd.Series, got: dict, floats: set[str], tally: Tally) -> str | None:
+    """The first column (committed order, then new ones) where the recomputed row ``got`` differs beyond its
+    kind's rule (:class:`Tally`), as a message; every column's difference is noted in ``tally``.
 
     A column that one side lacks is an empty cell there, as in runs.csv, where a run without a column of others
     has its cell empty."""
-    columns = [c for c in want.index if not str(c).endswith("_seconds")]
-    columns += [c for c in got if c not in want.index and not str(c).endswith("_seconds")]
-    for col in columns:
+    names = [c for c in want.index if not str(c).endswith("_seconds")]
+    names += [c for c in got if c not in want.index and not str(c).endswith("_seconds")]
+    first = None
+    for col in names:
         old = str(want[col]) if col in want.index else ""
         new = cell_text(got.get(col), col in floats)
-        if old != new:
-            return f"run {key}, column {col}: committed {old!r}, recomputed {new!r}"
-    return None
+        if not tally.compare(col, old, new) and first is None:
+            first = f"run {key}, column {col} ({tally.kind(col)}): committed {old!r}, recomputed {new!r}"
+    return first
 
 
 def verify(
@@ -234,6 +301,7 @@ def verify(
     quick: bool = False,
     record_it: bool = False,
     workers: int = 1,
+    exact: bool = False,
     echo: Callable[[str], None] = print,
 ) -> int:
     """What ``cbalab experiment NAME --verify`` does; returns 0 (every sampled row equal) or 1 (the first
@@ -260,7 +328,8 @@ def verify(
     params = [by_key[k] for k in text["run_key"]]
     if sample == "default" and quick:
         sample = "all"
-    picked = choose(name, text, params, meta, grid, sample, commit_seed() if seed is None else seed)
+    claims = claim_rows(name, folder, grid, workers, echo) if sample in ("claims", "default") else []
+    picked = choose(name, text, params, meta, grid, sample, commit_seed() if seed is None else seed, claims)
     if record_it:
         gaps = uncovered(arms(name, grid), grid, [params[i] for i in picked])
         if gaps:
@@ -273,17 +342,21 @@ def verify(
     modules: set[str] = set()
     data: set[str] = set()
     first: tuple[int, str] | None = None
+    tally = Tally(name, floats, exact)
     for index, key, run, outcome in local_runs(mod.__name__, todo, workers):
         modules.update(outcome.get("modules") or [])
         data.update(outcome.get("data") or [])
         got = row_of(key, run, outcome["row"], outcome["error"], shared)
-        problem = _differs(key, text.loc[index], got, floats)
+        problem = _differs(key, text.loc[index], got, floats, tally)
         if problem and (first is None or index < first[0]):
             first = (index, problem)
+    for line in tally.lines():
+        echo(line)
     if first is not None:
         echo(f"{name}: {first[1]}")
         return EXIT_FAILED
-    echo(f"{name}: {len(todo)} rows recomputed, every column but the timings the same text")
+    rule = "the same text" if exact else "the same text, or within the tolerance of its kind"
+    echo(f"{name}: {len(todo)} rows recomputed, every column but the timings {rule}")
     if record_it:
         _record(name, folder, meta, mod, modules, data, len(todo), sample, echo)
     return EXIT_OK

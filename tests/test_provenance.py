@@ -227,7 +227,7 @@ def test_verify_all_of_sensitivity_passes_and_fails_on_one_changed_cell(tmp_path
     key = _forge(folder, 1234, "cached_fraction")
     said.clear()
     assert verify.verify("sensitivity", folder, sample="all", echo=said.append) == 1
-    assert said[-1].startswith(f"sensitivity: run {key}, column cached_fraction: committed ")
+    assert said[-1].startswith(f"sensitivity: run {key}, column cached_fraction (exact): committed ")
 
 
 @pytest.mark.slow
@@ -242,7 +242,7 @@ def test_a_forged_cell_among_the_canaries_fails(tmp_path: Path) -> None:
     by_key = {run_key(p): p for p in grid}
     params = [by_key[k] for k in text["run_key"]]
     picked = verify.choose("welfare", text, params, read_meta(folder / "meta.json") or {}, grid, "canaries", 7)
-    _forge(folder, picked[0], "welfare")
+    _forge(folder, picked[0], "jobs_running")  # an exact column: a digit more is a forgery
     assert verify.verify("welfare", folder, sample="canaries", seed=7, echo=lambda _: None) == 1
 
 
@@ -281,8 +281,9 @@ def test_record_writes_a_verification_that_makes_the_rows_fresh(
     monkeypatch.setattr(provenance, "_READ", set())  # --workers 1: this process's earlier reads would count
     assert _stale(tmp_path) == {"sensitivity"}
     before = (folder / "meta.json").read_text()
+    monkeypatch.setattr(verify, "ROTATING_BUDGET_S", 1e-9)  # the fixed canaries alone: one level of one arm each
     with pytest.raises(ExperimentError, match="leaves arms uncovered"):
-        verify.verify("sensitivity", folder, sample="claims", seed=0, record_it=True, echo=lambda _: None)
+        verify.verify("sensitivity", folder, sample="canaries", seed=0, record_it=True, echo=lambda _: None)
     assert (folder / "meta.json").read_text() == before
     _forge(folder, 3, "io_cost_usd_per_h")
     assert verify.verify("sensitivity", folder, sample="all", record_it=True, echo=lambda _: None) == 1
@@ -300,7 +301,8 @@ def test_record_writes_a_verification_that_makes_the_rows_fresh(
     [
         (["experiment", "sensitivity", "--verify", "--sample", "some"], "--sample: give all"),
         (["experiment", "sensitivity", "--verify", "--quick", "--out", str(RESULTS)], "drop --quick"),
-        (["experiment", "sensitivity", "--sample", "3"], "--sample and --record go with --verify"),
+        (["experiment", "sensitivity", "--sample", "3"], "--sample, --record and --exact go with --verify"),
+        (["experiment", "sensitivity", "--exact"], "--sample, --record and --exact go with --verify"),
         (["experiment", "sensitivity", "--stale"], "give no NAME"),
     ],
 )

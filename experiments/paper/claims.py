@@ -88,6 +88,22 @@ def confirmed(sections: dict[str, Section]) -> dict[str, Measured]:
     return {m.claim.key: m for m in measure_claims(views, {}, only=tuple(views))}
 
 
+def readings(sections: dict[str, Section]) -> dict[tuple[str, str], Any]:
+    """Every claim of :data:`CLAIMS` measured on ``sections``: (claim key, value name) -> each section value its
+    rule read, and (claim key, "verdict") -> its verdict (experiments/paper/deciding.py compares them)."""
+    out: dict[tuple[str, str], Any] = {}
+    for c in CLAIMS:
+        if c.experiment not in sections:
+            continue
+        values = _Reads(sections[c.experiment].values)
+        try:
+            out[(c.key, "verdict")] = c.measure(values)[1]
+        except KeyError as e:
+            out[(c.key, "verdict")] = f"not measured: the results lack {e.args[0]}"
+        out.update({(c.key, k): sections[c.experiment].values.get(k) for k in values.read})
+    return out
+
+
 def rule_of(c: Claim) -> str:
     """The claim's verdict rule in words: :attr:`Claim.rule`, or the first paragraph of its rule's docstring."""
     text = c.rule or (c.measure.__doc__ or "").split("\n\n")[0]
