@@ -581,7 +581,7 @@ def _cost_method(inst: Instance, relax: bool, options: SolveOptions) -> Allocati
     second = solve_cost(inst, relax=relax, options=options, limits=widened_limits(inst))
     if second.status == Status.OPTIMAL:
         return second
-    if first.status == Status.INFEASIBLE and second.status != Status.INFEASIBLE:
+    if first.status == Status.INFEASIBLE and second.has_allocation and evaluate(inst, second, "cost").feasible:
         return second  # the referee's slack admits what the limits as written do not: no infeasibility is proven
     return first
 
