@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from cbalab.algorithms import registry
+from cbalab.experiments.runs import magnitude_fuzz
 from cbalab.experiments.runs.magnitude_fuzz import Units, in_units
-from cbalab.experiments.workload import generate_cost, generate_welfare
+from cbalab.experiments.workload import generate_cost
 from cbalab.models.certify import instance_tolerance
 from cbalab.models.exact_reference import cost_optimum, welfare_optimum
 from cbalab.models.instance import Instance
-from cbalab.models.options import SHAPES
 
 #: The P2 methods checked; those with a referee-scored ``optimal`` claim about P2 are in :data:`P2_CLAIMS`.
 WELFARE_METHODS = ("autocba", "lp", "milp", "milp-stall", "gavel-tput", "optimus")
@@ -57,26 +57,14 @@ LOW, HIGH = -12.0, 22.0
 
 
 def units(rng: np.random.Generator, problem: str) -> Units:
-    """Each factor 1 or 10^x, x uniform in [LOW, HIGH], with even odds (the utility only for welfare)."""
-
-    def factor() -> float:
-        return float(10.0 ** rng.uniform(LOW, HIGH)) if rng.random() < 0.5 else 1.0
-
-    return Units(utility=factor() if problem == "welfare" else 1.0, money=factor(), size=factor(), rate=factor())
+    """Each factor 1 or 10^x, x uniform in [LOW, HIGH], with even odds (magnitude_fuzz.units at this range)."""
+    return magnitude_fuzz.units(rng, problem, LOW, HIGH)
 
 
 def welfare_case(rng: np.random.Generator) -> Instance:
-    """A tiny P2 instance: 1–5 jobs of up to 4 options on 1–3 datasets, tight to loose limits."""
-    return generate_welfare(
-        int(rng.integers(1, 6)),
-        int(rng.integers(1, 4)),
-        int(rng.integers(0, 2**31)),
-        utility_mix=str(rng.choice([*SHAPES, "mixed"])),
-        budget_fraction=float(rng.choice([0.05, 0.2, 0.5, 1.0])),
-        gpu_fraction=float(rng.choice([0.2, 0.5, 1.0])),
-        cache_fraction=float(rng.choice([0.0, 0.2, 1.0])),
-        bandwidth_fraction=rng.choice(np.array([None, 0.1, 0.5], dtype=object)),
-    )
+    """A tiny P2 instance: 1–5 jobs of up to 4 options on 1–3 datasets, tight to loose limits (the enumeration of
+    models/exact_reference.py takes at most 5^5 option choices)."""
+    return magnitude_fuzz.welfare_case(rng, most_jobs=5)
 
 
 def cost_case(rng: np.random.Generator) -> Instance:

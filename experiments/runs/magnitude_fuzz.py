@@ -91,19 +91,19 @@ def carried(alloc: Allocation, u: Units) -> Allocation:
     return Allocation(alloc.gpus, alloc.cache_gb * u.size, alloc.bandwidth_gbps * u.rate, provisioned)
 
 
-def units(rng: np.random.Generator, problem: str) -> Units:
-    """Each factor 1 or 10^x, x uniform in [LOW, HIGH], with even odds (the utility only for welfare)."""
+def units(rng: np.random.Generator, problem: str, low: float = LOW, high: float = HIGH) -> Units:
+    """Each factor 1 or 10^x, x uniform in [low, high], with even odds (the utility only for welfare)."""
 
     def factor() -> float:
-        return float(10.0 ** rng.uniform(LOW, HIGH)) if rng.random() < 0.5 else 1.0
+        return float(10.0 ** rng.uniform(low, high)) if rng.random() < 0.5 else 1.0
 
     return Units(utility=factor() if problem == "welfare" else 1.0, money=factor(), size=factor(), rate=factor())
 
 
-def welfare_case(rng: np.random.Generator) -> Instance:
-    """A small P2 instance: 1-10 jobs of 4 options, tight to loose budgets, G, C and B."""
+def welfare_case(rng: np.random.Generator, most_jobs: int = 10) -> Instance:
+    """A small P2 instance: 1 to ``most_jobs`` jobs of 4 options, tight to loose budgets, G, C and B."""
     return generate_welfare(
-        int(rng.integers(1, 11)),
+        int(rng.integers(1, most_jobs + 1)),
         int(rng.integers(1, 4)),
         int(rng.integers(0, 2**31)),
         utility_mix=str(rng.choice([*SHAPES, "mixed"])),
