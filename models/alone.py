@@ -30,9 +30,9 @@ def standalone_fits(inst: Instance, slack: float = 1e-9, share: float = 1.0) -> 
     ``tolerated(·, share)``: with ``share`` 1 as the referee accepts them (docs/model.md (8.1)), with 0 as
     written.  ``slack`` is relative and on the side of keeping on top: with the defaults an option is dropped
     only if it misses a limit by more than it, so a rounding error can never remove a feasible option (the
-    AutoCBA bug of issue 12 was the opposite).  With ``slack=0, share=0`` an option passes only if it meets the
-    limits as written, which leaves the referee's whole slack (8.1) for the rounding of the few products
-    compared here: such an option alone is an allocation the referee accepts, unstalled (Lemma F2 (ii)).
+    opposite error once dropped feasible options from AutoCBA).  With ``slack=0, share=0`` an option passes
+    only if it meets the limits as written, which leaves the referee's whole slack (8.1) for the rounding of the
+    few products compared here: such an option alone is an allocation the referee accepts, unstalled (Lemma F2 (ii)).
     """
     o_job = inst.option_job()
     d = inst.dataset_size_gb[inst.job_dataset[o_job]]

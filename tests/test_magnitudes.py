@@ -135,11 +135,9 @@ def test_regression_gpu_bill_of_three_tenths() -> None:
         assert Fraction(doc["bound"]) <= exact, method
 
 
-def test_regression_dataset_below_a_billionth_of_a_block() -> None:
-    """Theorem I1 of proofs/cba_integer_gap.md with docs/model.md §4's block rule: a dataset smaller than 1e-9 of a
-    block has no whole block to hold (the referee's count ⌈d/u − 1e-9⌉ is 0), so CBA, lp and milp all feed its job
-    remotely, at 100 $/h."""
-    inst = build(
+def _below_a_billionth_of_a_block() -> Instance:
+    """One job at 100 GB/s on a dataset of 1e-10 GB, 1 GB blocks, C = 1, no cap, prices (0, 1, 1)."""
+    return build(
         dataset_size_gb=np.array([1e-10]),
         job_dataset=np.array([0]),
         job_gpus=np.array([1]),
@@ -149,6 +147,13 @@ def test_regression_dataset_below_a_billionth_of_a_block() -> None:
         cache_granularity="block",
         block_gb=1.0,
     )
+
+
+def test_regression_dataset_below_a_billionth_of_a_block() -> None:
+    """Theorem I1 of proofs/cba_integer_gap.md with docs/model.md §4's block rule: a dataset smaller than 1e-9 of a
+    block has no whole block to hold (the referee's count ⌈d/u − 1e-9⌉ is 0), so CBA, lp and milp all feed its job
+    remotely, at 100 $/h."""
+    inst = _below_a_billionth_of_a_block()
     assert exact_p1(inst) == 100
     for method in ("cba", "lp", "milp"):
         doc = _doc(inst, method)
@@ -179,16 +184,7 @@ def test_regression_cache_below_one_gigabyte() -> None:
 
 def test_referee_counts_no_block_below_a_billionth() -> None:
     """docs/model.md §4, the block rule: the referee refuses one block for a dataset below 1e-9 of a block."""
-    inst = build(
-        dataset_size_gb=np.array([1e-10]),
-        job_dataset=np.array([0]),
-        job_gpus=np.array([1]),
-        job_io_gbps=np.array([100.0]),
-        cache_gb=1.0,
-        prices=(0.0, 1.0, 1.0),
-        cache_granularity="block",
-        block_gb=1.0,
-    )
+    inst = _below_a_billionth_of_a_block()
     one = Allocation(inst.job_gpus.copy(), np.array([1.0]), np.array([0.0]))
     assert not evaluate(inst, one, "cost").feasible
     assert block_counts(inst.dataset_size_gb, 1.0)[0] == 0

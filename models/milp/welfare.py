@@ -38,7 +38,7 @@ for what it bounds and when it is exact).
 The GPU row Σ_o g_o y_o ≤ G is always stated (free when G is unlimited): the slices n = Σ_o g_o y_o of Theorem
 F4 set its bounds on the compiled model (:func:`with_slice`), without a rebuild.
 
-Scaled (what HiGHS solves, docs/model.md §8, issue 19): the objective is divided by a power of two 16 times
+Scaled (what HiGHS solves, docs/model.md §8): the objective is divided by a power of two 16 times
 below the largest utility of an option that runs alone (:func:`objective_scale`; models/certify.py,
 objective_unit), each b_j is measured in a power of two near its job's largest rate, and the rows of C, B and the
 budget are divided by their limit.  Powers of two
