@@ -24,7 +24,9 @@ The samples (docs/reproduce.md, "Verifying rows"):
 ``--record`` writes a passing verification into meta.json (``verifications``), with the provenance of the
 verifying runs (experiments/provenance.py), so that ``paper --check`` counts the rows fresh at this commit.
 It refuses a sample that does not cover every arm, or that did not import every module changed since the rows'
-record, and a failed verification records nothing.
+record, and a failed verification records nothing.  When the claims were searched it also keeps their rows in
+deciding.json, where the next search starts (experiments/paper/deciding.py); ``--sample claims --record``
+writes only that file.
 """
 
 from __future__ import annotations
@@ -197,16 +199,24 @@ def choose(
     return sorted(chosen)
 
 
-def claim_rows(name: str, folder: Path, grid: list[dict], workers: int, echo: Callable[[str], None]) -> list[int]:
-    """The rows of ``folder``/runs.csv that decide a claim of paper/claims.md (experiments/paper/deciding.py),
-    found by perturbing them through the claims' own code; says how many and how long the search took."""
-    from cbalab.experiments.paper.deciding import deciding
+def claim_rows(
+    name: str, folder: Path, keys: list[str], grid: list[dict], workers: int, echo: Callable[[str], None]
+) -> tuple[list[int], int]:
+    """The rows of ``folder``/runs.csv (run keys ``keys``) that decide a claim of paper/claims.md
+    (experiments/paper/deciding.py), found by perturbing them through the claims' own code, starting from the
+    rows its deciding.json records; and how many sections the search computed.  Says how many and how long."""
+    from cbalab.experiments.paper.deciding import KNOWN_FILE, deciding, read_known
 
     start = time.perf_counter()
-    rows, tests = deciding(name, folder, {k for p in grid for k in p}, workers)
+    known = read_known(folder, keys)
+    rows, tests = deciding(name, folder, {k for p in grid for k in p}, workers, known)
     took = time.perf_counter() - start
-    echo(f"{name}: {len(rows)} rows decide the claims (found in {took:.0f} s, {tests} sections computed)")
-    return rows
+    start_from = f"{len(known)} recorded in {KNOWN_FILE}, " if known else ""
+    echo(
+        f"{name}: {len(rows)} rows decide the claims ({start_from}{len(rows) - len(known)} found in {took:.0f} s, "
+        f"{tests} sections computed)"
+    )
+    return rows, tests
 
 
 def draw_chance(name: str, folder: Path, seeds: int = 1000) -> tuple[pd.Series, set[int]]:
@@ -328,9 +338,13 @@ def verify(
     params = [by_key[k] for k in text["run_key"]]
     if sample == "default" and quick:
         sample = "all"
-    claims = claim_rows(name, folder, grid, workers, echo) if sample in ("claims", "default") else []
+    keys = [str(k) for k in text["run_key"]]
+    claims: list[int] = []
+    sections = 0
+    if sample in ("claims", "default"):
+        claims, sections = claim_rows(name, folder, keys, grid, workers, echo)
     picked = choose(name, text, params, meta, grid, sample, commit_seed() if seed is None else seed, claims)
-    if record_it:
+    if record_it and sample != "claims":
         gaps = uncovered(arms(name, grid), grid, [params[i] for i in picked])
         if gaps:
             raise ExperimentError(f"--record: the sample leaves arms uncovered ({', '.join(gaps[:5])}); use --sample N")
@@ -357,7 +371,13 @@ def verify(
         return EXIT_FAILED
     rule = "the same text" if exact else "the same text, or within the tolerance of its kind"
     echo(f"{name}: {len(todo)} rows recomputed, every column but the timings {rule}")
-    if record_it:
+    if record_it and sample in ("claims", "default"):
+        from cbalab.experiments.paper.deciding import write_known
+
+        git = git_commit()
+        path = write_known(folder, keys, claims, sections, git["commit"] if git else None)
+        echo(f"{name}: the {len(claims)} deciding rows recorded in {path}")
+    if record_it and sample != "claims":
         _record(name, folder, meta, mod, modules, data, len(todo), sample, echo)
     return EXIT_OK
 

@@ -14,7 +14,7 @@ import pytest
 
 from cbalab.experiments import columns, verify
 from cbalab.experiments.backends import local_runs
-from cbalab.experiments.paper.deciding import deciding
+from cbalab.experiments.paper.deciding import KNOWN_FILE, deciding, read_known, write_known
 from cbalab.experiments.runner import load_experiment, row_of, run_key, shared_runs
 from cbalab.models.files import sha256_file
 
@@ -116,25 +116,32 @@ def _forge_headline(folder: Path) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("CBALAB_HYPOTHESIS_PROFILE") != "thorough",
-    reason="the claims search over io-cost's 945 rows takes about 20 minutes: the thorough profile runs it",
-)
-def test_a_forged_headline_point_is_in_the_claims_sample_and_fails_its_recomputation(tmp_path: Path) -> None:
+@pytest.mark.parametrize("record", ["committed", "emptied"])
+def test_a_forged_headline_point_is_in_the_claims_sample_and_fails_its_recomputation(
+    tmp_path: Path, record: str
+) -> None:
     """The forgery that moved claims.md row 1 from 38.7% to 44.6% with consistent hashes is caught: the claims
-    sample, searched on the forged rows, holds forged rows, and each of them recomputes to another IO cost.
+    sample, searched on the forged rows as CI searches it (from the committed deciding.json), holds forged rows,
+    and each of them recomputes to another IO cost.  A forger who also empties deciding.json gains nothing: the
+    search of the rows it does not record finds the forged ones (the full search, about 20 minutes, runs only
+    under the thorough profile).
 
     The group search can miss a deciding row whose effect a partner row of its group cancels (a CBA row and its
-    baseline moved alike): measured here, it held replicates 0 and 1 of the point and missed replicate 2."""
+    baseline moved alike): measured on the full search, it held replicates 0 and 1 of the point and missed
+    replicate 2."""
+    if record == "emptied" and os.environ.get("CBALAB_HYPOTHESIS_PROFILE") != "thorough":
+        pytest.skip("the claims search over io-cost's 945 rows from nothing takes about 20 minutes: thorough runs it")
     folder = tmp_path / "io-cost"
     shutil.copytree(RESULTS / "io-cost", folder, ignore=shutil.ignore_patterns("runs", "*.p*"))
     forged = _forge_headline(folder)
     assert len(forged) == 3
+    if record == "emptied":
+        (folder / KNOWN_FILE).unlink()
     grid = load_experiment("io-cost").grid(False, json.loads((folder / "meta.json").read_text())["config"]["seed"])
-    rows, _ = deciding("io-cost", folder, {k for p in grid for k in p}, workers=2)
+    text, floats = verify.committed(folder)
+    rows, _ = verify.claim_rows("io-cost", folder, list(text["run_key"]), grid, 2, print)
     held = sorted(set(forged) & set(rows))
     assert held
-    text, floats = verify.committed(folder)
     mod = load_experiment("io-cost")
     by_key = {run_key(p): p for p in grid}
     todo = [(i, str(text.at[i, "run_key"]), by_key[str(text.at[i, "run_key"])]) for i in held]
@@ -142,6 +149,26 @@ def test_a_forged_headline_point_is_in_the_claims_sample_and_fails_its_recomputa
         got = row_of(key, run, outcome["row"], outcome["error"], shared_runs(mod, grid))
         problem = verify._differs(key, text.loc[index], got, floats, verify.Tally("io-cost", floats, exact=False))
         assert problem is not None and problem.startswith(f"run {key}, column io_cost_usd (exact): ")
+
+
+@pytest.mark.slow
+def test_a_search_from_a_record_keeps_its_rows_and_finds_a_deciding_row_the_record_left_out(tmp_path: Path) -> None:
+    """deciding.json is a starting point, never a reason to skip a row: searched from a record that leaves out
+    one deciding row of dynamic (as a forger who edits it would), the search finds that row again, and it
+    takes the recorded ones as they are, in fewer sections than the search from nothing."""
+    folder = tmp_path / "dynamic"
+    shutil.copytree(RESULTS / "dynamic", folder, ignore=shutil.ignore_patterns("runs", "*.p*", KNOWN_FILE))
+    grid = load_experiment("dynamic").grid(False, 0)
+    params = {k for p in grid for k in p}
+    full, sections = deciding("dynamic", folder, params)
+    assert len(full) >= 2
+    keys = [str(k) for k in verify.committed(folder)[0]["run_key"]]
+    write_known(folder, keys, full[1:], sections, None)
+    assert read_known(folder, keys) == full[1:]
+    again, fewer = deciding("dynamic", folder, params, known=read_known(folder, keys))
+    assert again == full and fewer < sections
+    write_known(folder, keys[:0], [], 0, None)
+    assert read_known(folder, keys) == []
 
 
 @pytest.mark.slow

@@ -15,15 +15,23 @@ cleared, one that does is halved down to single rows; each group is tried moved 
 just under a threshold crosses it only one way).  Each test runs the section with its figures left
 undrawn (:func:`_undrawn`): the values are the same, a figure's layout costs most of a section's time.
 Flags, statuses and counts of runs.csv are not perturbed: they are exact columns, recomputed by the canaries.
+
+The rows a search found are kept beside runs.csv in ``deciding.json`` (:func:`write_known`, by ``--verify
+--sample claims --record``).  A later search takes them as deciding without testing them (they are recomputed
+anyway), holds them unperturbed and tests only the other rows, where few decide: most groups clear at the first
+level, so the search costs about ``2 * GROUPS`` sections instead of one or two per row.  That is what lets CI
+verify the claims rows on every commit (.ci/run).  A forged row is caught either way: one recorded as deciding
+is recomputed, and one that a forgery made decide is found among the others and recomputed too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import multiprocessing
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -133,10 +141,13 @@ def _changes(group: list[int]) -> tuple[bool, int]:
     return False, 2
 
 
-def deciding(name: str, folder: Path, params: set[str], workers: int = 1) -> tuple[list[int], int]:
+def deciding(
+    name: str, folder: Path, params: set[str], workers: int = 1, known: Iterable[int] = ()
+) -> tuple[list[int], int]:
     """The positions in ``folder``/runs.csv of the rows that decide a claim of experiment ``name`` (module
     docstring), and how many sections the search computed, on ``workers`` processes (1: this one).
-    ``params``: the grid's parameter names."""
+    ``params``: the grid's parameter names; ``known``: positions already found deciding (:func:`read_known`),
+    taken as they are, held unperturbed and not tested again."""
     from cbalab.experiments.meta import read_meta
 
     csv = pd.read_csv(folder / "runs.csv", keep_default_na=True)
@@ -150,10 +161,13 @@ def deciding(name: str, folder: Path, params: set[str], workers: int = 1) -> tup
     rng = random.Random(0)
     factor = np.array([rng.choice((-1.0, 1.0)) * MARGIN * rng.uniform(LEAST, 1.0) for _ in range(len(runs))])
     _start(name, runs, meta, cols, factor)
+    given = sorted(set(known))
     if not _STATE["base"] or not cols:
-        return [], 1
+        return given, 1
+    held = {int(i) for i in np.flatnonzero(np.isin(position, given))}
+    rest = [i for i in range(len(runs)) if i not in held]
     size = max(1, math.ceil(len(runs) / GROUPS))
-    frontier = [list(range(i, min(i + size, len(runs)))) for i in range(0, len(runs), size)]
+    frontier = [rest[i : i + size] for i in range(0, len(rest), size)]
     found: list[int] = []
     tests = 1
     pool = None
@@ -174,9 +188,43 @@ def deciding(name: str, folder: Path, params: set[str], workers: int = 1) -> tup
     finally:
         if pool is not None:
             pool.shutdown()
-    return sorted(int(position[i]) for i in found), tests
+    return sorted(set(given) | {int(position[i]) for i in found}), tests
 
 
 def _initargs() -> tuple[Any, ...]:
     """This process's search data, for the worker processes' :func:`_start`."""
     return (_STATE["name"], _STATE["runs"], _STATE["meta"], _STATE["cols"], _STATE["factor"])
+
+
+#: The file beside runs.csv that keeps the deciding rows of the last recorded search, by run key.
+KNOWN_FILE = "deciding.json"
+
+
+def read_known(folder: Path, keys: list[str]) -> list[int]:
+    """The positions in ``keys`` (runs.csv's run keys, in order) of the rows ``folder``/deciding.json records as
+    deciding; none when there is no such file.  A key no longer in runs.csv is dropped: the record is a
+    starting point of the search, never a reason to skip a row."""
+    path = folder / KNOWN_FILE
+    if not path.exists():
+        return []
+    doc = json.loads(path.read_text())
+    rows = set(doc.get("rows") or [])
+    return [i for i, key in enumerate(keys) if key in rows]
+
+
+def write_known(folder: Path, keys: list[str], rows: Iterable[int], sections: int, commit: str | None) -> Path:
+    """Record the deciding rows ``rows`` (positions in ``keys``) in ``folder``/deciding.json, by run key, with
+    the runs.csv they were found on, the search's size and the commit."""
+    from cbalab.models.files import atomic_write_json, sha256_file
+
+    doc = {
+        "schema": "cbalab/deciding@1",
+        "runs_sha256": sha256_file(folder / "runs.csv"),
+        "margin": MARGIN,
+        "sensitivity": SENSITIVITY,
+        "groups": GROUPS,
+        "sections": sections,
+        "commit": commit,
+        "rows": [keys[i] for i in sorted(set(rows))],
+    }
+    return atomic_write_json(folder / KNOWN_FILE, doc)
