@@ -592,7 +592,7 @@ def test_regression_bench_refuses_a_measure_outside_the_contract(monkeypatch: py
         benchmarks.options("bad")
 
 
-# ------------------------------------------------ hostile input through the command line (issues 9 and 23):
+# ------------------------------------------------ hostile input through the command line:
 # exit 2 naming the field or the option, strict JSON, Ctrl-C, atomic --out, --no-timing
 
 
