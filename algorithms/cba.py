@@ -228,7 +228,7 @@ def cba_continuous(inst: Instance) -> Allocation:
 
     B is taken as the referee accepts it (``feed(b_share=MODEL_SHARE)``), as P1's MILP takes it: with B one ulp
     below Σ r_j, B as written forced a sliver of cache, and io-only, which the referee accepts, was cheaper
-    than CBA's "optimum" (issue 19).
+    than CBA's "optimum".
     Status ``optimal`` when the weak-dual bound meets the referee's cost (Theorem 1) within the certification
     tolerance of docs/model.md (8.2) (:func:`cbalab.models.certify.certify`, which also keeps the bound at or below
     the cost and drops it when an allocation anyone can write down beats it), ``infeasible`` with the reason of

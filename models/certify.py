@@ -60,7 +60,7 @@ CERTIFY_ATOL = 1e-9
 #: Last part of the certification tolerance (8.2), in units in the last place of the score: the score and the
 #: bound are each the rounded sum of a few terms (the referee adds the GPU bill, the cache and the bandwidth), so
 #: two numbers equal in exact arithmetic can be an ulp or two apart, and a tolerance below that is not checkable.
-#: It decides only where the decisions' part is below about 1e-9 of the fixed part (issue 43, G4: a 7e-9 $/h IO
+#: It decides only where the decisions' part is below about 1e-9 of the fixed part (as with a 7e-9 $/h IO
 #: cost beside a 32 $/h GPU bill, whose one-ulp rounding was 1e-6 of the IO cost).
 FLOAT_ULPS = 4.0
 

@@ -1096,7 +1096,7 @@ def solve_welfare(
 
     ``form="arrays"`` (the default) compiles the statement of models/milp/welfare.py (scaled) and solves it
     with highspy; ``form="pyomo"`` emits the same statement, unscaled, as the Pyomo model ``cbalab.build_model``
-    returns and solves it through Pyomo's HiGHS interface (the path of before issue 12, timed by
+    returns and solves it through Pyomo's HiGHS interface (the path from before the array-built model, timed by
     experiments/runs/milp_scale.py).  ``warm`` (arrays only) is a
     feasible allocation handed to HiGHS as its first incumbent (and to the slices, where it counts only if
     it meets the model's rows).  ``sliced`` (the default for the MILP) solves it slice by slice of the GPU

@@ -18,7 +18,7 @@ settings.load_profile(os.environ.get("CBALAB_HYPOTHESIS_PROFILE", "dev"))
 @pytest.fixture
 def paper_copy(tmp_path: Path) -> Path:
     """A copy of paper/ (sources, results, generated files, claims, the PDF) without its build folder, for the
-    paper tests that edit it (tests/test_paper.py, tests/test_issue24.py)."""
+    paper tests that edit it (tests/test_paper.py, tests/test_io_cost_grid_and_paper_check.py)."""
     dest = tmp_path / "paper"
     shutil.copytree(Path(__file__).resolve().parent.parent / "paper", dest, ignore=shutil.ignore_patterns("build"))
     return dest

@@ -1,5 +1,5 @@
-"""Hostile-but-fair input for the regression tests of issues 9 and 23, shared by the test files of the modules
-they test (test_instance, test_solve, test_certify, test_cli, test_runner).
+"""Hostile-but-fair input for the regression tests of bad input and user mistakes, shared by the test files of the
+modules they test (test_instance, test_solve, test_certify, test_cli, test_runner).
 
 A valid instance document to break (:func:`doc`, tests/test_fuzz.py's ``BASE``) by field path
 (:func:`set_field`), written where a command reads it (:func:`write`); the command line's answer with

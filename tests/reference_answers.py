@@ -1,4 +1,4 @@
-"""Answers of AutoCBA and of online AutoCBA saved before issue 22 made them faster, to prove them unchanged.
+"""Answers of AutoCBA and of online AutoCBA saved before a speed-up of both, to prove them unchanged by it.
 
 ``python -m tests.reference_answers`` rewrites tests/fixtures/autocba_reference.json from the code as it is;
 it was run once on the code before the change (commit 88f8302), and tests/test_autocba.py and

@@ -115,8 +115,8 @@ def test_facade_works_beside_a_users_models_package(tmp_path: Path) -> None:
     assert out.stdout.strip() == "optimal"
 
 
-def test_regression_issue23_api_solve_infers_the_problem_and_words_its_errors() -> None:
-    """Issue 23 item 1: cbalab.solve takes the problem from the instance; its errors name the argument, say the
+def test_regression_api_solve_infers_the_problem_and_words_its_errors() -> None:
+    """cbalab.solve takes the problem from the instance; its errors name the argument, say the
     problem in words (no raw enum) and offer the closest method names."""
     cost = cbalab.generate("cost", jobs=8, datasets=2, seed=1)
     welfare = cbalab.generate("welfare", jobs=6, datasets=2, seed=1)
@@ -141,8 +141,8 @@ def test_regression_issue23_api_solve_infers_the_problem_and_words_its_errors() 
     assert cbalab.solve(both, "lp", problem="welfare").problem is cbalab.Problem.WELFARE
 
 
-def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is_optimal() -> None:
-    """Issue 23 item 4: cbalab.methods() says what ``exact`` means and has an ``optimal_on`` column; CBA, not
+def test_regression_methods_table_explains_exact_and_names_where_each_is_optimal() -> None:
+    """cbalab.methods() says what ``exact`` means and has an ``optimal_on`` column; CBA, not
     exact, is proven optimal on continuous P1, and every method claiming continuous P1 answers optimal there."""
     table = cbalab.methods()
     assert list(table.columns) == list(table.attrs["columns"])
@@ -158,8 +158,8 @@ def test_regression_issue23_methods_table_explains_exact_and_names_where_each_is
     assert set(table[table["exact"]]["name"]) == {m.name for m in registry.select(exact=True)}
 
 
-def test_regression_issue23_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 23 item 4: ``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
+def test_regression_cli_methods_explains_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    """``cbalab methods`` marks the exact methods, says where each is optimal, fits 100 columns."""
     from cbalab.cli import main
 
     assert main(["methods"]) == 0
@@ -184,8 +184,8 @@ def _overprinted(fig: object) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("jobs", "datasets"), [(24, 24), (200, 40), (10_000, 1_000)])
-def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int) -> None:
-    """Issue 23 item 5: Result.plot at 24, 200 and 10,000 jobs: no tick label overprints another; past
+def test_regression_plot_stays_readable_at_size(jobs: int, datasets: int) -> None:
+    """Result.plot at 24, 200 and 10,000 jobs: no tick label overprints another; past
     LABELLED_JOBS there is no per-job bar or name, and the aggregate panels still carry the allocation's numbers
     (the cached bytes shaded, every job's rate on the sorted line)."""
     import matplotlib
@@ -213,10 +213,10 @@ def test_regression_issue23_plot_stays_readable_at_size(jobs: int, datasets: int
     plt.close("all")
 
 
-# ---------------------------------------------------------------- one replay specification (issue 20, item 3)
+# ---------------------------------------------------------------- one replay specification
 
 
-def test_regression_issue20_the_replay_spec_carries_every_simulate_option() -> None:
+def test_regression_the_replay_spec_carries_every_simulate_option() -> None:
     """Every option of ``cbalab simulate`` sets a field of cbalab.ReplaySpec (the CLI only builds the spec): the
     ones mapped by name, the trace source, the price triple and the three negated flags."""
     import dataclasses
@@ -249,15 +249,15 @@ def test_regression_issue20_the_replay_spec_carries_every_simulate_option() -> N
         ({"policy": "cba", "restart_delay_s": -1.0}, "restart_delay_s"),
     ],
 )
-def test_regression_issue20_api_simulate_refuses_what_the_problem_would_ignore(settings: dict, field: str) -> None:
-    """Issue 20: the facade, not the CLI, refuses a setting of the other problem (cbalab.simulate ignored
+def test_regression_api_simulate_refuses_what_the_problem_would_ignore(settings: dict, field: str) -> None:
+    """The facade, not the CLI, refuses a setting of the other problem (cbalab.simulate ignored
     ``cache_policy`` on the cost replay), naming the keyword, before any work."""
     with pytest.raises(cbalab.InstanceError) as info:
         cbalab.simulate(cbalab.ReplaySpec(trace=5, **settings))
     assert info.value.path == field
 
 
-def test_regression_issue20_the_cli_is_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_regression_the_cli_is_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``cbalab simulate`` with window, period, offline optimum and its time limit writes the bytes of
     cbalab.simulate(ReplaySpec(...)) with the same settings: the command line adds nothing of its own."""
     from cbalab.cli import main
@@ -284,7 +284,7 @@ def test_regression_issue20_the_cli_is_the_spec(tmp_path: Path, capsys: pytest.C
         cbalab.simulate(spec, "cba")
 
 
-def test_regression_issue20_api_welfare_replay_takes_the_restart_delay_and_the_window() -> None:
+def test_regression_api_welfare_replay_takes_the_restart_delay_and_the_window() -> None:
     """The welfare replay's options that the API lacked: a restart delay pauses a job whose GPUs change, so the
     mean JCT grows; the window keeps the jobs submitted in it, with a note when it selects almost none."""
     base = {"trace": 30, "policy": "autocba", "problem": "welfare", "gpus": 32, "budget_per_hour": 100.0}
@@ -298,7 +298,7 @@ def test_regression_issue20_api_welfare_replay_takes_the_restart_delay_and_the_w
     assert few.summary["jobs"] < 10 and few.notes and few.notes[0][0] == "window"
 
 
-def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
+def test_regression_compare_is_a_table_of_the_facade() -> None:
     """cbalab.compare: one row per registered method, scored by the referee; on continuous P1 CBA is optimal
     (Theorem 1), so its gap to the proven milp optimum is 0 and an exact method's bound is its IO cost."""
     inst = cbalab.generate("cost", jobs=30, datasets=6, seed=0)
@@ -312,7 +312,7 @@ def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
     assert np.isnan(rows.loc["silod", "bound"])
 
 
-# ------------------------------------------------ issue 23: cbalab.simulate names its bad argument
+# ------------------------------------------------ cbalab.simulate names its bad argument
 
 
 @pytest.mark.parametrize(
@@ -329,16 +329,16 @@ def test_regression_issue20_compare_is_a_table_of_the_facade() -> None:
         ({"trace": 5, "problem": "speed"}, "problem"),
     ],
 )
-def test_regression_issue23_api_simulate_names_the_bad_argument(kw: dict, field: str) -> None:
-    """Issue 23 item 10: cbalab.simulate raises the package's InstanceError naming the argument, not an error
+def test_regression_api_simulate_names_the_bad_argument(kw: dict, field: str) -> None:
+    """cbalab.simulate raises the package's InstanceError naming the argument, not an error
     from deep inside numpy or the replay."""
     with pytest.raises(cbalab.InstanceError) as info:
         cbalab.simulate(**kw)
     assert info.value.path == field
 
 
-def test_regression_issue23_api_simulate_takes_numpy_integers() -> None:
-    """Issue 23 item 10: np.int64(5) is a whole number of jobs (and of GPUs), replayed like 5."""
+def test_regression_api_simulate_takes_numpy_integers() -> None:
+    """np.int64(5) is a whole number of jobs (and of GPUs), replayed like 5."""
     a = cbalab.simulate(np.int64(5), "cba", gpus=np.int64(16), seed=np.int64(1))
     b = cbalab.simulate(5, "cba", gpus=16, seed=1)
     pd.testing.assert_frame_equal(a.jobs, b.jobs)

@@ -52,8 +52,8 @@ def test_no_bare_top_level_imports() -> None:
     assert _offences(folders, tuple(PACKAGES)) == []
 
 
-def test_regression_issue20_pytest_puts_no_bare_package_on_the_path(tmp_path: Path) -> None:
-    """Issue 20, item 6: pytest's ``pythonpath`` holds tests/ only (its helpers ``strategies`` and ``toy_experiment``),
+def test_regression_pytest_puts_no_bare_package_on_the_path(tmp_path: Path) -> None:
+    """pytest's ``pythonpath`` holds tests/ only (its helpers ``strategies`` and ``toy_experiment``),
     so that a test cannot import ``models`` by a bare name; from that path, in a fresh interpreter outside the
     repository, none of the three packages is found (the installed ``cbalab.*`` is)."""
     with (ROOT / "pyproject.toml").open("rb") as f:
@@ -81,7 +81,7 @@ def test_algorithms_never_import_pyomo_or_experiments() -> None:
 #: The one module that parses arguments (DESIGN.md: "cbalab/cli.py ... the only place that parses arguments").
 ARGUMENT_PARSER = "cbalab/cli.py"
 
-#: The facade and the command line above the three floors: what none of them may import (issue 20, item 3).
+#: The facade and the command line above the three floors: what none of them may import.
 ABOVE = ("cbalab.cli", "cbalab.api", "cbalab.examples", "cbalab.__version__")
 
 
@@ -104,7 +104,7 @@ def _facade_imports(path: Path) -> list[str]:
     return bad
 
 
-def test_regression_issue20_no_floor_imports_the_facade_or_the_cli() -> None:
+def test_regression_no_floor_imports_the_facade_or_the_cli() -> None:
     """models/, algorithms/ and experiments/ import neither cbalab/cli.py nor the facade (cbalab/__init__.py,
     cbalab/api.py): the version they record is ``cbalab.models.__version__``, so no lazy import hides a cycle."""
     assert [bad for folder in PACKAGES for path in _sources(folder) for bad in _facade_imports(path)] == []
@@ -115,7 +115,7 @@ def _argument_parsers(folders: list[str]) -> list[str]:
     return [o for o in _offences(folders, ("argparse",)) if not o.startswith(ARGUMENT_PARSER + ":")]
 
 
-def test_regression_issue20_no_argparse_outside_the_cli() -> None:
+def test_regression_no_argparse_outside_the_cli() -> None:
     """No installed module but cbalab/cli.py parses arguments: the runner, the benchmarks and the run modules
     take typed parameters, and ``cbalab experiment`` / ``cbalab bench`` map the one parser onto them
     (scripts/, not installed, may have its own)."""
@@ -183,7 +183,7 @@ def test_the_paper_reaches_the_experiments_through_the_runner_only() -> None:
     assert _offences(["experiments/paper"], ("cbalab.experiments.runs",)) == []
 
 
-#: The replay engine and the two problems' strategies (issue 20, "One system").
+#: The replay engine and the two problems' strategies (one system for both problems).
 REPLAY_MODULES = (
     "experiments/replay.py",
     "experiments/simulate.py",
@@ -206,7 +206,7 @@ def _is_replay_loop(node: ast.While) -> bool:
     return "next_event" in calls or counts
 
 
-def test_regression_issue20_no_replay_loop_outside_the_engine() -> None:
+def test_regression_no_replay_loop_outside_the_engine() -> None:
     """One event loop (experiments/replay.py): the cost and welfare replays are strategies plugged into it."""
     loops = []
     for folder in ("cbalab", *PACKAGES):
@@ -238,7 +238,7 @@ def _dispatches(tree: ast.AST, names: set[str]) -> list[str]:
     return found
 
 
-def test_regression_issue20_no_policy_table_outside_the_registry() -> None:
+def test_regression_no_policy_table_outside_the_registry() -> None:
     """The replays find their policies in the registry (algorithms/registry.py): no module-level table of method
     names, no comparison with a method's name and no name surgery such as ``removesuffix("-tuned")``."""
     import importlib

@@ -486,7 +486,7 @@ def best_single_job(inst: Instance) -> float:
 def forced_to_b(draw: st.DrawFn) -> Instance:
     """1-3 jobs on one dataset of size d = C whose B leaves exactly r (1 − h) remote for a drawn h: caching is forced.
 
-    The class of issue 12's counterexample (d = C = 10, B = 1, r = 2.47): the standalone remote IO
+    The class of the forced-caching counterexample (d = C = 10, B = 1, r = 2.47): the standalone remote IO
     r (1 − (1 − B/r)) rounds to just above B.
     """
     n_j = draw(st.integers(1, 3))
@@ -509,7 +509,7 @@ def forced_to_b(draw: st.DrawFn) -> Instance:
 def test_autocba_at_least_the_best_single_job(inst: Instance) -> None:
     """proofs/autocba_guarantee.md, step 1 and the best-single safeguard: AutoCBA's welfare ≥ any one job's alone.
 
-    Issue 12 found W = 0 < OPT = 10 when caching is forced to leave exactly B remote: fits_alone ran at zero
+    An earlier AutoCBA gave W = 0 < OPT = 10 when caching is forced to leave exactly B remote: fits_alone ran at zero
     slack and dropped the only option.  The best single job is recomputed here by CBA's feeding, not by
     AutoCBA's filter.
     """
@@ -518,8 +518,9 @@ def test_autocba_at_least_the_best_single_job(inst: Instance) -> None:
     assert welfare >= single - TOL * max(1.0, single)
 
 
-def test_issue_12_forced_caching_at_exactly_b() -> None:
-    """Issue 12's instance: one job, d = C = 10, B = 1, r = 2.47, U = 10; AutoCBA must find welfare 10 (was 0)."""
+def test_forced_caching_at_exactly_b_keeps_the_only_option() -> None:
+    """The forced-caching counterexample: one job, d = C = 10, B = 1, r = 2.47, U = 10; AutoCBA must find welfare 10
+    (an earlier AutoCBA found 0)."""
     inst = build(
         dataset_size_gb=np.array([10.0]),
         job_dataset=np.array([0]),
@@ -534,8 +535,8 @@ def test_issue_12_forced_caching_at_exactly_b() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", reference_answers.OFFLINE, ids=str)
-def test_regression_issue22_same_answers_as_before_the_speed_up(case: tuple) -> None:
-    """Issue 22 made AutoCBA linear in size (the feeder's profile sorted only as far as a move reads it, the
+def test_regression_autocba_answers_as_before_the_speed_up(case: tuple) -> None:
+    """A speed-up made AutoCBA linear in size (the feeder's profile sorted only as far as a move reads it, the
     certificate's tables made once); its answers are bit-identical to those of the code before the change
     (tests/fixtures/autocba_reference.json, written by tests/reference_answers.py at commit 88f8302): the same
     allocation, welfare, certificate and status, on the enumeration, swap-pass, one-greedy and finite-B paths."""
@@ -546,7 +547,7 @@ def test_regression_issue22_same_answers_as_before_the_speed_up(case: tuple) -> 
 @settings(max_examples=60)
 @given(st.lists(st.integers(0, 6), min_size=0, max_size=700), st.integers(0, 700))
 def test_profile_read_lazily_is_the_full_stable_sort(levels: list[int], read: int) -> None:
-    """The feeder's profile, sorted only as far as it is read (issue 22), lists the datasets in the order of a
+    """The feeder's profile, sorted only as far as it is read, lists the datasets in the order of a
     full stable sort by density (ties by index), whatever prefix is read first and however many ties."""
     from cbalab.algorithms.autocba.feeder import _Profile
 

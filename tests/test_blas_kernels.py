@@ -4,7 +4,7 @@ can move from one machine to another").
 OpenBLAS chooses its kernels at start-up by CPU, and ``OPENBLAS_CORETYPE`` forces one. A sum taken by
 ``np.dot`` can then differ in its last bits from one machine to another. Each case here runs in two fresh
 interpreters, under the Prescott (SSE3) and Sandybridge (AVX) kernels, which every x86-64 machine can run, and
-compares what they print. The rerun of stop 31 found a replay whose decisions depended on the kernel (an
+compares what they print. A rerun on another machine found a replay whose decisions depended on the kernel (an
 ``np.dot`` of time-shared GPU time); the sums a decision compares with a limit are now
 :func:`cbalab.models.kernels.exact_dot`, correctly rounded, and that replay is the last case here.
 """
@@ -97,7 +97,7 @@ def test_elastic_replays_decide_the_same_on_every_kernel() -> None:
 
 @pytest.mark.slow
 def test_regression_gavel_fair_replay_is_the_same_on_every_kernel() -> None:
-    """The online-welfare replay whose welfare differed by 8.4e-4 between two machines (stop 31: np.dot of the
+    """The online-welfare replay whose welfare differed by 8.4e-4 between two machines (np.dot of the
     time-shared GPU time, now models.kernels.exact_dot) gives the same restarts, and welfare and mean JCT to
     1e-12 relative, under two BLAS kernels."""
     first, second = (_under(k, KNIFE_EDGE) for k in KERNELS)

@@ -1,4 +1,4 @@
-"""Issue 44: the io-cost experiment's fair cap arm, stall pricing, full comparison, bill and confirmatory window.
+"""The io-cost experiment's fair cap arm, stall pricing, full comparison, bill and confirmatory window.
 
 SiloD's division of a capped link and the proportional default (algorithms/registry.py ``on_cap``,
 docs/methods/cache-baselines.md), the stall priced at p_g (experiments/runs/io_cost_report.py), every policy in

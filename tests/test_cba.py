@@ -475,7 +475,7 @@ def test_regression_theorem1_cba_certified_at_a_cost_of_seven_nanodollars() -> N
     test_theorem1_cba_feasible_exactly_when_rho_fill_fits_and_passes_referee (dev profile, 4 December 2026):
     seven 1 MB datasets, one job each, no remote bandwidth, a cache that holds exactly all of them.
 
-    Issue 43 (G4): the IO cost 7e-9 $/h and CBA's weak-dual bound agree to 4e-26 in exact arithmetic (the
+    The IO cost 7e-9 $/h and CBA's weak-dual bound agree to 4e-26 in exact arithmetic (the
     bound is 3.6e-26 above the cost, the worth of the referee's slack on B, proofs/cba_optimality.md,
     "Floating point and the slack in H2"), but each is added to the 32 $/h GPU bill and rounded: 32.000000007000004
     against 32.000000007, one ulp of 32 (7.1e-15), more than the (8.2) tolerance of 7e-15 before it counted the

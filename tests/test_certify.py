@@ -1,7 +1,7 @@
-"""The certification step (models/certify.py, docs/model.md §8) and the regression tests of issue 19.
+"""The certification step (models/certify.py, docs/model.md §8) and its regression tests.
 
-Issue 19: no ``optimal`` without a proof, at any scale of the numbers.  Each known case of the issue is a test
-named test_regression_issue19_<item>_...; the magnitude fuzz of experiments/runs/magnitude_fuzz.py runs here
+No ``optimal`` without a proof, at any scale of the numbers.  Each known case of a false ``optimal`` is a test
+named test_regression_...; the magnitude fuzz of experiments/runs/magnitude_fuzz.py runs here
 through hypothesis, one test per problem, with a fifth of the profile's examples (ci: 30 each, thorough: 2,000).
 """
 
@@ -94,10 +94,10 @@ def test_scaled_models_are_the_same_model_in_powers_of_two(problem: str) -> None
     assert away["bound"] == home["bound"] * factor
 
 
-# ---------------------------------------------------------------- issue 19, the known cases
+# ---------------------------------------------------------------- the known cases
 
 
-def test_regression_issue19_2_utilities_times_1e_minus_8_are_proven_not_guessed() -> None:
+def test_regression_utilities_times_1e_minus_8_are_proven_not_guessed() -> None:
     """Utilities times 1e-8: milp said optimal 5.369953e-06 (bound the same) where autocba finds 5.387989e-06.
 
     Unscaled both give 538.7989.  HiGHS now sees the objective divided by a power of two near the largest
@@ -118,16 +118,14 @@ def test_regression_issue19_2_utilities_times_1e_minus_8_are_proven_not_guessed(
 
 @pytest.mark.parametrize("budget", [1e-3, 1.0, 1e9])
 @pytest.mark.parametrize("excess", [1e-12, 3e-10])
-def test_regression_issue19_3_the_milp_accepts_the_budget_slack_the_referee_accepts(
-    budget: float, excess: float
-) -> None:
+def test_regression_the_milp_accepts_the_budget_slack_the_referee_accepts(budget: float, excess: float) -> None:
     """A budget just below a GPU-count step: the referee accepts AutoCBA's use of the slack, and so does the MILP.
 
     Two jobs: A (2 GPUs, worth 3.259e9) costs the budget times 1 + ``excess``, B (1 GPU, 2.933e9) half of it.
     The referee accepts A (its slack is 1e-9 of the budget, docs/model.md (8.1)); AutoCBA takes A (its best
     single job, within half the slack).  The MILP's budget row holds the same slack (all of it, so that its
     bound bounds every allocation the referee accepts, docs/model.md (8.1)), so its
-    optimum is A as well, never B (the issue: 3.259e9 against the MILP's 2.933e9, both called optimal).
+    optimum is A as well, never B (before the fix: 3.259e9 against the MILP's 2.933e9, both called optimal).
     """
     inst = build(
         dataset_size_gb=np.array([1.0]),
@@ -146,7 +144,7 @@ def test_regression_issue19_3_the_milp_accepts_the_budget_slack_the_referee_acce
     assert exact["status"] == "optimal" and exact["objective"] == 3.259e9
 
 
-def test_regression_issue19_1_a_mip_gap_above_0_never_gives_optimal() -> None:
+def test_regression_a_mip_gap_above_0_never_gives_optimal() -> None:
     """``mip_gap=0.5`` returned optimal with bound = objective = 783.35 while AutoCBA finds 783.98.
 
     Every GPU-count slice was "optimal", which at a gap above 0 means only "within the gap".  Now the answer
@@ -167,7 +165,7 @@ def test_regression_issue19_1_a_mip_gap_above_0_never_gives_optimal() -> None:
     assert loose["status"] == "feasible" and "MIP gap 0.5" in loose["reason"]
 
 
-def test_regression_issue19_4_a_stalled_warm_start_cannot_close_a_slice() -> None:
+def test_regression_a_stalled_warm_start_cannot_close_a_slice() -> None:
     """Theorem F4 (iii) of proofs/welfare_milp_forms.md: a warm start must be a point of the model it closes.
 
     A stalled allocation (referee-feasible, forbidden by P2) as warm start gave optimal with bound 10.
@@ -195,12 +193,12 @@ def test_regression_issue19_4_a_stalled_warm_start_cannot_close_a_slice() -> Non
     assert alloc.status == "optimal" and alloc.bound == 0.0 and evaluate(inst, alloc, "welfare").welfare == 0.0
 
 
-def test_regression_issue19_7_cba_one_ulp_below_the_sum_of_rates() -> None:
-    """Theorem 1 of proofs/cba_optimality.md, issue 19 item 7: B one ulp below Σ r_j.
+def test_regression_cba_one_ulp_below_the_sum_of_rates() -> None:
+    """Theorem 1 of proofs/cba_optimality.md: B one ulp below Σ r_j.
 
     cba said optimal 110.0089 with lower bound 110.0156, above its own cost.
 
-    (The issue's instance: optimal 277.3455, bound 277.375, milp 277.2743.)  Caching is forced only by that
+    (The instance first found: optimal 277.3455, bound 277.375, milp 277.2743.)  Caching is forced only by that
     ulp, which the referee's slack absorbs: io-only, with no cache at all, is accepted and costs 110.  CBA
     now takes B as the referee accepts it, like the MILP's row (docs/model.md (8.1)): both say 110, and the
     bound never exceeds the cost.
@@ -223,8 +221,8 @@ def test_regression_issue19_7_cba_one_ulp_below_the_sum_of_rates() -> None:
 
 
 @given(inst=st.integers(0, 10_000).map(lambda s: cbalab.generate("cost", jobs=6, datasets=3, seed=s)))
-def test_regression_issue19_7_cba_bound_never_above_its_cost_near_the_sum_of_rates(inst: Instance) -> None:
-    """Theorem 1 of proofs/cba_optimality.md, issue 19 item 7: with B a few ulps around Σ r_j (and C small),
+def test_regression_cba_bound_never_above_its_cost_near_the_sum_of_rates(inst: Instance) -> None:
+    """Theorem 1 of proofs/cba_optimality.md: with B a few ulps around Σ r_j (and C small),
     CBA's lower bound never exceeds its cost, and its ``optimal`` is the MILP's optimum."""
     total = float(inst.job_io_gbps.sum())
     for b in (float(np.nextafter(total, 0.0)), total, float(np.nextafter(total, math.inf))):
@@ -239,7 +237,7 @@ def test_regression_issue19_7_cba_bound_never_above_its_cost_near_the_sum_of_rat
             assert abs(cost - exact["objective"]) <= instance_tolerance(near, "cost", cost)
 
 
-def test_regression_issue19_fuzz_the_tier_cover_never_caches_an_unread_dataset() -> None:
+def test_regression_fuzz_the_tier_cover_never_caches_an_unread_dataset() -> None:
     """Found by the magnitude fuzz: with tiers, cba cached a 27 GB dataset no job reads and called it optimal.
 
     Zero tiers need all remote IO cached away; rounding in Σ R_k pushed the ρ-ordered cover of
@@ -259,7 +257,7 @@ def test_regression_issue19_fuzz_the_tier_cover_never_caches_an_unread_dataset()
     assert ours["bound"] <= exact["objective"] + instance_tolerance(inst, "cost", exact["objective"])
 
 
-# ---------------------------------------------------------------- the magnitude fuzz (issue 19, acceptance)
+# ---------------------------------------------------------------- the magnitude fuzz
 
 exponent = st.one_of(st.none(), st.floats(fuzz.LOW, fuzz.HIGH))
 
@@ -271,7 +269,7 @@ def _units(u: float | None, m: float | None, s: float | None, t: float | None) -
 @pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES)
 @given(seed=st.integers(0, 2**32 - 1), u=exponent, m=exponent, s=exponent, t=exponent)
-def test_regression_issue19_2_magnitude_fuzz_welfare_has_no_false_optimum(
+def test_regression_magnitude_fuzz_welfare_has_no_false_optimum(
     seed: int, u: float | None, m: float | None, s: float | None, t: float | None
 ) -> None:
     """A welfare instance in units from 1e-8 to 1e9: no method's optimal or bound is beaten by a feasible answer.
@@ -287,7 +285,7 @@ def test_regression_issue19_2_magnitude_fuzz_welfare_has_no_false_optimum(
 
 @settings(max_examples=FUZZ_EXAMPLES)
 @given(seed=st.integers(0, 2**32 - 1), m=exponent, s=exponent, t=exponent)
-def test_regression_issue19_2_magnitude_fuzz_cost_has_no_false_optimum(
+def test_regression_magnitude_fuzz_cost_has_no_false_optimum(
     seed: int, m: float | None, s: float | None, t: float | None
 ) -> None:
     """A cost instance (integer variants included) in units from 1e-8 to 1e9: no optimal or bound is beaten."""
@@ -297,13 +295,13 @@ def test_regression_issue19_2_magnitude_fuzz_cost_has_no_false_optimum(
     assert fuzz.false_optima(inst, "cost", fuzz.answers(inst, "cost", base, units)) == []
 
 
-# ------------------------------------------------ issue 9: an optimal the referee scores otherwise loses it
+# ------------------------------------------------ an optimal the referee scores otherwise loses it
 
 
-def test_regression_issue9_4_the_cross_check_catches_highs_solving_another_model() -> None:
+def test_regression_the_cross_check_catches_highs_solving_another_model() -> None:
     """Unrefused, HiGHS called a wrong answer optimal at io_gbps = 1e15 (32.5588 against CBA's 32.984).
 
-    Scaled before HiGHS sees it (issue 19, docs/model.md §8) the same model now gives CBA's cost; the
+    Scaled before HiGHS sees it (docs/model.md §8) the same model now gives CBA's cost; the
     certification step still catches a solver objective that the referee's score does not match, as
     HiGHS's 32.5588 was.
     """
@@ -320,7 +318,7 @@ def test_regression_issue9_4_the_cross_check_catches_highs_solving_another_model
     assert "status downgraded from optimal" in checked.reason and "jobs[0].io_gbps = 1e+15" in checked.reason
 
 
-def test_regression_issue9_4_an_optimal_claim_the_referee_scores_differently_is_downgraded() -> None:
+def test_regression_an_optimal_claim_the_referee_scores_differently_is_downgraded() -> None:
     """Any ``optimal`` whose bound the referee's score misses by more than the tolerance (8.2) loses its status.
 
     A bound 10 % below the cost is still a bound (it is kept); one above the cost is none (it is dropped).

@@ -252,10 +252,10 @@ def test_console_script_subprocess(instance_file: Path, tmp_path: Path) -> None:
     assert res.stdout == ""
 
 
-def test_regression_issue23_every_file_error_has_one_wording_and_exit_2(
+def test_regression_every_file_error_has_one_wording_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 6: a missing instance and a missing trace (and a folder in the place of either) read alike:
+    """A missing instance and a missing trace (and a folder in the place of either) read alike:
     ``OPTION: no such file (got "PATH")``, one line, exit 2; so do the --out refusals."""
     absent = tmp_path / "absent"
     cases = [
@@ -280,10 +280,10 @@ def _philly() -> str:
     return str(data_path("philly"))
 
 
-def test_regression_issue23_window_says_the_traces_span_when_it_selects_almost_nothing(
+def test_regression_window_says_the_traces_span_when_it_selects_almost_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 23 item 6: ``--window 0:20000`` on Philly replays its one job and says so with the trace's span on
+    """``--window 0:20000`` on Philly replays its one job and says so with the trace's span on
     stderr; a window that selects nothing is exit 2 naming --window, with the span."""
     args = ["simulate", "--trace", _philly(), "--policy", "cba", "--quiet", "--no-timing"]
     code, out, err = run_main([*args, "--window", "0:20000"], capsys)
@@ -386,10 +386,10 @@ def test_solve_unknown_method_names_the_known_ones(files: dict[str, Path], capsy
 
 
 @pytest.mark.parametrize("method", ["lp", "milp"])
-def test_regression_issue23_solve_infers_the_problem_from_the_instance(
+def test_regression_solve_infers_the_problem_from_the_instance(
     method: str, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 1: ``solve w.json --method lp`` on a welfare file solves the welfare problem, on a cost
+    """``solve w.json --method lp`` on a welfare file solves the welfare problem, on a cost
     file the cost problem, with no --problem."""
     for problem in ("cost", "welfare"):
         assert main(["solve", str(files[problem]), "--method", method]) == 0
@@ -397,10 +397,10 @@ def test_regression_issue23_solve_infers_the_problem_from_the_instance(
         assert (doc["problem"], doc["method"]) == (problem, method)
 
 
-def test_regression_issue23_a_method_of_the_other_problem_says_so_in_words(
+def test_regression_a_method_of_the_other_problem_says_so_in_words(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 1: autocba on a cost file says it is a welfare method and the file has no options (one line,
+    """autocba on a cost file says it is a welfare method and the file has no options (one line,
     exit 2, no raw enum); cba on a welfare file says the converse."""
     assert main(["solve", str(files["cost"]), "--method", "autocba"]) == 2
     err = capsys.readouterr().err
@@ -412,20 +412,20 @@ def test_regression_issue23_a_method_of_the_other_problem_says_so_in_words(
 
 
 @pytest.mark.parametrize(("typo", "meant"), [("cbba", "cba"), ("autocb", "autocba"), ("gavel-tputt", "gavel-tput")])
-def test_regression_issue23_unknown_method_gets_did_you_mean(
+def test_regression_unknown_method_gets_did_you_mean(
     typo: str, meant: str, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 1: a misspelt method offers the closest names instead of listing all of them."""
+    """A misspelt method offers the closest names instead of listing all of them."""
     assert main(["solve", str(files["cost"]), "--method", typo]) == 2
     err = capsys.readouterr().err
     assert f"did you mean '{meant}'" in err and f'"{typo}"' in err
     assert "utility-greedy-tuned" not in err
 
 
-def test_regression_issue23_compare_runs_the_instances_problem(
+def test_regression_compare_runs_the_instances_problem(
     files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 1: ``compare w.json`` (a welfare file) runs every welfare method; a file posing both needs
+    """``compare w.json`` (a welfare file) runs every welfare method; a file posing both needs
     --problem; --problem welfare on a cost file names the missing field."""
     from cbalab.algorithms import registry
 
@@ -530,7 +530,7 @@ def test_readme_commands_work_as_written() -> None:
         assert "usage" in proc.stdout
 
 
-# ---------------------------------------------------------------- cbalab bench (issue 20, item 3)
+# ---------------------------------------------------------------- cbalab bench
 
 
 @pytest.fixture
@@ -542,7 +542,7 @@ def toy_bench(monkeypatch: pytest.MonkeyPatch) -> str:
     return "toy"
 
 
-def test_regression_issue20_every_benchmark_follows_the_contract() -> None:
+def test_regression_every_benchmark_follows_the_contract() -> None:
     """Each module of BENCHMARKS has a keyword-only, typed ``measure`` whose options the one parser can build,
     and ``cbalab bench NAME --help`` lists each of them."""
     from cbalab.experiments import benchmarks
@@ -555,9 +555,7 @@ def test_regression_issue20_every_benchmark_follows_the_contract() -> None:
         assert info.value.code == 0
 
 
-def test_regression_issue20_bench_maps_the_options_onto_measure(
-    toy_bench: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_regression_bench_maps_the_options_onto_measure(toy_bench: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``cbalab bench toy --values 1 2 3 --label x`` calls measure(values=(1, 2, 3), label="x") and prints its
     dict; ``ok`` False is exit 1; a bad value, an unknown option and an unknown benchmark are exit 2."""
     code, out, err = run_main(["bench", toy_bench, "--values", "1", "2", "3", "--label", "x"], capsys)
@@ -577,7 +575,7 @@ def test_regression_issue20_bench_maps_the_options_onto_measure(
     assert code == 0 and [line.split()[0] for line in out.splitlines()][-1] == "toy"
 
 
-def test_regression_issue20_bench_refuses_a_measure_outside_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_regression_bench_refuses_a_measure_outside_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     """A measure with a positional or an untyped-for-the-parser parameter is named, not half-parsed."""
     import types
 
@@ -594,11 +592,11 @@ def test_regression_issue20_bench_refuses_a_measure_outside_the_contract(monkeyp
         benchmarks.options("bad")
 
 
-# ------------------------------------------------ hostile input through the command line (issues 9 and 23):
+# ------------------------------------------------ hostile input through the command line:
 # exit 2 naming the field or the option, strict JSON, Ctrl-C, atomic --out, --no-timing
 
 
-def test_regression_issue9_1_option_gpus_of_1e30_are_refused_naming_the_field(tmp_path, capsys) -> None:
+def test_regression_option_gpus_of_1e30_are_refused_naming_the_field(tmp_path, capsys) -> None:
     """``jobs[0].options[0].gpus = 10**30`` wrapped to −2^63 GPUs; now exit 2 naming the field and the value."""
     d = doc()
     d["jobs"][0]["options"][0]["gpus"] = 10**30
@@ -607,7 +605,7 @@ def test_regression_issue9_1_option_gpus_of_1e30_are_refused_naming_the_field(tm
     assert "jobs[0].options[0].gpus" in err and "1000000000000000000000000000000" in err and "Traceback" not in err
 
 
-def test_regression_issue9_1_cluster_gpus_of_1e400_is_refused(tmp_path, capsys) -> None:
+def test_regression_cluster_gpus_of_1e400_is_refused(tmp_path, capsys) -> None:
     """``cluster.gpus = 10**400`` gave exit 0 or an OverflowError; now exit 2 naming cluster.gpus."""
     d = doc()
     d["cluster"]["gpus"] = 10**400
@@ -615,7 +613,7 @@ def test_regression_issue9_1_cluster_gpus_of_1e400_is_refused(tmp_path, capsys) 
     assert code == 2 and out == "" and err.startswith("cbalab: error: cluster.gpus: must be <= 2147483647")
 
 
-def test_regression_issue9_2_a_price_whose_cost_overflows_is_refused_not_printed_as_infinity(tmp_path, capsys) -> None:
+def test_regression_a_price_whose_cost_overflows_is_refused_not_printed_as_infinity(tmp_path, capsys) -> None:
     """``gpu_per_hour = 1e308`` printed ``"objective": Infinity`` with exit 0; now exit 2 naming the price."""
     d = doc()
     d["prices"]["gpu_per_hour"] = 1e308
@@ -624,7 +622,7 @@ def test_regression_issue9_2_a_price_whose_cost_overflows_is_refused_not_printed
     assert err.startswith("cbalab: error: prices.gpu_per_hour: too large") and "1e+308" in err
 
 
-def test_regression_issue9_2_a_large_finite_instance_gives_strict_json(tmp_path, capsys) -> None:
+def test_regression_a_large_finite_instance_gives_strict_json(tmp_path, capsys) -> None:
     """A bandwidth price of 1e308 is accepted (its cost stays finite) and cba's result parses as strict JSON."""
     d = doc()
     d["prices"]["bandwidth_gbps_per_hour"] = 1e308
@@ -635,7 +633,7 @@ def test_regression_issue9_2_a_large_finite_instance_gives_strict_json(tmp_path,
     assert result["status"] == "optimal" and result["objective"] > 1e306
 
 
-def test_regression_issue9_3_deep_nesting_is_an_instance_error_not_a_recursion_error(tmp_path, capsys) -> None:
+def test_regression_deep_nesting_is_an_instance_error_not_a_recursion_error(tmp_path, capsys) -> None:
     """100,000 ``[`` then 100,000 ``]`` raised RecursionError (exit 1); now exit 2 with the line and the column."""
     path = write(tmp_path, "[" * 100_000 + "]" * 100_000)
     code, out, err = run_cli(capsys, "solve", str(path), "--problem", "cost", "--method", "cba")
@@ -643,13 +641,13 @@ def test_regression_issue9_3_deep_nesting_is_an_instance_error_not_a_recursion_e
     assert err.startswith("cbalab: error: JSON line 1 column 65: nested deeper than 64 levels")
 
 
-def test_regression_issue9_3_dev_zero_is_refused_on_its_first_block(capsys) -> None:
+def test_regression_dev_zero_is_refused_on_its_first_block(capsys) -> None:
     """``/dev/zero`` filled memory until a MemoryError; now it is refused as binary at once."""
     code, out, err = run_cli(capsys, "solve", "/dev/zero", "--problem", "cost", "--method", "cba")
     assert code == 2 and out == "" and "binary content (NUL byte at offset 0)" in err
 
 
-def test_regression_issue9_5_a_tiny_limit_through_the_cli_reports_time_limit(tmp_path, capsys) -> None:
+def test_regression_a_tiny_limit_through_the_cli_reports_time_limit(tmp_path, capsys) -> None:
     """``--time-limit 1e-6`` cannot even build the model: exit 0 with status ``time_limit``, never ``optimal``."""
     code, out, _ = run_cli(
         capsys, "solve", str(write(tmp_path, doc())), "--problem", "welfare", "--method", "milp", "--time-limit", "1e-6"
@@ -663,7 +661,7 @@ def trace(tmp_path: Path, rows: str, name: str = "trace.csv") -> Path:
     return path
 
 
-def test_regression_issue9_1_a_trace_gpu_count_of_1e20_is_refused_naming_line_and_column(tmp_path, capsys) -> None:
+def test_regression_a_trace_gpu_count_of_1e20_is_refused_naming_line_and_column(tmp_path, capsys) -> None:
     """The row ``5,100,100000000000000000000`` under ``--gpus 8`` gave negative GPUs and a cost of −$6.6e17."""
     path = trace(tmp_path, "0,100,2\n5,100,100000000000000000000\n")
     code, out, err = run_cli(capsys, "simulate", "--trace", str(path), "--policy", "cba", "--gpus", "8", "--quiet")
@@ -672,7 +670,7 @@ def test_regression_issue9_1_a_trace_gpu_count_of_1e20_is_refused_naming_line_an
     assert "100000000000000000000" in err
 
 
-def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
+def test_regression_zero_bandwidth_replay_is_bad_input(capsys) -> None:
     """``--bandwidth-gbps 0`` gave exit 1 "internal error: RuntimeError"; now exit 2 naming the setting."""
     code, out, err = run_cli(
         capsys, "simulate", "--generate", "10", "--policy", "cba", "--bandwidth-gbps", "0", "--quiet"
@@ -681,7 +679,7 @@ def test_regression_issue9_8_zero_bandwidth_replay_is_bad_input(capsys) -> None:
     assert err.startswith("cbalab: error: --bandwidth-gbps: no job can progress")
 
 
-def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
+def test_regression_solve_out_into_a_missing_folder_is_refused_before_solving(tmp_path, capsys) -> None:
     """``--out`` into a missing folder exited 1 after printing the result; now exit 2 and nothing is printed."""
     missing = tmp_path / "no" / "such" / "result.json"
     code, out, err = run_cli(
@@ -694,7 +692,7 @@ def test_regression_issue9_8_solve_out_into_a_missing_folder_is_refused_before_s
     assert code == 2 and out == "" and "is a folder" in err
 
 
-def test_regression_issue9_8_simulate_out_onto_a_file_is_refused_before_the_replay(tmp_path, capsys) -> None:
+def test_regression_simulate_out_onto_a_file_is_refused_before_the_replay(tmp_path, capsys) -> None:
     """``simulate --out`` naming an existing file is refused before the replay runs."""
     blocker = tmp_path / "taken"
     blocker.write_text("x")
@@ -702,7 +700,7 @@ def test_regression_issue9_8_simulate_out_onto_a_file_is_refused_before_the_repl
     assert code == 2 and out == "" and "--out: is a file, not a folder" in err
 
 
-def test_regression_issue9_9_negative_submit_times_are_accepted_as_written(tmp_path, capsys) -> None:
+def test_regression_negative_submit_times_are_accepted_as_written(tmp_path, capsys) -> None:
     """Negative submit times ("seconds from any origin") replay like the same trace shifted to start at 0."""
     args = ("--policy", "cba", "--gpus", "8", "--quiet", "--no-timing")
     code_neg, out_neg, _ = run_cli(
@@ -720,13 +718,13 @@ def test_regression_issue9_9_negative_submit_times_are_accepted_as_written(tmp_p
 @pytest.mark.parametrize(
     ("rows", "column"), [("0,100,2\n1e308,3600,1\n", "submit_time_s"), ("0,1e300,2\n", "duration_s")]
 )
-def test_regression_issue9_9_times_beyond_1e12_seconds_are_refused(tmp_path, capsys, rows: str, column: str) -> None:
+def test_regression_times_beyond_1e12_seconds_are_refused(tmp_path, capsys, rows: str, column: str) -> None:
     """A job submitted at 1e308 got a JCT of 0 (1e308 + 3600 == 1e308); now the line and the column are named."""
     code, out, err = run_cli(capsys, "simulate", "--trace", str(trace(tmp_path, rows)), "--policy", "cba", "--quiet")
     assert code == 2 and out == "" and f"column '{column}': must be a number in" in err
 
 
-def test_regression_issue9_9_no_timing_makes_outputs_byte_identical(tmp_path, capsys) -> None:
+def test_regression_no_timing_makes_outputs_byte_identical(tmp_path, capsys) -> None:
     """Identical solves differed in ``solve_seconds`` and replays in ``wall_seconds``; ``--no-timing`` omits both."""
     path = str(write(tmp_path, doc()))
     texts = [
@@ -784,7 +782,7 @@ def _interrupt(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def test_regression_issue9_6_ctrl_c_in_a_replay_is_one_line_and_exit_130(tmp_path) -> None:
+def test_regression_ctrl_c_in_a_replay_is_one_line_and_exit_130(tmp_path) -> None:
     """Ctrl-C in ``simulate`` printed a KeyboardInterrupt traceback; now one line and exit 130, no partial files.
 
     (stderr also holds the progress bar the replay was drawing; the bar is what tells the test it runs.)
@@ -796,7 +794,7 @@ def test_regression_issue9_6_ctrl_c_in_a_replay_is_one_line_and_exit_130(tmp_pat
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_regression_issue9_6_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp_path) -> None:
+def test_regression_ctrl_c_in_a_milp_solve_is_one_line_and_exit_130(tmp_path) -> None:
     """Ctrl-C while HiGHS works waited for the whole solve; now one line and exit 130 within seconds.
 
     HiGHS runs in a worker thread (models/solve.py), so the interrupt reaches Python while HiGHS works.
@@ -853,7 +851,7 @@ def test_sigterm_stops_a_sweep_as_ctrl_c_does_and_leaves_no_worker_behind(tmp_pa
     assert not [p for p in started if _alive(p)]
 
 
-def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch) -> None:
+def test_regression_ctrl_c_in_the_model_build_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch) -> None:
     """Ctrl-C while the model is built (Pyomo or arrays) printed a traceback; now one line, exit 130."""
 
     def interrupted(*args: object, **kwargs: object) -> None:
@@ -866,7 +864,7 @@ def test_regression_issue9_6_ctrl_c_in_the_model_build_is_one_line_and_exit_130(
 
 
 @pytest.mark.slow
-def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_document(tmp_path) -> None:
+def test_regression_concurrent_solves_to_one_out_file_leave_one_document(tmp_path) -> None:
     """Two ``solve --out same.json`` at once left one file with two documents; each write is now a rename."""
     path = write(tmp_path, doc())
     target = tmp_path / "same.json"
@@ -881,7 +879,7 @@ def test_regression_issue9_7_concurrent_solves_to_one_out_file_leave_one_documen
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-def test_regression_issue9_9_durations_below_a_millisecond_are_refused(tmp_path, capsys) -> None:
+def test_regression_durations_below_a_millisecond_are_refused(tmp_path, capsys) -> None:
     """Found by the fuzz test: a duration of 9e-179 s submitted at 30 s ended at 30 s, a JCT of 0."""
     code, out, err = run_cli(capsys, "simulate", "--trace", str(trace(tmp_path, "30,9e-179,2\n")), "--policy", "cba")
     assert code == 2 and out == "" and "column 'duration_s': must be a number in [0.001, 1e+12]" in err
@@ -895,8 +893,8 @@ def _helps() -> Iterator[tuple[str, str]]:
         yield name, sub.format_help()
 
 
-def test_regression_issue23_help_text_has_no_raw_rest() -> None:
-    """Issue 23 item 7: no ``literal`` or :role:`x` markup reaches a terminal in any --help."""
+def test_regression_help_text_has_no_raw_rest() -> None:
+    """No ``literal`` or :role:`x` markup reaches a terminal in any --help."""
     for name, text in _helps():
         assert "``" not in text and not re.search(r":[a-z]+:`", text), (name, text)
     assert about.plain("(``cbalab experiment NAME``, :func:`run_sweep`)") == "(cbalab experiment NAME, run_sweep)"
@@ -915,17 +913,17 @@ def test_regression_issue23_help_text_has_no_raw_rest() -> None:
         (["experiment", "sensitivity", "--workers", "0"], "--workers"),
     ],
 )
-def test_regression_issue23_out_of_range_options_are_one_line_exit_2(
+def test_regression_out_of_range_options_are_one_line_exit_2(
     argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 10: an overflowing count, a price or delay that would make the replay's bill infinite, and
+    """An overflowing count, a price or delay that would make the replay's bill infinite, and
     a negative seed are exit 2 with one line naming the option, before anything runs."""
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == "" and one_line_naming(err, option), err
 
 
-def test_regression_issue24_experiment_all_maps_onto_run_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 24 item 7: ``cbalab experiment all`` runs every registered experiment into one --out (runner.run_all)."""
+def test_regression_experiment_all_maps_onto_run_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cbalab experiment all`` runs every registered experiment into one --out (runner.run_all)."""
     monkeypatch.setattr(runner, "EXPERIMENTS", {"toy": "toy_experiment", "toy2": "toy_experiment"})
     assert main(["experiment", "all", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
     assert (tmp_path / "toy" / "runs.csv").exists() and (tmp_path / "toy2" / "runs.csv").exists()

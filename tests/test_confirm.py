@@ -1,4 +1,4 @@
-"""The confirmation (experiments/runs/confirm.py, issue 44 item 5): held-out data, fresh seeds, frozen rules."""
+"""The confirmation (experiments/runs/confirm.py): held-out data, fresh seeds, frozen rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The dask-workers benchmark (experiments/runs/dask_workers.py; issue 22, item 5): its rows and its verdict."""
+"""The dask-workers benchmark (experiments/runs/dask_workers.py): its rows and its verdict."""
 
 from __future__ import annotations
 

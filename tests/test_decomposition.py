@@ -34,7 +34,7 @@ def test_share_is_utility_part_of_gain_and_non_gains_are_excluded() -> None:
 
 
 def test_steps_table_gives_each_methods_share_of_autocbas_gain() -> None:
-    """The decomposition table (issue 44, item 3): a faithful scheduler's share of the gain over the strongest
+    """The decomposition table: a faithful scheduler's share of the gain over the strongest
     faithful baseline is at most 0, utility-greedy's is its (U - F) / (A - F), AutoCBA's is 100%; an instance
     without a gain is left out."""
     table = steps(_runs(), ["i"]).set_index("method")

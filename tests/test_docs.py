@@ -65,8 +65,8 @@ def test_docs_build_with_warnings_as_errors(site: Path) -> None:
 
 
 @pytest.mark.slow
-def test_regression_issue41_docs_build_writes_nothing_into_docs(build: tuple[Path, set[str]]) -> None:
-    """Issue 41 item 8: sphinx-build deleted and rewrote docs/api/ (and copied the labs into docs/tutorials/lab/),
+def test_regression_docs_build_writes_nothing_into_docs(build: tuple[Path, set[str]]) -> None:
+    """sphinx-build deleted and rewrote docs/api/ (and copied the labs into docs/tutorials/lab/),
     so a build beside pytest made tests error: now the API pages are generated under the build folder and the
     labs are read in tutorials/ (docs/_ext/outside_pages.py), and a build adds or removes no path under docs/."""
     pages, changed = build
@@ -178,8 +178,8 @@ def test_proofs_and_their_tests_name_each_other() -> None:
 
 
 @pytest.mark.slow
-def test_regression_issue23_math_and_scripts_are_served_locally(site: Path) -> None:
-    """Issue 23 item 8: no page loads a script from the network; MathJax is the site's own copy
+def test_regression_math_and_scripts_are_served_locally(site: Path) -> None:
+    """No page loads a script from the network; MathJax is the site's own copy
     (sphinx-mathjax-offline), so formulas render offline."""
     pages = [p for p in site.rglob("*.html") if "_static" not in p.parts]
     for page in pages:
@@ -192,8 +192,8 @@ def test_regression_issue23_math_and_scripts_are_served_locally(site: Path) -> N
 
 
 @pytest.mark.slow
-def test_regression_issue23_lab_code_wraps_or_scrolls(site: Path) -> None:
-    """Issue 23 item 8: the labs' code cells and outputs wrap, other code blocks scroll; every lab page has it."""
+def test_regression_lab_code_wraps_or_scrolls(site: Path) -> None:
+    """The labs' code cells and outputs wrap, other code blocks scroll; every lab page has it."""
     css = (site / "_static" / "code.css").read_text()
     assert re.search(r"div\.cell div\.cell_input pre,\s*div\.cell div\.cell_output pre \{\s*white-space: pre-wrap", css)
     assert re.search(r"div\.highlight,[^{]*\{[^}]*overflow-x: auto", css)
@@ -262,8 +262,8 @@ def _page_requests(net_log: Path) -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
-def test_regression_issue41_every_page_renders_its_math_in_chromium_without_network(site: Path, tmp_path: Path) -> None:
-    """Issue 41 item 8: every page of the site opened in headless Chromium with the network blocked (every
+def test_regression_every_page_renders_its_math_in_chromium_without_network(site: Path, tmp_path: Path) -> None:
+    """Every page of the site opened in headless Chromium with the network blocked (every
     request goes to a closed local port, no host name resolves): every formula is typeset by the site's own
     MathJax, none is a MathJax error (model.md (5.9) was, "\\tag not allowed in split environment", which -W
     cannot see) or holds an unknown macro, and no page asks the network for anything.  A canary page with each

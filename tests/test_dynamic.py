@@ -439,7 +439,7 @@ def test_instant_bound_is_online_cba_without_warmup(case: tuple[Workload, SimCon
     assert instant_bound(_schedule(w, res, cfg), _cluster(cfg)) == pytest.approx(_io(res), rel=1e-9, abs=1e-12)
 
 
-# ------------------------------------------------------------------------------------------ certification (issue 19)
+# ------------------------------------------------------------------------------------------ certification
 
 
 def _sweep_prices() -> list[tuple[float, float]]:
@@ -484,11 +484,11 @@ def test_no_warmup_equals_online_cba_at_any_price(
     _assert_theorem_2(*_offline(w, cfg))
 
 
-def test_regression_issue19_known_case(capsys) -> None:
-    """Theorem 2 of proofs/dynamic_lower_bound.md, issue 19's case: ``cbalab simulate --policy cba --generate 100
-    --no-warmup --offline-optimum --cache-gb 1e6 --price-cache 1e-6 --price-bandwidth 1e9`` said ``optimal,
-    cost_io 0.0007639, bound 1.72e-05`` while the CBA replay costs 0.0007549: the objective, divided by its
-    largest coefficient (p_b), left the cache costs 1e-15 below HiGHS's dual tolerance: HiGHS kept cache paid in
+def test_regression_p3_at_cheap_cache_and_dear_bandwidth_meets_cbas_cost(capsys) -> None:
+    """Theorem 2 of proofs/dynamic_lower_bound.md, cheap cache beside dear bandwidth: ``cbalab simulate --policy cba
+    --generate 100 --no-warmup --offline-optimum --cache-gb 1e6 --price-cache 1e-6 --price-bandwidth 1e9`` said
+    ``optimal, cost_io 0.0007639, bound 1.72e-05`` while the CBA replay costs 0.0007549: the objective, divided by
+    its largest coefficient (p_b), left the cache costs 1e-15 below HiGHS's dual tolerance: HiGHS kept cache paid in
     747 of the 905 slots without demand (the 9.03e-6 $ excess) and its duals gave the weak bound."""
     import json
 
@@ -501,8 +501,8 @@ def test_regression_issue19_known_case(capsys) -> None:
     _assert_theorem_2(summary["offline_optimum"], summary["cost"]["io"])
 
 
-def test_regression_issue19_price_sweep() -> None:
-    """Theorem 2 of proofs/dynamic_lower_bound.md over issue 19's sweep of 80 price points (100 generated jobs,
+def test_regression_p3_price_sweep_meets_cbas_cost() -> None:
+    """Theorem 2 of proofs/dynamic_lower_bound.md over a sweep of 80 price points (100 generated jobs,
     C = 1e6 GB, instant caches): every point is certified ``optimal`` at CBA's replay cost.  Before the fix 39 of
     these 80 said ``optimal`` with a bound that does not meet the cost, and the worst cost was 1.2% above CBA's.
     The ``thorough`` profile runs all 80 points; the others every fifth (16 points, every p_c and every p_b, 7 of
@@ -537,8 +537,8 @@ class _NoHighs:
         raise AssertionError("HiGHS was started after the time limit ran out")
 
 
-def test_regression_issue19_time_limit_covers_the_build(monkeypatch) -> None:
-    """Issue 19: ``--time-limit 0.01`` at 3,000 jobs took 17.7 s, because the build was not covered and a spent
+def test_regression_p3_time_limit_covers_the_build(monkeypatch) -> None:
+    """``--time-limit 0.01`` at 3,000 jobs took 17.7 s, because the build was not covered and a spent
     budget still started HiGHS (with time limit 0, which then runs its presolve and crash on the whole P3).  With
     the budget spent once the schedule is built (an injected clock, no timing), the offline optimum stops with
     ``time_limit``, no cost, the closed-form bound of instant caches (Lemma 5 (ii) of
@@ -592,8 +592,8 @@ def _stopped_highs() -> type:
     return Stopped
 
 
-def test_regression_issue19_time_limit_reports_a_checked_point(monkeypatch) -> None:
-    """Issue 19: at the time limit the offline optimum reported ``cost_io 0.0``, the cost of HiGHS's all-zero
+def test_regression_p3_time_limit_reports_a_checked_point(monkeypatch) -> None:
+    """At the time limit the offline optimum reported ``cost_io 0.0``, the cost of HiGHS's all-zero
     start, which is no schedule.  Now HiGHS's point is settled (Lemma 6 of proofs/dynamic_lower_bound.md): the
     zero start becomes the schedule without cache (cost p_b Σ R Δ), and with a cap B below the demand, which no
     cacheless schedule meets, there is no cost at all.  (HiGHS is made to stop at its first iteration: no timing.)"""

@@ -194,7 +194,7 @@ def test_budget_and_gpus_never_exceeded_and_every_job_finishes(policy: str) -> N
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", [p for p in POLICIES if p != "autocba"])
-def test_regression_issue18_io_unaware_schedulers_finish_every_job_at_expensive_io(policy: str) -> None:
+def test_regression_io_unaware_schedulers_finish_every_job_at_expensive_io(policy: str) -> None:
     """IO ×30, a binding budget, fewer GPUs than jobs: the old naive form spent the budget on GPUs and left its
     jobs unfed (357 of 363 never finished); cut to the bill, every naive and tuned scheduler finishes every job,
     and the summary counts unfinished jobs (0).  Gavel's max-min shares time: no active job ever waits."""
@@ -210,7 +210,7 @@ def test_regression_issue18_io_unaware_schedulers_finish_every_job_at_expensive_
 
 
 @pytest.mark.parametrize("policy", ["gavel-tput", "gavel-fair", "optimus", "utility-greedy"])
-def test_regression_issue18_a_price_blind_cache_does_not_eat_the_budget(policy: str) -> None:
+def test_regression_a_price_blind_cache_does_not_eat_the_budget(policy: str) -> None:
     """Budget 0.05 of the reference, cache at 0.05 $/GB-h: SiloD's price-blind cache took all the money left, the
     bill never fitted, the GPU cap fell to 0 and the replay raised "no job can progress".  The cache is now cut
     until it and its bandwidth fit (io_unaware.affordable_cache), and the cap stops at 1 before 0: every job
@@ -432,7 +432,7 @@ def test_cli_simulate_welfare(tmp_path, capsys) -> None:
     assert exc.value.code == 2
 
 
-def test_regression_issue20_online_autocba_uses_the_one_fits_alone_rule(monkeypatch) -> None:
+def test_regression_online_autocba_uses_the_one_fits_alone_rule(monkeypatch) -> None:
     """Online AutoCBA had its own copy of "fits alone"; it now takes AutoCBA's (algorithms/autocba/limits.py)
     through the certificate's tables, so a rule that admits nothing leaves every job waiting."""
     from cbalab.algorithms.autocba import certificate
@@ -453,7 +453,7 @@ def test_regression_issue20_online_autocba_uses_the_one_fits_alone_rule(monkeypa
 
 
 @pytest.mark.parametrize("policy", ["milp", "lp"])
-def test_regression_issue20_any_registered_welfare_method_replays(policy: str) -> None:
+def test_regression_any_registered_welfare_method_replays(policy: str) -> None:
     """The replay finds its policy in the registry (no policy table): an exact method is re-solved at every
     event, and the MILP's certificate is its optimum at every event."""
     w = elastic(assign(generate_trace(8, 3), 3, n_datasets=4), 3)
@@ -464,15 +464,15 @@ def test_regression_issue20_any_registered_welfare_method_replays(policy: str) -
 
 
 @pytest.mark.parametrize("case", reference_answers.ONLINE, ids=str)
-def test_regression_issue22_online_autocba_decides_as_before(case: tuple) -> None:
-    """Issue 22 made online AutoCBA's exchange read only the downgrades it needs (and AutoCBA, which its full
+def test_regression_online_autocba_decides_as_before_the_speed_up(case: tuple) -> None:
+    """A speed-up made online AutoCBA's exchange read only the downgrades it needs (and AutoCBA, which its full
     re-optimisations run, faster); on seeded elastic replays every summary number, jobs.csv column and
     timeseries.csv decision column is bit-identical to the replay of the code before the change
     (tests/fixtures/autocba_reference.json, written by tests/reference_answers.py at commit 88f8302), and its
     certificate sums, summary floats and per-job utility earned equal to a relative 1e-12 (the certificate's
     last bits depend on the CPU; the utilities moved by an ulp when they became the C library's tanh,
-    reference_answers.UTILITY_COLUMNS).  Issue 42 keeps the replay's tables and online AutoCBA's feedings
-    between events without changing a decision, so this holds under the default, former re-optimisation
+    reference_answers.UTILITY_COLUMNS).  Keeping the replay's tables and online AutoCBA's feedings
+    between events changes no decision, so this holds under the default, former re-optimisation
     trigger (SETTLE_S = 0); the burst rule (Theorem O4, tests/test_online_autocba.py) would change decisions."""
     assert online.SETTLE_S == 0.0
     saved = json.loads(reference_answers.FIXTURE.read_text())["online"][json.dumps(list(case))]

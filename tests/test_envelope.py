@@ -1,4 +1,4 @@
-"""Issue 44, item 4: an oracle ``-tuned`` envelope never falls below its own untuned scheduler."""
+"""An oracle ``-tuned`` envelope never falls below its own untuned scheduler."""
 
 from __future__ import annotations
 

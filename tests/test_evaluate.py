@@ -283,8 +283,8 @@ def _solve_json(tmp_path: Path, inst: Instance, *args: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_regression_issue20_the_result_json_keeps_its_shape_with_the_typed_result(tmp_path: Path) -> None:
-    """Issue 20, item 5: the document written from the typed result (``Scored.document``) has the keys, order and
+def test_regression_the_result_json_keeps_its_shape_with_the_typed_result(tmp_path: Path) -> None:
+    """The document written from the typed result (``Scored.document``) has the keys, order and
     types of docs/interface.md: a scored answer, an answer without allocation, and the referee's demotion."""
     doc = _solve_json(tmp_path, base(), "--problem", "cost", "--method", "cba")
     assert list(doc) == [*HEAD_KEYS, *ARRAY_KEYS, "feasible"]

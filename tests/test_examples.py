@@ -258,7 +258,7 @@ def test_replay_plot_draws_every_policy_on_shared_panels() -> None:
 
 
 def test_result_plot_draws_datasets_and_jobs() -> None:
-    """Result.plot: per dataset size/cache and demand/bandwidth bars; per job rate and bandwidth bars (issue 14, 4)."""
+    """Result.plot: per dataset size/cache and demand/bandwidth bars; per job rate and bandwidth bars."""
     import matplotlib
 
     matplotlib.use("Agg")

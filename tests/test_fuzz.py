@@ -291,7 +291,7 @@ def _check_solves(inst: Instance) -> None:
 
 @given(mutated_documents())
 def test_mutated_instances_give_a_clean_error_or_a_result_the_referee_accepts(data: bytes) -> None:
-    """Issue 9 fuzz: a mutated instance file loads as a valid instance or fails with an InstanceError naming a path."""
+    """A mutated instance file loads as a valid instance or fails with an InstanceError naming a path."""
     try:
         inst = _load_bytes(data)
     except InstanceError as e:
@@ -305,7 +305,7 @@ def test_mutated_instances_give_a_clean_error_or_a_result_the_referee_accepts(da
 
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_give_a_clean_error(data: bytes) -> None:
-    """Issue 9 fuzz: bytes that are no instance (binary, text, nothing) are an InstanceError naming a path."""
+    """Bytes that are no instance (binary, text, nothing) are an InstanceError naming a path."""
     try:
         inst = _load_bytes(data)
     except InstanceError as e:
@@ -409,7 +409,7 @@ def mutated_traces(draw: st.DrawFn) -> bytes:
 
 @given(mutated_traces())
 def test_mutated_traces_give_a_clean_error_or_a_replay_the_referee_accepts(data: bytes) -> None:
-    """Issue 9 fuzz: a mutated trace is a TraceError/InstanceError naming a path, or a replay with sane numbers.
+    """A mutated trace is a TraceError/InstanceError naming a path, or a replay with sane numbers.
 
     A replay must give strict JSON, GPU counts in [1, G], finite times with end ≥ start ≥ submit and
     JCT ≥ duration, and finite non-negative costs.

@@ -24,10 +24,10 @@ def _generate_parser() -> argparse.ArgumentParser:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_regression_issue23_cli_generates_every_integer_variant(
+def test_regression_cli_generates_every_integer_variant(
     variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 3: ``cbalab generate --variant V`` writes a V instance that CBA and the MILP solve."""
+    """``cbalab generate --variant V`` writes a V instance that CBA and the MILP solve."""
     path = tmp_path / "v.json"
     args = ["generate", "--kind", "cost", "--jobs", "12", "--datasets", "3", "--seed", "4", "--variant", variant]
     assert main([*args, "--out", str(path)]) == 0
@@ -48,8 +48,8 @@ def test_regression_issue23_cli_generates_every_integer_variant(
     assert cba.objective >= exact.objective * (1 - 1e-7)
 
 
-def test_regression_issue23_block_size_and_tier_are_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 23 item 3: --block-gb and --tier-fraction set the variant's sizes; the API's keywords agree."""
+def test_regression_block_size_and_tier_are_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--block-gb and --tier-fraction set the variant's sizes; the API's keywords agree."""
     path = tmp_path / "bt.json"
     args = ["generate", "--kind", "cost", "--jobs", "10", "--datasets", "3", "--variant", "block+tiers"]
     assert main([*args, "--block-gb", "2.5", "--tier-fraction", "0.25", "--out", str(path)]) == 0
@@ -61,8 +61,8 @@ def test_regression_issue23_block_size_and_tier_are_options(tmp_path: Path, caps
     assert api.to_dict() == inst.to_dict()
 
 
-def test_regression_issue23_every_generator_parameter_is_a_keyword_and_an_option() -> None:
-    """Issue 23 item 3: each parameter of generate_cost and generate_welfare is a keyword of cbalab.generate and
+def test_regression_every_generator_parameter_is_a_keyword_and_an_option() -> None:
+    """Each parameter of generate_cost and generate_welfare is a keyword of cbalab.generate and
     of generate_instance, with a documented option of ``cbalab generate``; each option is in the help."""
     generator_params = set()
     for fn in (generate_cost, generate_welfare):
@@ -84,10 +84,10 @@ def test_regression_issue23_every_generator_parameter_is_a_keyword_and_an_option
             assert options[dest].help, option
 
 
-def test_regression_issue23_every_welfare_option_reaches_the_generator(
+def test_regression_every_welfare_option_reaches_the_generator(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 3: the welfare options give the instance generate_welfare gives for the same keywords."""
+    """The welfare options give the instance generate_welfare gives for the same keywords."""
     path = tmp_path / "w.json"
     args = ["generate", "--kind", "welfare", "--jobs", "9", "--datasets", "3", "--seed", "2", "--out", str(path)]
     extra = ["--utility", "linear=3,deadline=1", "--budget-fraction", "0.3", "--gpu-options", "1,2,4"]
@@ -126,10 +126,10 @@ def test_regression_issue23_every_welfare_option_reaches_the_generator(
         (["--kind", "cost", "--jobs", "99999999999999999999999"], "--jobs"),
     ],
 )
-def test_regression_issue23_bad_generator_options_name_the_option(
+def test_regression_bad_generator_options_name_the_option(
     args: list[str], option: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 3: a generator option of the wrong kind or value is exit 2, one line naming the option."""
+    """A generator option of the wrong kind or value is exit 2, one line naming the option."""
     full = ["generate", "--jobs", "4", "--datasets", "2", *args]
     code = main(full) if "99999" not in " ".join(args) else _exit_code(full)
     out, err = capsys.readouterr()
@@ -156,8 +156,8 @@ def _exit_code(argv: list[str]) -> int:
         ({"alpha": 2.0}, "alpha"),
     ],
 )
-def test_regression_issue23_api_generate_names_the_keyword(kw: dict, field: str) -> None:
-    """Issue 23 items 3 and 10: cbalab.generate raises InstanceError naming the keyword, not a numpy error."""
+def test_regression_api_generate_names_the_keyword(kw: dict, field: str) -> None:
+    """cbalab.generate raises InstanceError naming the keyword, not a numpy error."""
     with pytest.raises(cbalab.InstanceError) as info:
         cbalab.generate("cost", **kw)
     assert info.value.path == field

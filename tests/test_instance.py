@@ -326,7 +326,7 @@ def test_job_work_round_trips_and_is_all_or_none() -> None:
         )
 
 
-# ------------------------------------------------ hostile input (issue 9): counts, magnitudes and files
+# ------------------------------------------------ hostile input: counts, magnitudes and files
 
 
 @pytest.mark.parametrize(
@@ -338,7 +338,7 @@ def test_job_work_round_trips_and_is_all_or_none() -> None:
         ("cluster.gpus", 2**64),
     ],
 )
-def test_regression_issue9_1_every_count_has_a_range_check_before_int64(path: str, value: float) -> None:
+def test_regression_every_count_has_a_range_check_before_int64(path: str, value: float) -> None:
     """Counts above MAX_COUNT (2^31 − 1) are refused wherever they occur; MAX_COUNT itself is accepted."""
     d = doc()
     set_field(d, path, value)
@@ -351,7 +351,7 @@ def test_regression_issue9_1_every_count_has_a_range_check_before_int64(path: st
     assert (inst.option_gpus >= 1).all() and (inst.job_gpus >= 0).all()
 
 
-def test_regression_issue9_1_array_built_instances_are_range_checked_too() -> None:
+def test_regression_array_built_instances_are_range_checked_too() -> None:
     """models.instance.build applies the same cap, so no generator can hand int64-wrapping counts to a method."""
     with pytest.raises(InstanceError, match=r"jobs\[0\]\.gpus: must be <= 2147483647"):
         build(
@@ -372,7 +372,7 @@ def test_regression_issue9_1_array_built_instances_are_range_checked_too() -> No
         ("jobs[2].options[0].utility", 1.7e308, None),
     ],
 )
-def test_regression_issue9_2_totals_that_overflow_name_their_field(path: str, value: object, field: str | None) -> None:
+def test_regression_totals_that_overflow_name_their_field(path: str, value: object, field: str | None) -> None:
     """Sums the referee forms (Σ d, Σ U, a price times what it can buy) must be finite, else the field is named."""
     d = doc()
     set_field(d, path, value)
@@ -390,7 +390,7 @@ def test_regression_issue9_2_totals_that_overflow_name_their_field(path: str, va
     assert e.value.path == field
 
 
-def test_regression_issue9_2_nan_names_the_field_the_line_and_the_column() -> None:
+def test_regression_nan_names_the_field_the_line_and_the_column() -> None:
     """NaN exited 2 naming no field; now the message names the field and where the constant stands."""
     text = json.dumps(doc(), indent=1).replace('"gpu_per_hour": 2.5', '"gpu_per_hour": NaN')
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "NaN" in t)
@@ -402,7 +402,7 @@ def test_regression_issue9_2_nan_names_the_field_the_line_and_the_column() -> No
 
 
 @pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "1e999"])
-def test_regression_issue9_2_other_non_finite_literals_name_their_field(literal: str) -> None:
+def test_regression_other_non_finite_literals_name_their_field(literal: str) -> None:
     """Infinity and overflowing literals (which Python's json reads as inf) are refused naming the field."""
     text = json.dumps(doc()).replace('"size_gb": 0.16', f'"size_gb": {literal}')
     with pytest.raises(InstanceError) as e:
@@ -410,14 +410,14 @@ def test_regression_issue9_2_other_non_finite_literals_name_their_field(literal:
     assert e.value.path == "datasets[1].size_gb"
 
 
-def test_regression_issue9_3_files_beyond_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
+def test_regression_files_beyond_the_size_limit_are_refused(tmp_path, monkeypatch) -> None:
     """A file larger than MAX_FILE_BYTES is refused before it is parsed (the limit lowered to 100 bytes here)."""
     monkeypatch.setattr(instance_module, "MAX_FILE_BYTES", 100)
     with pytest.raises(InstanceError, match="larger than 100 bytes"):
         load(write(tmp_path, json.dumps(doc())))
 
 
-def test_regression_issue9_3_memory_error_while_parsing_is_a_clean_error(tmp_path, monkeypatch) -> None:
+def test_regression_memory_error_while_parsing_is_a_clean_error(tmp_path, monkeypatch) -> None:
     """A MemoryError while the document is parsed becomes an InstanceError naming the file (exit 2, not 1)."""
 
     def exhausted(text: str) -> None:
@@ -437,7 +437,7 @@ def test_regression_issue9_3_memory_error_while_parsing_is_a_clean_error(tmp_pat
         (json.dumps(doc()).replace("imagenet", "imagenét").encode("latin-1"), "not UTF-8 at line 1 column"),
     ],
 )
-def test_regression_issue9_3_other_encodings_are_named(tmp_path, data: bytes, problem: str) -> None:
+def test_regression_other_encodings_are_named(tmp_path, data: bytes, problem: str) -> None:
     """UTF-16 and Latin-1 files are InstanceErrors naming the file, with the offset or the line and column."""
     path = tmp_path / "instance.json"
     path.write_bytes(data)
@@ -448,7 +448,7 @@ def test_regression_issue9_3_other_encodings_are_named(tmp_path, data: bytes, pr
 @pytest.mark.parametrize(
     ("path", "value"), [("prices.bandwidth_gbps_per_hour", 5e-324), ("jobs[2].options[0].io_gbps", 5e-301)]
 )
-def test_regression_issue9_2_subnormal_magnitudes_are_refused(path: str, value: float) -> None:
+def test_regression_subnormal_magnitudes_are_refused(path: str, value: float) -> None:
     """Found by the fuzz test: p_b = 5e-324 made p_b · need underflow to 0 and the welfare MILP divide by it.
 
     Nonzero magnitudes below MIN_MAGNITUDE (1e-30) are refused naming the field; 0 stays allowed.

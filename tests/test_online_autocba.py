@@ -1,4 +1,4 @@
-"""Online AutoCBA's re-optimisation trigger and its remembered feedings (algorithms/autocba/online.py, issue 42).
+"""Online AutoCBA's re-optimisation trigger and its remembered feedings (algorithms/autocba/online.py).
 
 The trigger rule is the module docstring's step 6 and Theorem O4 of proofs/online_elastic.md: outside a burst a
 full re-optimisation runs when the certified gap exceeds ``reopt_gap`` (and the floor the last one left); in a

@@ -78,7 +78,7 @@ def test_changed_result_makes_check_fail(paper_copy: Path) -> None:
     """One changed value in a committed runs.csv puts numbers.tex and claims.md out of step: --check fails.
 
     Regenerating brings the paper back in step with the edited rows, but not the rows with the sha256 their run
-    recorded in meta.json: that one problem stays (issue 24)."""
+    recorded in meta.json: that one problem stays."""
     runs_path = paper_copy / "results" / "welfare" / "runs.csv"
     runs = pd.read_csv(runs_path)
     auto = runs.index[runs["method"] == "autocba"]

@@ -1,4 +1,4 @@
-"""The per-job cost policies' rules on arrays (issue 42): cache-all's, coordl's and quiver's answers stated once,
+"""The per-job cost policies' rules on arrays: cache-all's, coordl's and quiver's answers stated once,
 called by the registered function and by a replay's events without an instance (algorithms/registry.py,
 ``on_jobs``)."""
 

@@ -1,6 +1,6 @@
-"""Results that keep up with the code (issue 40): staleness by what the runs executed and read
+"""Results that keep up with the code: staleness by what the runs executed and read
 (experiments/provenance.py, experiments/paper/check.py ``stale_results``) and ``--verify``
-(experiments/verify.py), each case of the issue's table a test."""
+(experiments/verify.py), each case of staleness a test."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_an_edit_stales_exactly_the_experiments_that_ran_it(
     new: str,
     stale: set[str],
 ) -> None:
-    """The issue's table: which experiments an edit makes stale, by the modules their runs imported."""
+    """Which experiments an edit makes stale, by the modules their runs imported."""
     _only(monkeypatch, quick_results)
     _edit(monkeypatch, tmp_path, module, old, new)
     assert _stale(quick_results) == stale
@@ -219,7 +219,7 @@ def _forge(folder: Path, row: int, column: str) -> str:
 
 @pytest.mark.slow
 def test_verify_all_of_sensitivity_passes_and_fails_on_one_changed_cell(tmp_path: Path) -> None:
-    """The issue's "done when": ``--verify --sample all`` passes on the committed rows and names the run key and
+    """``--verify --sample all`` passes on the committed rows and names the run key and
     the column of a single forged cell."""
     folder = _copy(tmp_path, "sensitivity")
     said: list[str] = []

@@ -1,6 +1,6 @@
 """The one replay engine (experiments/replay.py): its loop, clock, stuck detection, writer and summary shape.
 
-Regression tests of issue 20 ("One system") are named test_regression_issue20_...: both problems' replays run
+The regression tests (test_regression_...) hold one system for both problems: their replays run
 on the engine, so a stuck replay ends with or without a period, a period below the clock's resolution cannot
 spin, the summary has one shape and one ``files`` form, and every ``simulate`` option works on the problem it
 is offered on or exits 2 naming why.  A hang is caught by counting the engine's steps, never by a clock.
@@ -65,7 +65,7 @@ def _trace_at(tmp_path: Path, t0: float) -> Path:
 
 
 @pytest.mark.usefixtures("bounded")
-def test_regression_issue20_a_stuck_cost_replay_with_a_period_ends_naming_the_bandwidth(capsys) -> None:
+def test_regression_a_stuck_cost_replay_with_a_period_ends_naming_the_bandwidth(capsys) -> None:
     """B = 0 with jobs that must read remotely to warm: each tick counted as progress and the replay never
     ended; a tick is no progress, so it is bad input as without ``--period``, exit 2 naming the setting."""
     code, out, err = cli(capsys, "simulate", "--policy", "cba", *STUCK)
@@ -74,7 +74,7 @@ def test_regression_issue20_a_stuck_cost_replay_with_a_period_ends_naming_the_ba
 
 
 @pytest.mark.usefixtures("bounded")
-def test_regression_issue20_a_stuck_welfare_replay_with_a_period_ends_reported_as_stuck(capsys) -> None:
+def test_regression_a_stuck_welfare_replay_with_a_period_ends_reported_as_stuck(capsys) -> None:
     """The same cluster on the welfare problem: the replay ends at the time it got stuck, as without a period."""
     argv = ["simulate", "--problem", "welfare", "--policy", "autocba", *STUCK, "--no-timing"]
     code, out, _ = cli(capsys, *argv)
@@ -92,9 +92,7 @@ def test_regression_issue20_a_stuck_welfare_replay_with_a_period_ends_reported_a
 @pytest.mark.parametrize("bandwidth", [0.0, 0.05])
 @pytest.mark.parametrize("period", [60.0, 3600.0])
 @pytest.mark.parametrize("warmup", [True, False])
-def test_regression_issue20_replays_with_a_period_end(
-    problem: str, bandwidth: float, period: float, warmup: bool
-) -> None:
+def test_regression_replays_with_a_period_end(problem: str, bandwidth: float, period: float, warmup: bool) -> None:
     """Starved clusters under ticks (random replays spun in 4 of 120): each ends within a bounded number of
     steps, with a result (stuck or not) or, for the cost problem with B = 0, bad input naming the bandwidth."""
     w = assign(generate_trace(12, 7), 7, n_datasets=3)
@@ -113,7 +111,7 @@ def test_regression_issue20_replays_with_a_period_end(
 
 @pytest.mark.usefixtures("bounded")
 @pytest.mark.parametrize("problem", ["cost", "welfare"])
-def test_regression_issue20_a_period_below_the_clock_resolution_is_refused(tmp_path, capsys, problem: str) -> None:
+def test_regression_a_period_below_the_clock_resolution_is_refused(tmp_path, capsys, problem: str) -> None:
     """``--period 1e-8`` at t = 1e9 s (t + 1e-8 == t) spun at one instant; now exit 2 naming the period."""
     policy = "cba" if problem == "cost" else "autocba"
     trace = str(_trace_at(tmp_path, 1e9))
@@ -171,7 +169,7 @@ class _Clock:
         return engine.Report(frame, frame, np.array([self.end]), np.zeros(1), 0.0, {}, {}, {})
 
 
-def test_regression_issue20_a_tick_never_falls_below_the_clock_resolution() -> None:
+def test_regression_a_tick_never_falls_below_the_clock_resolution() -> None:
     """A period that counts where the trace starts but not where the clock has got to: every tick still
     moves the clock by at least its resolution (4 ulp), so the replay reaches its next event."""
     clock = _Clock(1e9)
@@ -219,7 +217,7 @@ HEAD = [
 ]
 
 
-def test_regression_issue20_one_summary_shape_and_one_files_form(tmp_path, capsys) -> None:
+def test_regression_one_summary_shape_and_one_files_form(tmp_path, capsys) -> None:
     """``files`` was ``{name: hex}`` on the cost path and ``{name: {"sha256": hex}}`` on the welfare path under the
     same schema; both replays now write one head, one tail and one ``files`` form (docs/interface.md)."""
     cost = _run(capsys, tmp_path / "cost", "--generate", "30", "--policy", "cba")
@@ -233,7 +231,7 @@ def test_regression_issue20_one_summary_shape_and_one_files_form(tmp_path, capsy
     assert isinstance(cost["cost"], dict) and isinstance(welfare["welfare"], dict)
 
 
-def test_regression_issue20_the_welfare_writer_removes_the_old_summary_first(tmp_path, capsys, monkeypatch) -> None:
+def test_regression_the_welfare_writer_removes_the_old_summary_first(tmp_path, capsys, monkeypatch) -> None:
     """The welfare writer left the old summary.json in place while it wrote new tables; a rerun cut short now
     leaves tables without a summary, never a summary of other tables."""
     out = tmp_path / "run"
@@ -255,7 +253,7 @@ def test_regression_issue20_the_welfare_writer_removes_the_old_summary_first(tmp
     assert sha256_file(out / "jobs.csv") != old["files"]["jobs.csv"]["sha256"]
 
 
-def test_regression_issue20_no_timing_makes_welfare_outputs_byte_identical(tmp_path, capsys) -> None:
+def test_regression_no_timing_makes_welfare_outputs_byte_identical(tmp_path, capsys) -> None:
     """``--no-timing`` left wall_seconds in the welfare summary: identical runs differed; now every byte agrees."""
     runs = []
     for name in ("a", "b"):
@@ -269,7 +267,7 @@ def test_regression_issue20_no_timing_makes_welfare_outputs_byte_identical(tmp_p
     assert code == 0 and json.loads(text)["wall_seconds"] >= 0
 
 
-def test_regression_issue20_cache_policy_is_one_value_and_welfare_names_horizon_and_replay(tmp_path, capsys) -> None:
+def test_regression_cache_policy_is_one_value_and_welfare_names_horizon_and_replay(tmp_path, capsys) -> None:
     """autocba's summary said ``cache_policy: "cba"`` at the top and ``"silod"`` under config, and ``welfare`` and
     ``welfare_total`` were two integrals without saying which; now one cache policy in both places (null when
     the policy sets its caches itself) and ``welfare: {horizon, horizon_s, rate_mean, replay}``."""
@@ -299,13 +297,13 @@ def test_regression_issue20_cache_policy_is_one_value_and_welfare_names_horizon_
         (["--time-limit", "5"], "--time-limit: it limits the solve of the offline optimum P3"),
     ],
 )
-def test_regression_issue20_welfare_refuses_the_cost_options_it_ignored(capsys, option: list[str], why: str) -> None:
+def test_regression_welfare_refuses_the_cost_options_it_ignored(capsys, option: list[str], why: str) -> None:
     """``--offline-optimum`` and ``--time-limit`` were accepted and ignored by the welfare replay (exit 0)."""
     code, out, err = cli(capsys, "simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "5", *option)
     assert code == 2 and out == "" and why in err and "not available for the welfare problem" in err
 
 
-def test_regression_issue20_welfare_honours_the_window(capsys) -> None:
+def test_regression_welfare_honours_the_window(capsys) -> None:
     """``--window`` was ignored by the welfare replay; it now keeps the jobs submitted in it, as on the cost path."""
     argv = ["simulate", "--problem", "welfare", "--policy", "autocba", "--generate", "60", "--quiet", "--no-timing"]
     code, out, _ = cli(capsys, *argv, "--window", "0:4000")
@@ -328,20 +326,20 @@ def test_regression_issue20_welfare_honours_the_window(capsys) -> None:
         ["--restart-delay-s", "30"],
     ],
 )
-def test_regression_issue20_the_cost_replay_refuses_welfare_options(capsys, option: list[str]) -> None:
+def test_regression_the_cost_replay_refuses_welfare_options(capsys, option: list[str]) -> None:
     """``--cache-policy nosuch``, ``--utility-mix foo`` and ``--budget-per-hour`` were ignored on the cost path."""
     code, out, err = cli(capsys, "simulate", "--policy", "cba", "--generate", "5", "--quiet", *option)
     assert code == 2 and out == ""
     assert err.startswith(f"cbalab: error: {option[0]}: a welfare option") and "the welfare problem" in err
 
 
-def test_regression_issue20_time_limit_needs_the_offline_optimum(capsys) -> None:
+def test_regression_time_limit_needs_the_offline_optimum(capsys) -> None:
     """``--time-limit`` limits only the offline optimum's solve: alone it would be ignored."""
     code, out, err = cli(capsys, "simulate", "--policy", "cba", "--generate", "5", "--time-limit", "5")
     assert code == 2 and out == "" and "it needs the offline optimum" in err
 
 
-def test_regression_issue20_welfare_checks_out_before_the_replay(tmp_path, capsys, monkeypatch) -> None:
+def test_regression_welfare_checks_out_before_the_replay(tmp_path, capsys, monkeypatch) -> None:
     """An ``--out`` that is a file or a read-only folder failed after the welfare replay (exit 1); now exit 2
     before any work."""
 
@@ -365,10 +363,10 @@ def test_regression_issue20_welfare_checks_out_before_the_replay(tmp_path, capsy
     assert code == 2 and out == "" and "permission denied" in err and "takes no new file" in err
 
 
-# ------------------------------------------------ issue 9: the writer's summary is last
+# ------------------------------------------------ the writer's summary is last
 
 
-def test_regression_issue9_7_simulate_summary_is_last_and_checksums_its_files(tmp_path, capsys, monkeypatch) -> None:
+def test_regression_simulate_summary_is_last_and_checksums_its_files(tmp_path, capsys, monkeypatch) -> None:
     """summary.json records the sha256 of jobs.csv and timeseries.csv; a rerun cut short leaves no stale summary."""
     out = tmp_path / "run"
     assert cli(capsys, "simulate", "--generate", "30", "--policy", "cba", "--quiet", "--out", str(out))[0] == 0

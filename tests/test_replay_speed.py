@@ -1,4 +1,4 @@
-"""``cbalab bench replay-speed`` (experiments/runs/replay_speed.py): the side-by-side replay of issue 42."""
+"""``cbalab bench replay-speed`` (experiments/runs/replay_speed.py): each policy's replay beside an older install's."""
 
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ def test_every_experiment_quick_writes_runs_meta_and_a_figure(name: str, tmp_pat
     assert meta["runs"]["total"] == len(runs) and meta["runs"]["failed"] == 0
     pngs = sorted(folder.glob("*.png"))
     assert pngs and all((folder / f"{p.stem}.pdf").exists() for p in pngs)
-    # issue 23 item 7: the console summary fits 100 columns (lines naming a path aside), with the columns chosen
+    # The console summary fits 100 columns (lines naming a path aside), with the columns chosen
     assert all(len(line) <= 100 for text in lines for line in text.splitlines() if str(tmp_path) not in line)
     for table, columns in about_module.ABOUT[name].console.items():
         header = pd.read_csv(folder / f"{table}.csv", nrows=0).columns
@@ -184,15 +184,15 @@ def test_shipped_data_replays_philly_and_matches_the_catalog() -> None:
         data_path("nope")
 
 
-# ------------------------------------------------ the runner against a hostile newcomer (issue 23): what
+# ------------------------------------------------ the runner against a hostile newcomer: what
 # the experiments say of themselves, malformed run files and meta.json, schedulers that are not Dask's
 
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_regression_issue23_experiment_list_describes_and_times_every_experiment() -> None:
-    """Issue 23 item 7: --list gives each experiment a one-line description and its quick and full times."""
+def test_regression_experiment_list_describes_and_times_every_experiment() -> None:
+    """--list gives each experiment a one-line description and its quick and full times."""
     lines = about_module.listing()
     assert len(lines) == len(EXPERIMENTS) + 2
     for name, line in zip(EXPERIMENTS, lines[1:-1]):
@@ -203,8 +203,8 @@ def test_regression_issue23_experiment_list_describes_and_times_every_experiment
 
 
 @pytest.mark.parametrize("name", [n for n in EXPERIMENTS if (ROOT / "paper" / "results" / n / "meta.json").exists()])
-def test_regression_issue23_full_times_are_those_of_the_committed_results(name: str) -> None:
-    """Issue 23 item 7: each full time --list prints is the wall time paper/results/NAME/meta.json records (the
+def test_regression_full_times_are_those_of_the_committed_results(name: str) -> None:
+    """Each full time --list prints is the wall time paper/results/NAME/meta.json records (the
     sum over its sessions), with its workers."""
     meta = read_meta(ROOT / "paper" / "results" / name / "meta.json")
     assert meta is not None and meta["config"]["quick"] is False
@@ -213,8 +213,8 @@ def test_regression_issue23_full_times_are_those_of_the_committed_results(name: 
     assert ABOUT[name].full_workers == meta["config"]["workers"]
 
 
-def test_regression_issue23_console_tables_fit_100_columns_and_point_at_the_csv() -> None:
-    """Issue 23 item 7: a 40-column table prints at most 100 characters wide, the chosen columns first, and says
+def test_regression_console_tables_fit_100_columns_and_point_at_the_csv() -> None:
+    """A 40-column table prints at most 100 characters wide, the chosen columns first, and says
     how many columns and rows only the CSV has."""
     wide = pd.DataFrame({f"a_rather_long_column_name_{i}": np.linspace(0, 1, 50) * i for i in range(40)})
     text = about_module.console_table(wide)
@@ -226,8 +226,8 @@ def test_regression_issue23_console_tables_fit_100_columns_and_point_at_the_csv(
     assert "38 more columns" in chosen
 
 
-def test_regression_issue23_reproduce_md_lists_every_experiment_with_its_times() -> None:
-    """Issue 23 item 8: docs/reproduce.md has a row per experiment with the times --list prints."""
+def test_regression_reproduce_md_lists_every_experiment_with_its_times() -> None:
+    """docs/reproduce.md has a row per experiment with the times --list prints."""
     text = (ROOT / "docs" / "reproduce.md").read_text()
     for name, about in ABOUT.items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
@@ -253,8 +253,8 @@ CORRUPTIONS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
-def test_regression_issue23_a_malformed_run_file_is_redone_with_a_warning(corruption: str, tmp_path: Path) -> None:
-    """Issue 23 item 9: a run file holding [], null, no JSON, no "error", an empty row, a row over a parameter,
+def test_regression_a_malformed_run_file_is_redone_with_a_warning(corruption: str, tmp_path: Path) -> None:
+    """A run file holding [], null, no JSON, no "error", an empty row, a row over a parameter,
     another run's parameters, or a folder in its place: that run is set aside and done again with one warning,
     and runs.csv ends as a clean sweep's, integer columns staying integers."""
     clean = _sweep(tmp_path / "clean", quick=True)
@@ -272,8 +272,8 @@ def test_regression_issue23_a_malformed_run_file_is_redone_with_a_warning(corrup
     assert written["x"].dtype == np.int64 and list(written["x"]) == list(range(8))
 
 
-def test_regression_issue23_assemble_never_lets_a_row_overwrite_its_parameters(tmp_path: Path) -> None:
-    """Issue 23 item 9: assemble itself leaves out a recorded row whose column would overwrite a parameter."""
+def test_regression_assemble_never_lets_a_row_overwrite_its_parameters(tmp_path: Path) -> None:
+    """assemble itself leaves out a recorded row whose column would overwrite a parameter."""
     _sweep(tmp_path, quick=True)
     grid = toy.grid(True, 0)
     run_dir = tmp_path / "toy" / "runs"
@@ -287,10 +287,10 @@ def test_regression_issue23_assemble_never_lets_a_row_overwrite_its_parameters(t
 @pytest.mark.parametrize(
     "address", ["foo", "tcp://h:notaport", "http://127.0.0.1:8787", "tcp://:8786", "tcp://h:0", "inproc://"]
 )
-def test_regression_issue23_a_scheduler_address_of_the_wrong_form_is_refused_at_once(
+def test_regression_a_scheduler_address_of_the_wrong_form_is_refused_at_once(
     address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 items 9 and 10: an address that cannot be a Dask scheduler's is exit 2 naming --scheduler,
+    """An address that cannot be a Dask scheduler's is exit 2 naming --scheduler,
     before any folder is made or any run done."""
     with pytest.raises(ExperimentError, match=r"^--scheduler: "):
         _sweep(tmp_path / "out", scheduler=address, quick=True)
@@ -341,10 +341,10 @@ class _Server:
     ("talk", "expected"),
     [(None, "no Dask scheduler answered"), (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" * 20, "is not a")],
 )
-def test_regression_issue23_a_server_that_is_no_dask_scheduler_is_refused_within_the_deadline(
+def test_regression_a_server_that_is_no_dask_scheduler_is_refused_within_the_deadline(
     talk: bytes | None, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 23 item 9: a port that accepts and stays silent, or answers bytes that are no Dask message (which
+    """A port that accepts and stays silent, or answers bytes that are no Dask message (which
     made the client allocate 3 EiB), is ExperimentError naming --scheduler; no run is done."""
     monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1.0)
     server = _Server(talk)
@@ -356,16 +356,16 @@ def test_regression_issue23_a_server_that_is_no_dask_scheduler_is_refused_within
     assert not list((tmp_path / "toy" / "runs").glob("*.json"))
 
 
-def test_regression_issue23_the_scheduler_deadline_is_within_15_seconds() -> None:
-    """Issue 23 item 9: the one deadline of the scheduler check, with the probe thread's margin, is <= 15 s."""
+def test_regression_the_scheduler_deadline_is_within_15_seconds() -> None:
+    """The one deadline of the scheduler check, with the probe thread's margin, is <= 15 s."""
     assert backends.CONNECT_TIMEOUT_S + 2.0 <= 15.0
 
 
 @pytest.mark.parametrize("content", ["[]", "{not json", '{"sessions": {}}', '{"config": [], "sessions": []}'])
-def test_regression_issue23_a_broken_meta_json_is_bad_input_naming_the_file(
+def test_regression_a_broken_meta_json_is_bad_input_naming_the_file(
     content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 9: a meta.json that is not JSON, not an object, or holds fields of the wrong type is exit 2
+    """A meta.json that is not JSON, not an object, or holds fields of the wrong type is exit 2
     naming the file, both for a resumed sweep and for ``cbalab paper --check``."""
     meta = tmp_path / "toy" / "meta.json"
     meta.parent.mkdir(parents=True)
@@ -380,10 +380,10 @@ def test_regression_issue23_a_broken_meta_json_is_bad_input_naming_the_file(
     assert err.count("\n") == 1
 
 
-def test_regression_issue23_experiment_out_at_a_file_or_a_read_only_folder_is_exit_2(
+def test_regression_experiment_out_at_a_file_or_a_read_only_folder_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 item 10: ``experiment --out`` at a file, or at a folder that takes no new file (a read-only file
+    """``experiment --out`` at a file, or at a folder that takes no new file (a read-only file
     system: /sys; or a folder without write permission, for a user who is not root), is exit 2 naming --out."""
     blocker = tmp_path / "taken"
     blocker.write_text("x")

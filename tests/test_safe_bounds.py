@@ -1,4 +1,4 @@
-"""Bounds that hold in floating point (issue 43; docs/model.md §8; models/exact_bounds.py).
+"""Bounds that hold in floating point (docs/model.md §8; models/exact_bounds.py).
 
 Every certified bound is a weak-duality value; these tests build instances on which the value taken in floating
 point lies above the true optimum (a sum that rounds up, then cancels) and check that the bound cbalab reports

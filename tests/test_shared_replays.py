@@ -1,4 +1,4 @@
-"""Replays computed once (issue 42): the rule on the demands of each aggregable cost policy, and the runs of a
+"""Replays computed once: the rule on the demands of each aggregable cost policy, and the runs of a
 grid declared one computation (experiments/runner.py, ``shared_runs``; docs/reproduce.md, "Replays computed
 once")."""
 

@@ -4,9 +4,9 @@ numpy dispatches its elementwise functions (``tanh``, ``power``, ``log1p`` …) 
 instruction set the CPU has (X86_V2, X86_V3 = AVX2, X86_V4 = AVX-512), and the kernels can round
 differently; ``NPY_DISABLE_CPU_FEATURES`` switches the wider ones off. Each case here generates in two fresh
 interpreters, one with every dispatch target this CPU has and one with only numpy's baseline, and compares
-the bytes. Stop 32 found the sensitivity grid (``np.logspace``: 292 of 2,500 points one ulp apart between an
-AVX2 and an AVX-512 machine, now decimal arithmetic) and the welfare generator's utilities (``np.tanh`` of
-the sigmoid shape) depending on it; the generators now take every transcendental function from the C
+the bytes. A rerun on another machine found the sensitivity grid (``np.logspace``: 292 of 2,500 points one ulp
+apart between an AVX2 and an AVX-512 machine, now decimal arithmetic) and the welfare generator's utilities
+(``np.tanh`` of the sigmoid shape) depending on it; the generators now take every transcendental function from the C
 library element by element (models/kernels.py ``libm``): the sigmoid's tanh, log1p and powers of the utility
 shapes, the trace generator's exp and the Zipf weights' powers.  This CPU can only show the kernels it has
 against the baseline; the AVX-512 ones differ in the same functions, and the same fix covers them.

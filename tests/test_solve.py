@@ -1,7 +1,7 @@
 """HiGHS behind the exact methods (models/solve.py): magnitudes it cannot represent, its false optima, the time limit.
 
-The regression tests of issue 9, item 4 (an honest ``optimal`` at every magnitude: refused by name, caught by
-the certification and solved again, or downgraded) and item 5 (``--time-limit`` covers building the model).
+Regression tests of an honest ``optimal`` at every magnitude (refused by name, caught by the certification and
+solved again, or downgraded) and of ``--time-limit`` covering the build of the model.
 The certification itself is tests/test_certify.py's.
 """
 
@@ -30,7 +30,7 @@ from cbalab.models.types import SolveOptions
     ],
 )
 @pytest.mark.parametrize("method", ["lp", "milp"])
-def test_regression_issue9_4_exact_methods_refuse_magnitudes_highs_cannot_represent(
+def test_regression_exact_methods_refuse_magnitudes_highs_cannot_represent(
     method: str, path: str, value: float, field: str
 ) -> None:
     """lp and milp said ``optimal`` at 9.0e14 where the optimum is 5.32e14; now ``error`` naming the field; cba answers.
@@ -61,7 +61,7 @@ def _single(inst: Instance, options: SolveOptions) -> Allocation:
     return solve_welfare(inst, relax=False, options=options, sliced=False)
 
 
-def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again() -> None:
+def test_regression_false_optimum_of_presolve_is_caught_and_solved_again() -> None:
     """HiGHS 1.15.1's presolve reduced this 31-row welfare MILP to an empty one, "optimal" at 0 (optimum 54).
 
     Found by tests/test_fuzz.py (cache price 400 $/GB-h, a 160,000 GB dataset) on the single MILP
@@ -83,7 +83,7 @@ def test_regression_issue9_4_a_presolve_false_optimum_is_caught_and_solved_again
     assert auto["objective"] <= result["bound"] + 1e-9
 
 
-def test_regression_issue9_4_a_wrong_optimum_even_without_presolve_is_downgraded() -> None:
+def test_regression_false_optimum_without_presolve_is_downgraded() -> None:
     """With a 8e8 GB dataset at 400 $/GB-h (budget-row coefficient 3.2e11) the single MILP claims 40, or 31
     without presolve, where 54 fits: the greedy no-cache witness beats the bound, so the answer is ``feasible``,
     no bound.  The GPU-count slices of the registered ``milp`` (Theorem F4) prove 54, which the referee scores."""
@@ -98,7 +98,7 @@ def test_regression_issue9_4_a_wrong_optimum_even_without_presolve_is_downgraded
 
 @pytest.mark.parametrize("rate", [1e12, 1e14, 9.9e14])
 @pytest.mark.parametrize("method", ["lp", "milp"])
-def test_regression_issue9_4_below_the_limit_optimal_always_agrees_with_cba(method: str, rate: float) -> None:
+def test_regression_below_the_limit_optimal_always_agrees_with_cba(method: str, rate: float) -> None:
     """Below HiGHS's large-matrix-value an exact answer is either ``optimal`` at CBA's cost or says why it is not.
 
     (At 9.9e14 HiGHS itself stops with status "unknown" on this instance: ``feasible`` with that reason.)
@@ -119,7 +119,7 @@ def test_regression_issue9_4_below_the_limit_optimal_always_agrees_with_cba(meth
         assert exact["bound"] is None or exact["bound"] <= fast["objective"] * (1 + 1e-9)
 
 
-def test_regression_issue9_5_the_build_counts_against_the_time_limit() -> None:
+def test_regression_the_build_counts_against_the_time_limit() -> None:
     """A budget that ran out while the model was built: HiGHS is not started, the answer is ``time_limit``."""
     inst = from_dict(doc())
     for solve, problem in ((cost_milp, "cost"), (welfare_milp, "welfare")):
@@ -131,7 +131,7 @@ def test_regression_issue9_5_the_build_counts_against_the_time_limit() -> None:
 
 @pytest.mark.parametrize("problem", ["cost", "welfare"])
 @pytest.mark.parametrize("method", ["lp", "milp"])
-def test_regression_issue9_4_an_instance_without_jobs_is_answered_not_crashed(problem: str, method: str) -> None:
+def test_regression_an_instance_without_jobs_is_answered_not_crashed(problem: str, method: str) -> None:
     """Found by the fuzz test: ``"jobs": []`` made the welfare MILP's capacity row a constant (a Pyomo error, exit 1).
 
     The empty allocation is the only one: ``optimal`` at welfare 0 / the cost of nothing.
@@ -143,7 +143,7 @@ def test_regression_issue9_4_an_instance_without_jobs_is_answered_not_crashed(pr
     assert result["objective"] == 0.0 and result["bound"] == 0.0
 
 
-def test_regression_issue24_the_lp_fills_a_dataset_highs_left_short_under_a_zero_cap() -> None:
+def test_regression_the_lp_fills_a_dataset_highs_left_short_under_a_zero_cap() -> None:
     """The one-commit rerun of optimality: on this drawn instance (B = 0, so every read dataset must be whole)
     HiGHS's LP leaves one dataset a relative 7.5e-8 short, whose least feeding needs 7.5e-9 GB/s against B = 0;
     ``solve_cost``'s top-up (models/solve.py ``_cover_cap``) fills it, so the referee accepts the LP's

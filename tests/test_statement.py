@@ -1,4 +1,4 @@
-"""One statement per formulation (models/milp/statement.py, issue 21): the model read is the model solved.
+"""One statement per formulation (models/milp/statement.py): the model read is the model solved.
 
 Two properties: the Pyomo emission holds the numbers of the compiled matrix, row by row, for every
 formulation (P1 with its integer variants, P2, P2s, P3); and a group of rows edited in its one row function

@@ -1,4 +1,4 @@
-"""The trace-scale benchmark (experiments/runs/trace_scale.py; issue 22, items 3 and 4): how it forms its ratio."""
+"""The trace-scale benchmark (experiments/runs/trace_scale.py): how it forms its ratio."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_cost_profile_splits_the_cost_replay_into_disjoint_parts() -> None:
 
 @pytest.mark.slow
 def test_autocba_work_is_counted_in_calls_that_grow_at_most_linearly() -> None:
-    """Issue 22, item 4, as a count no machine changes: the calls of AutoCBA's own functions are the same on a
+    """AutoCBA's linear growth, as a count no machine changes: the calls of AutoCBA's own functions are the same on a
     second run, and ten times the jobs make at most ten times the calls (AutoCBA's greedy does a bounded number
     of steps per job; a step that scanned every job would make it quadratic and fail here)."""
     a, b = trace_scale.autocba_work(400), trace_scale.autocba_work(400)

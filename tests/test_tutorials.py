@@ -54,7 +54,7 @@ def _solutions(name: str) -> ModuleType:
 
 
 def test_there_are_three_labs() -> None:
-    """The three labs of issue 14 exist under their names."""
+    """The three labs exist under their names."""
     assert [p.name for p in NOTEBOOKS] == [
         "01_caching_or_bandwidth.ipynb",
         "02_exact_vs_fast.ipynb",
@@ -206,8 +206,8 @@ def test_lab03_stalls_under_a_cap() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["lab01", "lab02", "lab03"])
-def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: str, tmp_path: Path) -> None:
-    """Issue 23 item 8: ``python tutorials/solutions/labNN.py`` prints one line per check, each exercise's number
+def test_regression_solutions_run_as_scripts_and_print_each_check(name: str, tmp_path: Path) -> None:
+    """``python tutorials/solutions/labNN.py`` prints one line per check, each exercise's number
     among them, every one "ok", and exits 0 (it printed nothing before)."""
     path = TUTORIALS / "solutions" / f"{name}.py"
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
@@ -221,8 +221,8 @@ def test_regression_issue23_solutions_run_as_scripts_and_print_each_check(name: 
 
 
 @pytest.mark.slow
-def test_regression_issue23_jupyter_lab_comes_with_the_dev_install() -> None:
-    """Issue 23 item 8: the README's ``.venv/bin/jupyter lab`` works from ``pip install -e ".[dev]"``: JupyterLab is
+def test_regression_jupyter_lab_comes_with_the_dev_install() -> None:
+    """The README's ``.venv/bin/jupyter lab`` works from ``pip install -e ".[dev]"``: JupyterLab is
     in the dev extra and the command runs."""
     import tomllib
 

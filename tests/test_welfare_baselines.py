@@ -150,7 +150,7 @@ def test_gavel_tput_ties_go_to_more_gpus() -> None:
     assert gavel_tput.allocate_hull(inst, 8).gpus.tolist() in ([4], [8])
 
 
-def test_regression_issue18_hull_greedy_takes_an_option_under_a_superlinear_first_step() -> None:
+def test_regression_hull_greedy_takes_an_option_under_a_superlinear_first_step() -> None:
     """Table {1: 1, 2: 3} (superlinear), cap 1: the hull step 0→2 does not fit, yet the 1-GPU option does."""
     inst = _one_job_table([1, 2], [1.0, 3.0])
     assert gavel_tput.allocate_hull(inst, 1).gpus.tolist() == [1]
@@ -218,7 +218,7 @@ def test_regression_gavel_fair_never_time_shares_a_job_on_more_gpus_than_the_clu
     assert "gpus[big] = 4 exceed the cluster's G = 3 (1 jobs)" in ev.violations
 
 
-def test_regression_issue18_gavel_fair_starves_no_job_when_gpus_are_fewer_than_jobs() -> None:
+def test_regression_gavel_fair_starves_no_job_when_gpus_are_fewer_than_jobs() -> None:
     """12 jobs, 5 GPUs: progressive filling starved 7 jobs; max-min time shares give each 5/12 of a GPU."""
     inst = generate_welfare(12, 3, seed=5)
     sched = gavel_fair.allocate(inst, 5)
@@ -265,7 +265,7 @@ def test_utility_greedy_takes_every_top_option_when_nothing_binds() -> None:
     assert evaluate(inst, alloc, "welfare").welfare == pytest.approx(inst.option_utility[inst.option_ptr[1:] - 1].sum())
 
 
-def test_regression_issue18_naive_schedulers_buy_io_instead_of_stalling_on_a_tight_budget() -> None:
+def test_regression_naive_schedulers_buy_io_instead_of_stalling_on_a_tight_budget() -> None:
     """IO ×30, budget 0.2: the old naive form spent everything on GPUs and stalled; the billed rule cuts GPUs
     until its cache policy's bill fits, so no running job stalls, and the oracle envelope is at least as good."""
     inst = generate_welfare(40, 8, seed=1, budget_fraction=0.2, prices=(2.5, 0.01, 30.0))
@@ -279,7 +279,7 @@ def test_regression_issue18_naive_schedulers_buy_io_instead_of_stalling_on_a_tig
         assert ev.welfare <= methods.run(inst, "welfare", f"{name}-tuned")[0]["welfare"] + 1e-9
 
 
-def test_regression_issue18_only_the_ablation_reaches_the_gpu_only_optimum() -> None:
+def test_regression_only_the_ablation_reaches_the_gpu_only_optimum() -> None:
     """Only utility-greedy reads U_j: the old optimus (now utility-greedy) reached 0.999 of the GPU-only welfare
     optimum; the faithful schedulers, blind to utilities, stay well below it on average (on the welfare
     experiment's 100 instances: means 0.69, 0.66, 0.68 for gavel-tput, gavel-fair, optimus; closing note)."""
@@ -414,10 +414,10 @@ def test_gavel_switches_to_the_hull_greedy_when_the_table_is_too_large(monkeypat
     assert gavel_tput.allocate(inst, 37).gpus.tolist() == gavel_tput.allocate_hull(inst, 37).gpus.tolist()
 
 
-# ------------------------------------------------ issue 9: the tuned envelopes keep the time limit
+# ------------------------------------------------ the tuned envelopes keep the time limit
 
 
-def test_regression_issue9_5_tuned_baselines_stop_their_grid_search_at_the_time_limit() -> None:
+def test_regression_tuned_baselines_stop_their_grid_search_at_the_time_limit() -> None:
     """``gavel-tput-tuned`` with 1 s ran 1.9 s and said ``feasible``; now it stops between splits with ``time_limit``.
 
     The naive split is scored first, so the stopped answer is never worse than the naive scheduler.

@@ -183,7 +183,7 @@ def test_lp_bound_dominates_milp_and_its_allocation_is_feasible(inst: Instance) 
     assert ev_lp.welfare <= ev_milp.welfare + tol
 
 
-def test_regression_issue23_welfare_lp_is_optimal_when_its_relaxation_is_whole() -> None:
+def test_regression_welfare_lp_is_optimal_when_its_relaxation_is_whole() -> None:
     """An unbinding budget makes the LP whole (every job at its best option): lp is optimal, meeting its bound and
     the MILP, and its reason counts whole choices (running or not); a binding one leaves a fractional job, which
     is counted as dropped, and lp stays feasible."""

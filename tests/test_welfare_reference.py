@@ -69,7 +69,7 @@ def test_without_a_p2s_bound_there_is_no_p2s_reference() -> None:
 
 
 def test_exact_references_run_in_the_grid_without_a_wall_clock_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both exact forms are methods of every instance of the grid, and none runs under a time limit (issue 24: a
+    """Both exact forms are methods of every instance of the grid, and none runs under a time limit (a
     wall-clock limit would make a reference depend on the machine)."""
     for quick in (True, False):
         grid = welfare.grid(quick, 0)

@@ -80,7 +80,7 @@ class Dual:
         self.miss = (1.0 - self.hbar[inst.job_dataset])[:, None]
         self.count = 0
         # Work tables of one block of rows, made once: fresh (n × width) temporaries at every evaluation fell
-        # out of the processor's cache and grew faster than the instance (issue 22); the arithmetic is the same.
+        # out of the processor's cache and grew faster than the instance; the arithmetic is the same.
         self._rows = np.arange(n)
         block = (min(n, _BLOCK), width)
         self._base, self._v0, self._v1 = np.empty(block), np.empty(block), np.empty(block)

@@ -113,7 +113,7 @@ def autocba(
     inst.require_options()
     inst.require_continuous("the welfare problem is modelled")
     # Half the referee's relative slack, not zero: an option whose caching is forced to leave exactly B remote computes
-    # r (1 − (1 − B/r)) = B (1 + 2e-16) and was dropped at zero slack (issue 12: welfare 0 where OPT = 10).
+    # r (1 − (1 − B/r)) = B (1 + 2e-16) and was dropped at zero slack (welfare 0 where OPT = 10).
     keep = fits_alone(inst, _FIT_SLACK, absolute=False)
     best: _Greedy | None = None
     weightings = _weightings(inst, keep)
@@ -162,7 +162,7 @@ def autocba(
         welfare = 0.0
     alloc.objective, alloc.facts = welfare, SearchFacts(source)
     if certify:
-        accepted = accepted_limits(inst)  # every allocation the referee accepts (issue 19)
+        accepted = accepted_limits(inst)  # every allocation the referee accepts, not only the limits as written
         cert = welfare_bound(accepted)
         bound = _safe_bound(accepted, cert)
         proven = _proven(inst, welfare, bound)

@@ -152,7 +152,7 @@ class _Profile:
 
     A move displaces the cached bytes of lowest density first and stops at the first density at least its
     own (:meth:`_Feeder.change`), so it reads a short prefix; sorting all cached datasets at every rebuild
-    made AutoCBA quadratic at 100,000 jobs (issue 22).  The prefix of the first t is exactly that of the full
+    made AutoCBA quadratic at 100,000 jobs.  The prefix of the first t is exactly that of the full
     stable sort: the datasets of density at most the t-th smallest, in stable order.
     """
 

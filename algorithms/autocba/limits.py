@@ -45,7 +45,7 @@ def fits_alone(inst: Instance, slack: float = 0.0, *, absolute: bool = True) -> 
     AutoCBA and the elastic replay's check that every job can run at all use it.
 
     The slack is relative, plus the same amount absolute unless ``absolute`` is False (the greedy's filter:
-    a relative slack absorbs the rounding of r (1 − (1 − B/r)) = B (1 + 2e-16), issue 12, without admitting
+    a relative slack absorbs the rounding of r (1 − (1 − B/r)) = B (1 + 2e-16) under forced caching, without admitting
     an option that costs 1e-30 $/h over a zero budget).
     """
     cost, remote = standalone_cost(inst)

@@ -36,7 +36,7 @@ keeps the allocation between events and repairs it:
    exceeds the gap left by the last one by ``reopt_gap``, or ``cooldown``
    decisions have passed.
 
-   **Trigger rule (issue 42): re-optimise when it pays.**  A full run pays
+   **Trigger rule: re-optimise when it pays.**  A full run pays
    only for as long as its allocation holds, and in a burst of arrivals the
    next decision comes seconds later and adds its own gap.  So a decision
    less than ``settle_s`` seconds after the previous one is *in a burst*, and
@@ -86,9 +86,9 @@ from cbalab.models.types import SolveOptions
 
 #: A move must gain at least this fraction of its job's largest utility to count, so local search terminates.
 _GAIN = 1e-9
-#: Decisions less than this many seconds after the previous one are in a burst, where step 6 waits (issue 42).
+#: Decisions less than this many seconds after the previous one are in a burst, where step 6 waits.
 #: 0: no burst, the former rule, which replays use: the burst rule raised the per-decision gap's mean and p99
-#: (proofs/online_elastic.md, O4), and issue 42 asks for fewer full runs at the same certified gap.
+#: (proofs/online_elastic.md, O4), and the aim is fewer full runs at the same certified gap.
 SETTLE_S = 0.0
 #: CBA feedings remembered by their demands (:meth:`OnlineAutoCBA.feed`).
 _FED = 8
@@ -487,7 +487,7 @@ class _Moves:
         """The least p such that the first p + 1 downgrades free ``need_*``, and the running sums of what they free.
 
         The sums are taken over a prefix that doubles until it suffices (an exchange usually needs a few
-        downgrades, not all of them: issue 22); a prefix of a running sum is the running sum of the prefix, so
+        downgrades, not all of them); a prefix of a running sum is the running sum of the prefix, so
         p and the sums are those over all the downgrades.  None when even all of them do not suffice.
         """
         length = 16

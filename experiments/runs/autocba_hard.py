@@ -1,4 +1,4 @@
-"""AutoCBA on the hard class of issue 12: the budget binds, IO is dear and caching changes the optimum.
+"""AutoCBA on a hard class: the budget binds, IO is dear and caching changes the optimum.
 
 Generator (experiments.workload.generate_welfare, instance i uses seed i): 3-50 jobs (3 + i mod 48),
 max(1, jobs // 4) datasets, mixed utility shapes, p_g = 2.5 $/GPU·h, p_b uniform in [5, 60] $/(GB/s)·h,

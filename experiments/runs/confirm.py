@@ -4,7 +4,7 @@
 
 The verdict rules of claims.md's headline rows were written, and several times revised, after their
 results had been seen (paper/claims.md, "rule's history"); on the data they were tuned on they are
-exploratory.  This experiment is their confirmation (issue 44): the rules were frozen in
+exploratory.  This experiment is their confirmation: the rules were frozen in
 experiments/paper/rules.py, in a commit of their own, before it ran, and its meta.json records that file's
 path and sha256 (:func:`pinned`); tests/test_confirm.py fails if the rules file changes afterwards.
 

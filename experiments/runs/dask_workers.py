@@ -1,4 +1,4 @@
-"""Dask workers (issue 22, item 5): one experiment swept on one worker and on two, Dask and local processes.
+"""Dask workers: one experiment swept on one worker and on two, Dask and local processes.
 
 Each backend sweeps the same grid of one experiment (``--experiment``, default ``optimality --quick``) into a
 fresh folder: a local Dask cluster (``distributed.LocalCluster``, one thread per worker process, already up

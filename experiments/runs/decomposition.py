@@ -1,4 +1,4 @@
-"""Where AutoCBA's welfare gain comes from: reading utilities versus IO-awareness (issue 44, item 4).
+"""Where AutoCBA's welfare gain comes from: reading utilities versus IO-awareness.
 
 Per instance (a static welfare instance, docs/model.md §5, or an online
 setting, §7), with W(m) the referee's welfare of method m on it:

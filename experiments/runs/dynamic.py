@@ -1,4 +1,4 @@
-"""dynamic: competitive ratios of the online cache policies against the offline optimum P3 (issue 11).
+"""dynamic: competitive ratios of the online cache policies against the offline optimum P3.
 
     cbalab experiment dynamic [--quick] [--seed 0] [--out results/]
 
@@ -30,9 +30,9 @@ Sizes:
 * full (what ``grid(quick=False)`` gives, the size committed under
   paper/results/dynamic/): :data:`FULL_WINDOWS` windows of
   :data:`FULL_JOBS` jobs spread evenly over the trace × two prices,
-  scaling runs on :data:`FULL_SCALE` jobs, and the whole-trace row.  Until
-  issue 22 P3 ran under a 300 s wall-clock limit, so its bounds changed
-  from machine to machine; the decomposition's limits are iteration counts.
+  scaling runs on :data:`FULL_SCALE` jobs, and the whole-trace row.  P3's
+  limits are the decomposition's iteration counts, not a wall-clock limit,
+  so its bounds do not change from machine to machine.
 
 The runner (experiments/runner.py) writes the rows, the ratio table
 (:func:`tables`) and the figure (:func:`figures`).

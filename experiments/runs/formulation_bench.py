@@ -1,4 +1,4 @@
-"""Issue 21's speed limits: the one-statement formulations (models/milp/statement.py) against a base commit, in one run.
+"""Speed limits of the one-statement formulations (models/milp/statement.py) against a base commit, in one run.
 
 Cases (fixed):
 
@@ -12,7 +12,7 @@ Cases (fixed):
   ``grid(False, 0)``): the matrix build (``matrix``) and the whole ``solve_dynamic`` (build + solve), its
   status and cost;
 * ``p3-whole``: the same window solved as one LP on both sides (the formulation's own build and solve; before
-  issue 21, ``solve_dynamic`` split a window of more than 20,000 pairs by datasets instead).
+  the one-statement formulations, ``solve_dynamic`` split a window of more than 20,000 pairs by datasets instead).
 
 Each case runs in a fresh interpreter, once for the base package and once for this checkout (:data:`ROOTS`),
 the two orders alternating between repeats so that the load of the shared machine falls on both alike.
@@ -49,7 +49,7 @@ def measure(case: str) -> dict[str, Any]:
         from cbalab.experiments.workload import generate_cost
 
         inst = generate_cost(100_000, 1_000, 0)
-        try:  # a base from before issue 21 solved P1's LP in a module of its own
+        try:  # an older base solved P1's LP in a module of its own
             from cbalab.models.milp.cost_highspy import build_cost_lp, solve_cost_lp  # type: ignore[import-not-found]
         except ModuleNotFoundError:  # since: compiled from the statement and solved as every compiled model is
             from cbalab.models.milp.cost import cost_statement
@@ -102,7 +102,7 @@ def measure(case: str) -> dict[str, Any]:
         w = experiment._window(params)
         cfg = SimConfig(policy="cba", seed=int(params["seed"]))
         jobs = simulate(w, cfg).jobs
-        # schedule_from_replay, not simulate.replay_schedule, which the base (before issue 21) does not have
+        # schedule_from_replay, not simulate.replay_schedule, which an older base does not have
         schedule = schedule_from_replay(
             jobs["start_s"].to_numpy(),
             jobs["end_s"].to_numpy(),
@@ -117,7 +117,7 @@ def measure(case: str) -> dict[str, Any]:
         began = time.perf_counter()
         if case == "p3":
             out = solve_dynamic(schedule, cluster)
-        elif hasattr(dynamic, "_solve_matrix"):  # the whole LP since issue 21
+        elif hasattr(dynamic, "_solve_matrix"):  # the whole LP, in a base with the one-statement formulations
             out = dynamic._solve_matrix(
                 schedule, cluster, warmup=True, relax=False, deadline=dynamic.Deadline(None), threads=1
             )

@@ -6,7 +6,7 @@ re-run at every job start and departure, cache warm-up on) and records the IO
 cost (cache + remote bandwidth, $ over the replay), the total cost (GPUs too),
 the mean and p99 job completion time and the stall time.
 
-The design is factorial (issue 24): :data:`PRICE_RATIOS` (p_c/p_b, p_b = 0.9
+The design is factorial: :data:`PRICE_RATIOS` (p_c/p_b, p_b = 0.9
 $/(GB/s)-h) x :data:`DATASET_COUNTS` (the 12 public datasets, or 2 or 4 copies
 of each) x :data:`SKEWS` (Zipf popularity) x :data:`CACHES` (C in GB) x
 :data:`CAPS` (none, or 1 GB/s, under which io-only and coordl stall at C = 500
@@ -31,7 +31,7 @@ which binds at that size), 2 replicates: 108 runs, 144 priced replays.
 The verdicts on the seed paper's 20.5% are computed from this grid by the
 rules of experiments/paper/rules.py; the per-point summary (:func:`summary`)
 is the mean and min-max over the replicates of CBA's saving against the
-cheapest baseline, every baseline a candidate (issue 44): the measure is IO +
+cheapest baseline, every baseline a candidate: the measure is IO +
 stall, the stall priced as the GPU time it idles (experiments/runs/io_cost_report.py),
 so a policy that stalls is charged for it, never dropped.  Under a cap each
 policy divides the link as its namesake would (the registry's ``on_cap``:
@@ -333,7 +333,7 @@ def compared_points(runs: pd.DataFrame) -> pd.DataFrame:
         raise ResultsUnusableError("io-cost has no baseline rows")
     out = wide.reset_index()
     for value, suffix in (("stall_share", "_fed"), ("io_cost_usd", "_io"), ("total_cost_usd", "_total")):
-        if value not in frame:  # results written before issue 44 have no bill column
+        if value not in frame:  # results written before the bill columns have none
             continue
         table = frame.pivot_table(index=index, columns="policy", values=value, aggfunc="first").reindex_like(wide)
         for p in wide.columns:

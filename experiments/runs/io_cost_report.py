@@ -1,4 +1,4 @@
-"""io-cost's stall pricing and bill (issue 44): the GPU time a stall idles, and what a saving is of the bill.
+"""io-cost's stall pricing and bill: the GPU time a stall idles, and what a saving is of the bill.
 
 **Stall cost.**  A stalled job keeps its GPUs busy while it waits for remote IO (experiments/simulate.py runs it
 at its stall factor, docs/model.md §3), so the replay's ``gpu_cost_usd`` already includes the stretched run
@@ -121,7 +121,7 @@ def cap_and_bill(
         worse = int((cap_reps["saving"] < -ZERO_GAP).sum())
         s.number("CapWorseReplays", worse, integer(worse))
         heads.append(c.rename(None).to_frame().T.assign(label="cap arm"))
-    if "cba_total_usd" not in pts:  # results without a bill (written before issue 44)
+    if "cba_total_usd" not in pts:  # results without a bill (written before it was added)
         return
     bill = bill_table(pd.concat(heads, ignore_index=True), *prices)
     for prefix, row in zip(("", "Cap"), bill.itertuples()):
@@ -184,7 +184,7 @@ def factor_conditions(points: pd.DataFrame, holds: pd.Series, factors: Sequence[
     :data:`CONDITION_SHARE` of the points hold; a factor all of whose levels qualify is no condition, and one
     none of whose levels qualify is left out (the finding does not follow it).  "nowhere" when no point
     holds, "everywhere" when every point does.  The conditions are read jointly: when no point that holds
-    meets all of them at once (marginal levels that together describe no such point, issue 44), the finding
+    meets all of them at once (marginal levels that together describe no such point), the finding
     is at scattered points.
     """
     if not holds.any():

@@ -1,4 +1,4 @@
-"""No ``optimal`` that another method beats, at any scale of the numbers (issue 19; docs/model.md §8).
+"""No ``optimal`` that another method beats, at any scale of the numbers (docs/model.md §8).
 
 Each case is a small seeded instance (``generate_welfare`` or ``generate_cost``, integer variants included) put in
 other units: utilities times u, money times m (prices and budget), sizes times s (d_k, C, the block; p_c / s),

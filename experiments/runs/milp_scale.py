@@ -5,7 +5,7 @@ Instance family: ``cbalab generate --kind welfare --jobs N --datasets N/10 --see
 3000}, F ∈ {0.1, 0.2, 0.35}, 3 seeds.  Per instance, every form is timed wall-clock, build included:
 
 * ``pyomo``       P2 as docs/model.md §5 writes it, built through Pyomo and handed to HiGHS as one MILP (the
-                  method of before issue 12, the reference of the speed-ups);
+                  method before the array form, the reference of the speed-ups);
 * ``arrays``      the array form of models/milp/welfare.py built from numpy and passed to highspy, one MILP;
 * ``arrays+warm`` the same with AutoCBA's allocation as HiGHS's first incumbent (AutoCBA's time not included;
                   it is the ``autocba`` row);
@@ -192,9 +192,9 @@ def measure(
 ) -> None:
     """Run the grid (or the sizes ``jobs``, budget ``fractions`` and ``forms`` asked for), each MILP under
     ``time_limit`` seconds, writing the CSV after every run; print the summary.  ``cbalab bench milp-scale``
-    runs it.  A size outside the grid (``--jobs 10000``, issue 43's frontier) is run at every fraction and
-    seed of the grid; ``datasets`` replaces the grid's N/10 datasets (issue 43 states 300).  An unknown form,
-    and a selection with no run, is InstanceError naming the option.
+    runs it.  A size outside the grid (``--jobs 10000``, the frontier of 10,000 jobs over 300 datasets) is run at
+    every fraction and seed of the grid; ``datasets`` replaces the grid's N/10 datasets (300 at that frontier).  An
+    unknown form, and a selection with no run, is InstanceError naming the option.
     """
     unknown = [f for f in forms if f not in FORMS]
     if unknown:

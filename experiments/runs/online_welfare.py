@@ -77,7 +77,7 @@ WINDOWS = ((30_000, 250), (70_000, 250))
 QUICK_WINDOW = (30_000, 120)
 IO_SCALES = (1.0, 10.0, 30.0)
 BUDGETS = (0.25, 0.5, 1.0)
-#: The tight budgets at which the tuned envelopes also run, at the IO price scale where IO matters most (issue 24).
+#: The tight budgets at which the tuned envelopes also run, at the IO price scale where IO matters most.
 TUNED_BUDGETS = (0.1, 0.25)
 TUNED_IO_SCALE = 30.0
 MIXES = ("mixed", "linear", "concave", "sigmoid", "deadline")
@@ -204,10 +204,10 @@ SETTING = ("window_start", "window_jobs", "budget_fraction", "utility_mix", "io_
 
 
 def envelope(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with each ``-tuned`` row made its scheduler's oracle envelope (issue 44, item 4).
+    """``runs`` with each ``-tuned`` row made its scheduler's oracle envelope.
 
     A tuned run re-solves the budget split at every event, which is greedy per event and can end a replay
-    below the scheduler's own naive split held all through (9 of 32 such rows before issue 44).  The envelope
+    below the scheduler's own naive split held all through (9 of 32 such rows before the envelope).  The envelope
     is the better of the two whole replays, the naive one included, so it never falls below its scheduler:
     where the naive replay's welfare is higher, the tuned row takes that replay's results
     (``envelope_from``: "naive split"; else "per-event splits").  Like every envelope it is an oracle that
@@ -357,7 +357,7 @@ def paper_section(res: Results) -> Section:
     paper_mark = (PAPER_WELFARE_RATIO, {"color": "k", "ls": "--", "lw": 0.8, "label": "seed paper: 2.27x"})
     ylabel = "AutoCBA / baseline welfare"
     strips(ax[0, 0], sorted(pos["scheduler"].unique()), parts, 0.15, ylabel, marks=[paper_mark])
-    # above the axes: inside, the legend hid the largest ratios (issue 24: legends off the data)
+    # above the axes: inside, the legend hid the largest ratios (legends stay off the data)
     ax[0, 0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=6, frameon=False)
     fig.tight_layout()
     s.figure("online-welfare", fig, pd.DataFrame(data))

@@ -1,4 +1,4 @@
-"""p3_sides: which side of P3's certified gap is loose on the first N Philly jobs (issue 43, item 3).
+"""p3_sides: which side of P3's certified gap is loose on the first N Philly jobs.
 
     cbalab bench p3-sides --jobs 5000 --exact          (P3* by one exact LP: about 15 min, 8 GB at 5,000 jobs)
     cbalab bench p3-sides --jobs 10000 --window 300    (joint window re-solves of the trace schedule)

@@ -1,4 +1,4 @@
-"""p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition (issue 22).
+"""p3_trace: P3, the offline dynamic optimum, on the whole Philly trace, by Lagrangian decomposition.
 
     cbalab bench p3-trace            (--jobs N: only the first N jobs; --exact-share S, --chunk-pairs P,
                                       --window-slots W (0: no joint step): other limits)

@@ -1,4 +1,4 @@
-"""Replay speed (issue 42): one io-cost replay per policy against a pinned older install, side by side, and a
+"""Replay speed: one io-cost replay per policy against a pinned older install, side by side, and a
 large generated trace.
 
 Each measurement runs in a fresh Python process (so that neither install's imports nor caches help the other)
@@ -147,7 +147,7 @@ def measure(
         if theirs:
             entry["reference_cpu_s"] = statistics.median(t["cpu_s"] for t in theirs)
             entry["speedup"] = entry["reference_cpu_s"] / entry["cpu_s"]
-            # Columns added after the reference (issue 44's stall_cost_usd, io_plus_stall_usd) are listed, not compared.
+            # Columns added after the reference (stall_cost_usd, io_plus_stall_usd) are listed, not compared.
             common = set(mine[0]["row"]) & set(theirs[0]["row"])
             entry["same_summary"] = all(
                 {k: m["row"][k] for k in common} == {k: theirs[0]["row"][k] for k in common} for m in mine + theirs

@@ -1,7 +1,7 @@
-"""Trace scale (issue 22, items 3 and 4): AutoCBA's growth with size and online AutoCBA against the cost replay.
+"""Trace scale: AutoCBA's growth with size and online AutoCBA against the cost replay.
 
 Two CPU-time ratios, each measured in one run (``time.process_time``, so that other load on the machine
-does not count), with the goals of issue 22's Measure table:
+does not count), each with its goal:
 
 * ``autocba_100k_over_10k``: AutoCBA (algorithms/autocba/driver.py, the registered ``autocba`` with its
   certificate) on the seeded welfare instance of 100,000 jobs over its time on 10,000 jobs
@@ -153,8 +153,8 @@ def online_profile(trace: Path = PHILLY, window: tuple[float, float] | None = No
 
 
 def cost_profile(trace: Path = PHILLY, window: tuple[float, float] | None = None) -> dict[str, Any]:
-    """The CBA cost replay of :func:`replay_cpu` under cProfile, split into disjoint parts (issue 22, item 5:
-    where a cost replay, io-cost's unit of work, spends its time): CBA's solve; the rest of the policy's answer
+    """The CBA cost replay of :func:`replay_cpu` under cProfile, split into disjoint parts (where a cost
+    replay, io-cost's unit of work, spends its time): CBA's solve; the rest of the policy's answer
     (the aggregate instance, the online wrapper); the rest of ``reallocate`` (the targets from the answer); the
     engine's other steps (:data:`COST_STEPS`), and the loop around them.  Shares as in :func:`online_profile`.
     """

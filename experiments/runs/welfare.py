@@ -8,7 +8,7 @@ run is one method on one instance, scored by the referee (models/evaluate.py):
 * ``autocba`` (algorithms/autocba.py), with its certificate: a proven upper
   bound on the P2 optimum (proofs/autocba_certificate.md);
 * the exact references, run through the registry like every method and scored
-  by the referee, without a time limit (issue 24: a wall-clock limit would make
+  by the referee, without a time limit (a wall-clock limit would make
   the references depend on the machine; the slowest took under a minute), its
   seconds in ``solve_seconds``:
   ``milp``, the no-stall optimum P2 (solved by GPU-count slices,

@@ -285,7 +285,7 @@ def budget(inst: Instance, y: np.ndarray, h: np.ndarray, cols: np.ndarray, coef:
 def start_point(inst: Instance, arrays: Arrays, gpus: np.ndarray, cache_gb: np.ndarray) -> np.ndarray:
     """A solution vector of ``arrays`` for an allocation (options by GPUs, h = min(c, d)/d, w = y h, s = y).
 
-    The warm start handed to HiGHS (issue 12, item 2); it counts as an incumbent only if it meets the rows
+    The warm start handed to HiGHS; it counts as an incumbent only if it meets the rows
     (:meth:`Arrays.fits`), and HiGHS checks it too.  Its b_j is the least feeding, in the scaled units.
     """
     x = np.zeros(arrays.n_cols)

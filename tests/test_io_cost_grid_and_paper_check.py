@@ -1,5 +1,5 @@
-"""Issue 24: the factorial io-cost grid, verdicts computed by written rules, pairing counts that do not
-depend on pandas, and a ``paper --check`` that fails on each tamper case of the issue."""
+"""The factorial io-cost grid, verdicts computed by written rules, pairing counts that do not depend on
+pandas, and a ``paper --check`` that fails on each of four tamper cases."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _no_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check, "stale_results", lambda results_dir: [])
 
 
-# ------------------------------------------------------------------------------ pairings (item 4)
+# ------------------------------------------------------------------------------ pairings
 
 
 def test_pairing_count_skips_empty_cells_whatever_pandas_does() -> None:
@@ -53,7 +53,7 @@ def test_pairing_count_skips_empty_cells_whatever_pandas_does() -> None:
     assert long["scheduler"].tolist() == ["gavel", "optimus", "optimus", "optimus"]
 
 
-# ------------------------------------------------------------------------------ the io-cost grid (item 1)
+# ------------------------------------------------------------------------------ the io-cost grid
 
 
 def test_io_cost_full_grid_is_the_documented_fraction_with_the_interaction_at_full_resolution() -> None:
@@ -233,7 +233,7 @@ def test_summary_and_conditions_come_from_the_replicates() -> None:
 
 
 def test_conditions_that_together_describe_no_point_are_scattered() -> None:
-    """Issue 44: each level below holds at half its points (p_c/p_b 0.002, 48 datasets, skew 1), but no point
+    """Each level below holds at half its points (p_c/p_b 0.002, 48 datasets, skew 1), but no point
     that holds has all three; the finding is then at scattered points, not "yes under" those levels."""
     rows = [(1e-3, 12, 0.0, False), (1e-3, 12, 1.0, False), (1e-3, 48, 0.0, False), (1e-3, 48, 1.0, True)]
     rows.append((2e-3, 12, 0.0, True))
@@ -250,7 +250,7 @@ def test_conditions_that_together_describe_no_point_are_scattered() -> None:
 
 
 def test_a_stalling_baseline_is_compared_on_io_plus_its_stall() -> None:
-    """Issue 44: a baseline that stalls jobs is not dropped but charged the GPU time it idles (IO + stall); its
+    """A baseline that stalls jobs is not dropped but charged the GPU time it idles (IO + stall); its
     lower IO bill wins only when the stall costs less than the IO it saves."""
     runs = _replays({(1e-3, 12): [0.2]})
     runs = runs.assign(stall_cost_usd=0.0, io_plus_stall_usd=runs["io_cost_usd"])
@@ -263,7 +263,7 @@ def test_a_stalling_baseline_is_compared_on_io_plus_its_stall() -> None:
         assert not pts.loc[0, "quiver_fed"]
 
 
-# ------------------------------------------------------------------------------ verdicts by rules (item 3)
+# ------------------------------------------------------------------------------ verdicts by rules
 
 
 def _io_verdicts(savings: dict[tuple[float, int], list[float]]) -> list[str]:
@@ -294,7 +294,7 @@ def test_the_paper_states_claim_numbers_only_through_generated_sentences() -> No
     assert section.macros == {}
 
 
-# ------------------------------------------------------------------------------ provenance (item 5)
+# ------------------------------------------------------------------------------ provenance
 
 
 def test_rows_commit_is_the_session_that_computed_rows_not_the_last_resume() -> None:
@@ -322,12 +322,12 @@ def test_strict_turns_the_stale_list_into_problems(paper_copy: Path, monkeypatch
     assert check.main_paper(str(paper_copy), None, True, echo=notes.append, strict=True) == 1
 
 
-# ------------------------------------------------------------------------------ tamper cases (items 5, 6)
+# ------------------------------------------------------------------------------ tamper cases
 
 
 @pytest.mark.slow
 def test_tamper_a_claim_macro_swapped_into_a_sentence_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's first case: a claim's number macro moved into another sentence is found and named."""
+    """The first tamper case: a claim's number macro moved into another sentence is found and named."""
     _no_stale(monkeypatch)
     tex = (paper_copy / "paper.tex").read_text()
     assert "\\WelfareMedianRatio{}" in tex
@@ -356,7 +356,7 @@ def test_tamper_a_proof_claims_number_outside_its_sentence_fails(
 
 @pytest.mark.slow
 def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's second case: "21.3%" typed into the abstract (or the introduction) is a hand-typed number."""
+    """The second tamper case: "21.3%" typed into the abstract (or the introduction) is a hand-typed number."""
     _no_stale(monkeypatch)
     tex = (paper_copy / "paper.tex").read_text()
     for anchor in ("\\begin{abstract}\n", "\\section{Introduction}\n"):
@@ -366,7 +366,7 @@ def test_tamper_a_number_typed_into_the_abstract_fails(paper_copy: Path, monkeyp
 
 @pytest.mark.slow
 def test_tamper_an_unquoted_runs_csv_row_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's third case: a changed runs.csv row that no number quotes changes the stored sha256."""
+    """The third tamper case: a changed runs.csv row that no number quotes changes the stored sha256."""
     _no_stale(monkeypatch)
     path = paper_copy / "results" / "sensitivity" / "runs.csv"
     text = path.read_text()
@@ -383,7 +383,7 @@ def test_tamper_an_unquoted_runs_csv_row_fails(paper_copy: Path, monkeypatch: py
 
 @pytest.mark.slow
 def test_tamper_a_stale_pdf_fails(paper_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's fourth case: a PDF not rebuilt after its inputs changed (here a sentence of paper.tex)."""
+    """The fourth tamper case: a PDF not rebuilt after its inputs changed (here a sentence of paper.tex)."""
     _no_stale(monkeypatch)
     assert check.check_paper(paper_copy) == []
     tex = paper_copy / "paper.tex"

@@ -1,4 +1,4 @@
-"""Regression tests of issue 41 (a hostile tester's findings), each on a small instance written inline.
+"""Regression tests of a hostile tester's findings, each on a small instance written inline.
 
 1. a key given twice in one JSON object (instances, traces' headers) is refused, naming its path;
 2. ``simulate`` refuses an ``--out`` where one of its files cannot be written, before writing anything;
@@ -7,7 +7,7 @@
 5. the cost problem refuses jobs whose fixed GPUs add up to more than ``cluster.gpus``;
 6. ``compare`` gives the reason of every ``error`` and ``infeasible`` row under its table;
 7. CBA at a cap below 1 GB/s uses the referee's slack, and the docs say so;
-10. ``--no-progress`` and ``--quiet`` are one switch on ``simulate`` and ``experiment``, documented once.
+8. ``--no-progress`` and ``--quiet`` are one switch on ``simulate`` and ``experiment``, documented once.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _write(tmp_path: Path, text: str, name: str = "instance.json") -> Path:
 # ---------------------------------------------------------------- 1. a key given twice
 
 
-def test_regression_issue41_1_a_second_jobs_key_is_refused_not_an_empty_instance(tmp_path, capsys) -> None:
+def test_regression_a_second_jobs_key_is_refused_not_an_empty_instance(tmp_path, capsys) -> None:
     """A second ``"jobs": []`` used to empty the instance (``optimal`` at cost 0): now exit 2 naming ``jobs``."""
     text = COST_TEXT % ("", ', "jobs": []')
     with pytest.raises(InstanceError) as caught:
@@ -66,7 +66,7 @@ def test_regression_issue41_1_a_second_jobs_key_is_refused_not_an_empty_instance
     assert code == 2 and out == "" and one_line_naming(err, "jobs")
 
 
-def test_regression_issue41_1_a_repeated_size_names_its_path_and_both_values(tmp_path, capsys) -> None:
+def test_regression_a_repeated_size_names_its_path_and_both_values(tmp_path, capsys) -> None:
     """``size_gb`` 5 then 7 used to be solved with 7: now refused, naming ``datasets[0].size_gb`` and both values."""
     text = COST_TEXT % (', "size_gb": 7.0', "")
     code, out, err = run_cli(capsys, "solve", str(_write(tmp_path, text)), "--method", "milp")
@@ -74,7 +74,7 @@ def test_regression_issue41_1_a_repeated_size_names_its_path_and_both_values(tmp
     assert "(got [5.0, 7.0])" in err
 
 
-def test_regression_issue41_1_loads_json_names_the_outer_repeat_first_and_parses_the_rest() -> None:
+def test_regression_loads_json_names_the_outer_repeat_first_and_parses_the_rest() -> None:
     """The parser every reader uses: a repeat deep in a list is named by its path; an outer repeat comes first;
     a document without repeats parses as json.loads does; it is a ValueError, as a malformed document is."""
     with pytest.raises(RepeatedKeyError) as caught:
@@ -86,7 +86,7 @@ def test_regression_issue41_1_loads_json_names_the_outer_repeat_first_and_parses
     assert loads_json('{"a": [1, {"b": null}], "c": 1.5}') == {"a": [1, {"b": None}], "c": 1.5}
 
 
-def test_regression_issue41_1_a_trace_column_named_twice_is_refused(tmp_path, capsys) -> None:
+def test_regression_a_trace_column_named_twice_is_refused(tmp_path, capsys) -> None:
     """A trace whose header names ``gpus`` twice (the last column used to win) is exit 2 naming line 1."""
     trace = _write(tmp_path, "submit_time_s,duration_s,gpus,gpus\n0,100,1,2\n", "trace.csv")
     code, out, err = run_cli(capsys, "simulate", "--trace", str(trace), "--policy", "cba", "--no-progress")
@@ -103,7 +103,7 @@ def test_regression_issue41_1_a_trace_column_named_twice_is_refused(tmp_path, ca
     ids=["cost", "welfare"],
 )
 @pytest.mark.parametrize("blocked", ["jobs.csv", "timeseries.csv", "summary.json"])
-def test_regression_issue41_2_a_folder_in_place_of_a_table_is_exit_2_and_nothing_is_written(
+def test_regression_a_folder_in_place_of_a_table_is_exit_2_and_nothing_is_written(
     tmp_path, capsys, argv: list[str], blocked: str
 ) -> None:
     """A folder where a file of ``--out`` goes was "internal error: IsADirectoryError" after jobs.csv was written
@@ -121,7 +121,7 @@ def test_regression_issue41_2_a_folder_in_place_of_a_table_is_exit_2_and_nothing
         assert (out_dir / "summary.json").read_text() == "old\n"
 
 
-def test_regression_issue41_2_writing_a_result_checks_every_target_first(tmp_path) -> None:
+def test_regression_writing_a_result_checks_every_target_first(tmp_path) -> None:
     """ReplayResult.write (the API's writer) refuses the same way, naming the path, and writes nothing."""
     result = cbalab.simulate(6, "cba")
     (tmp_path / OUTPUT_FILES[1]).mkdir()
@@ -137,7 +137,7 @@ def test_regression_issue41_2_writing_a_result_checks_every_target_first(tmp_pat
 
 
 @pytest.mark.parametrize("variant", ["tiers", "block", "dataset"])
-def test_regression_issue41_3_lp_on_an_integer_variant_is_a_bound_not_a_verdict(variant: str) -> None:
+def test_regression_lp_on_an_integer_variant_is_a_bound_not_a_verdict(variant: str) -> None:
     """The relaxation's fractional tier, block or dataset used to make ``lp`` say ``infeasible`` where ``milp``
     solves the instance: now ``error`` with a reason saying it is a bound, and the bound kept below the optimum."""
     inst = cbalab.generate("cost", jobs=6, datasets=3, seed=1, variant=variant)
@@ -150,7 +150,7 @@ def test_regression_issue41_3_lp_on_an_integer_variant_is_a_bound_not_a_verdict(
     assert lp.bound is not None and lp.bound <= milp.objective * (1 + 1e-9)
 
 
-def test_regression_issue41_3_a_whole_relaxation_is_still_an_answer() -> None:
+def test_regression_a_whole_relaxation_is_still_an_answer() -> None:
     """When the relaxation comes out whole (no cache is worth it and the demand is two whole tiers), it is an
     allocation of the instance and ``lp`` certifies it ``optimal``, as ``milp`` does."""
     doc = _cost(bandwidth_step_gbps=0.4)
@@ -179,7 +179,7 @@ STALL_TRAP = {
 }
 
 
-def test_regression_issue41_4_milp_stall_answers_at_least_milp() -> None:
+def test_regression_milp_stall_answers_at_least_milp() -> None:
     """On a 3-job instance ``milp`` proves 14 while ``milp-stall`` answered a stalled allocation scoring 0 (bound
     18.67): now it answers P2's allocation (14, a P2s allocation too), ``feasible`` under the relaxation's bound."""
     inst = cbalab.loads(json.dumps(STALL_TRAP))
@@ -197,7 +197,7 @@ def test_regression_issue41_4_milp_stall_answers_at_least_milp() -> None:
 # ---------------------------------------------------------------- 5. more GPUs than the cluster has
 
 
-def test_regression_issue41_5_jobs_asking_more_gpus_than_the_cluster_are_refused(tmp_path, capsys) -> None:
+def test_regression_jobs_asking_more_gpus_than_the_cluster_are_refused(tmp_path, capsys) -> None:
     """``cluster.gpus`` 8 with jobs asking 31 GPUs was solved ``optimal``: now exit 2 (CLI) and InstanceError
     (a ValueError, API) naming ``cluster.gpus``; 8 GPUs asked of 8 is still solved."""
     doc = _cost()
@@ -219,7 +219,7 @@ def test_regression_issue41_5_jobs_asking_more_gpus_than_the_cluster_are_refused
 # ---------------------------------------------------------------- 6. compare's reasons
 
 
-def test_regression_issue41_6_compare_footnotes_every_error_and_infeasible_row(tmp_path, capsys) -> None:
+def test_regression_compare_footnotes_every_error_and_infeasible_row(tmp_path, capsys) -> None:
     """``flow error -`` came with no reason: every ``error`` and ``infeasible`` row now has a footnote line under
     the table with its reason, and the API's table carries it as ``reason``."""
     capped = _cost(bandwidth_gbps=0.1, cache_gb=1.0)  # no cache of 1 GB brings 0.8 GB/s under 0.1: infeasible
@@ -239,7 +239,7 @@ def test_regression_issue41_6_compare_footnotes_every_error_and_infeasible_row(t
 # ---------------------------------------------------------------- 7. CBA's cap below 1 GB/s
 
 
-def test_regression_issue41_7_cba_uses_the_slack_under_a_small_cap_and_the_docs_say_so() -> None:
+def test_regression_cba_uses_the_slack_under_a_small_cap_and_the_docs_say_so() -> None:
     """B = 0.3 GB/s, one job reading 0.6 GB/s of a 300 GB dataset: caching 150 GB fits B exactly, and CBA buys the
     referee's slack of 1e-9 GB/s and caches 149.9999995 GB.  docs/methods/cba.md and the ``bandwidth_gbps`` row of
     docs/interface.md say it, with that figure."""
@@ -259,11 +259,11 @@ def test_regression_issue41_7_cba_uses_the_slack_under_a_small_cap_and_the_docs_
     assert "149.9999995" in row and "(8.1)" in row
 
 
-# ---------------------------------------------------------------- 10. one progress switch
+# ---------------------------------------------------------------- 8. one progress switch
 
 
 @pytest.mark.parametrize("spelling", ["--no-progress", "--quiet"])
-def test_regression_issue41_10_both_spellings_on_both_commands_one_documented(spelling: str) -> None:
+def test_regression_both_spellings_on_both_commands_one_documented(spelling: str) -> None:
     """``simulate`` took only ``--quiet`` and ``experiment`` only ``--no-progress``: both take both, as one switch,
     and the help of each shows ``--no-progress`` alone."""
     p = parser()
