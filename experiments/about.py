@@ -45,7 +45,7 @@ ABOUT: dict[str, About] = {
     "welfare": About(
         "AutoCBA vs GPU schedulers x cache policies under a budget",
         (3.3, 11.1),
-        189.2,
+        372.7,
         2,
         {
             "headline": (
@@ -62,7 +62,7 @@ ABOUT: dict[str, About] = {
     "optimality": About(
         "each method's gap to the proven optimum (P1 variants, P2)",
         (15.3, 56.5),
-        845.0,
+        2093.0,
         2,
         {
             "gaps": ("problem", "variant", "method", "instances", "share_optimal", "median_gap", "worst_gap"),
@@ -112,7 +112,7 @@ ABOUT: dict[str, About] = {
     "confirm": About(
         "the headline claims on held-out data, by the frozen rules",
         (13.5, 14.8),
-        1525.0,
+        3388.2,
         2,
         {"verdicts": ("claim", "part", "verdict")},
     ),
