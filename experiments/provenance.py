@@ -35,11 +35,20 @@ TOOLCHAIN = ("numpy", "pandas", "highspy", "pyomo")
 #: The root of the installed package: module files and data files are recorded relative to it when inside.
 PACKAGE = "cbalab"
 
-#: Modules that compute no row: the command line, the paper, the figures' style and the ``--list`` table.  A
-#: run's process imports some of them (a run module draws its own paper section and figures), but no run
-#: executes their code; tests/test_provenance.py traces every experiment's quick runs to hold that.  The run
-#: module's own ``figures``, ``tables`` and ``paper_section`` stay in its digest (the record is per module).
-PRESENTATION = ("cbalab.cli", "cbalab.experiments.about", "cbalab.experiments.plotting", "cbalab.experiments.paper")
+#: Modules that compute no row: the command line, the paper, the figures' style, the ``--list`` table and the
+#: verifier (it compares recomputed rows; the runs it calls are recorded as theirs).  A run's process imports
+#: some of them (a run module draws its own paper section and figures; a one-worker verification runs in the
+#: verifier's process), but no run executes their code; tests/test_provenance.py traces every experiment's
+#: quick runs to hold that.  They are neither recorded nor compared: a record made before a module joined this
+#: list does not go stale when it changes.  The run module's own ``figures``, ``tables`` and ``paper_section``
+#: stay in its digest (the record is per module).
+PRESENTATION = (
+    "cbalab.cli",
+    "cbalab.experiments.about",
+    "cbalab.experiments.plotting",
+    "cbalab.experiments.paper",
+    "cbalab.experiments.verify",
+)
 
 #: Data files read in this process (absolute paths), as :func:`note_read` saw them.
 _READ: set[str] = set()
@@ -168,11 +177,14 @@ def record(modules: Iterable[str], data: Iterable[str], params: dict[str, Any]) 
 
 
 def differences(prov: dict[str, Any], params: dict[str, Any] | None = None) -> list[str]:
-    """What differs between the record ``prov`` and this installation: each changed or missing module, each
-    changed or missing data file, each parameter of ``params`` (the sweep's current ones) that differs.  The
-    toolchain is not here (:func:`toolchain_differences`): a version change is decided by the canaries."""
+    """What differs between the record ``prov`` and this installation: each changed or missing module (less
+    :data:`PRESENTATION`), each changed or missing data file, each parameter of ``params`` (the sweep's current
+    ones) that differs.  The toolchain is not here (:func:`toolchain_differences`): a version change is decided
+    by the canaries."""
     out = []
     for name, digest in sorted((prov.get("code") or {}).items()):
+        if presentation(name):
+            continue
         now = module_digest(name)
         if now is None:
             out.append(f"module {name} is gone")

@@ -169,6 +169,16 @@ def test_a_missing_module_or_a_changed_grid_is_stale(quick_results: Path, monkey
     assert _stale(quick_results) == {"sensitivity"}
 
 
+def test_a_presentation_module_in_an_older_record_is_not_compared() -> None:
+    """A record made while the verifier still counted as row code (a one-worker verification imports it in the
+    runs' process) does not go stale when the verifier changes; a computing module beside it still does."""
+    prov = {"code": {"cbalab.experiments.verify": "0" * 64, "cbalab.algorithms.cba": "0" * 64}}
+    assert provenance.presentation("cbalab.experiments.verify")
+    assert provenance.differences(prov) == [
+        f"module cbalab.algorithms.cba changed ({provenance.module_file('cbalab.algorithms.cba')})"
+    ]
+
+
 @pytest.mark.slow
 def test_toolchain_differences_are_notes_not_staleness(quick_results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another numpy is reported (the canaries decide), but is not stale."""
