@@ -1,4 +1,5 @@
-"""The kind of each runs.csv column, as ``cbalab experiment NAME --verify`` compares it (docs/reproduce.md).
+"""The kind of each runs.csv column, as ``cbalab experiment NAME --verify`` compares it
+(docs/adr/0002-verification-by-column-kind.md).
 
 A column is *exact* (statuses, counts, names, flags, and the numbers whose every bit the code fixes: closed
 forms, replays, the referee's sums in a fixed order) or a *solver* column: a number that passes through HiGHS

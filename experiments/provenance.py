@@ -1,6 +1,6 @@
 """What an experiment's rows were computed from, so that staleness is decided by what the runs executed.
 
-A sweep's meta.json records four things under ``provenance`` (docs/reproduce.md, "When results are stale"):
+A sweep's meta.json records four things under ``provenance`` (docs/adr/0001-staleness-by-provenance.md):
 
 * ``code``: every cbalab module that a run's process had imported once its runs were done (the runs'
   processes report them, :func:`imported_modules`), each with the sha256 of its *normalised* source

@@ -8,7 +8,7 @@ with the committed CSV cell (:func:`cell_text` writes a value as pandas wrote th
 every column as text).  Each column's largest difference is printed; the first difference beyond its kind's
 rule, in grid order, is reported with its run key and column (exit 1).
 
-The samples (docs/reproduce.md, "Verifying rows"):
+The samples (docs/reproduce.md, "Verifying rows"; why they are drawn so: docs/adr/0002-verification-by-column-kind.md):
 
 * ``canaries``: a fixed set (the cheapest row of each level of the experiment's first parameter, within
   :data:`FIXED_BUDGET_S` estimated seconds) plus a

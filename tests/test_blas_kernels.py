@@ -1,5 +1,5 @@
-"""Replays must not depend on the BLAS kernel that OpenBLAS picks for the CPU (docs/reproduce.md, "Why a result
-can move from one machine to another").
+"""Replays must not depend on the BLAS kernel that OpenBLAS picks for the CPU
+(docs/adr/0004-bit-stable-results-across-machines.md).
 
 OpenBLAS chooses its kernels at start-up by CPU, and ``OPENBLAS_CORETYPE`` forces one. A sum taken by
 ``np.dot`` can then differ in its last bits from one machine to another. Each case here runs in two fresh

@@ -1,6 +1,6 @@
 """Replays computed once: the rule on the demands of each aggregable cost policy, and the runs of a
-grid declared one computation (experiments/runner.py, ``shared_runs``; docs/reproduce.md, "Replays computed
-once")."""
+grid declared one computation (experiments/runner.py, ``shared_runs``;
+docs/adr/0003-replays-computed-once.md)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_a_run_declared_the_same_as_an_earlier_one_is_run_once_and_its_row_names
 
 
 def test_io_cost_shares_exactly_the_runs_whose_cache_holds_every_dataset() -> None:
-    """docs/reproduce.md, "Replays computed once": a shared io-cost run differs from the run it takes its row
+    """docs/adr/0003-replays-computed-once.md: a shared io-cost run differs from the run it takes its row
     from in C alone, and both Cs hold every dataset; 135 of the 945 runs are shared."""
     grid = io_cost.grid(False, 0)
     by_key = {runner.run_key(p): p for p in grid}
@@ -118,7 +118,7 @@ def test_io_cost_shares_exactly_the_runs_whose_cache_holds_every_dataset() -> No
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", io_cost.POLICIES)
 def test_a_cache_that_holds_every_dataset_gives_one_replay_whatever_its_size(policy: str) -> None:
-    """The argument of docs/reproduce.md, "Replays computed once", checked: 200 Philly jobs on the 12 datasets
+    """The argument of docs/adr/0003-replays-computed-once.md, checked: 200 Philly jobs on the 12 datasets
     (227.7 GB) give the same row at C = 250, 500 and 2,000 GB for every policy, computed separately."""
     blind = policy in io_cost.PRICE_BLIND
     rows = []

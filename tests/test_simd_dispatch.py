@@ -1,4 +1,5 @@
-"""Generated instances must not depend on the SIMD kernels numpy picks for the CPU (docs/reproduce.md).
+"""Generated instances must not depend on the SIMD kernels numpy picks for the CPU
+(docs/adr/0004-bit-stable-results-across-machines.md).
 
 numpy dispatches its elementwise functions (``tanh``, ``power``, ``log1p`` …) at import to the widest
 instruction set the CPU has (X86_V2, X86_V3 = AVX2, X86_V4 = AVX-512), and the kernels can round

@@ -1,5 +1,5 @@
 """``--verify`` by column kind (experiments/columns.py) and the claims sample: the rows that decide paper/claims.md
-(experiments/paper/deciding.py), docs/reproduce.md "Verifying rows"."""
+(experiments/paper/deciding.py), docs/adr/0002-verification-by-column-kind.md."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def same_run(params: dict) -> tuple[tuple, str] | None:
     """The replay a run computes when its cache C holds every dataset (experiments/runner.py, ``shared_runs``):
     its parameters with C left out, and why; None when C is below Σ_k d_k.
 
-    Every cost policy reads C only through min(C, Σ_k d_k) (docs/reproduce.md, "Replays computed once"): a
+    Every cost policy reads C only through min(C, Σ_k d_k) (docs/adr/0003-replays-computed-once.md): a
     cache that holds every dataset whole leaves nothing for a larger one to change.  So the runs of a point and
     replicate that differ only in such a C are one replay, run once at the smallest such C of the grid.
     """

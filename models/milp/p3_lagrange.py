@@ -556,7 +556,8 @@ def _joint_windows(
 
     Why: the resource-directive step (:func:`_directed`) re-solves one dataset at a time, so capacity that one
     dataset holds in a slot can never pass to another that would save more with it; on the first 10,000 Philly
-    jobs that trade between the exact datasets is most of the gap the step leaves (docs/reproduce.md).  Every
+    jobs that trade between the exact datasets is most of the gap the step leaves
+    (docs/adr/0010-p3-at-trace-scale-by-lagrangian-decomposition.md).  Every
     column outside the window's LP keeps its value and counts in the capacity rows' bounds, the window starts
     from its datasets' old fills (a fixed free slot, Theorem 4 (ii)) and each dataset's last pair keeps at least
     its old end fill, so the old point is a point of the window's LP and the step does not raise the cost.  The
